@@ -1,0 +1,143 @@
+#!/usr/bin/env node
+import { readFile } from 'node:fs/promises'
+import yargs from 'yargs'
+import { hideBin } from 'yargs/helpers'
+import { asPipeError, EXIT_USAGE, UsageError } from '../src/core/errors.js'
+import type { PipelineDef } from '../src/core/pipeline.js'
+import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
+import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
+import type { StageUse } from '../src/core/stage.js'
+import { registry } from '../src/registry.js'
+import { runDemo } from '../src/demo.js'
+
+const RUN_FLAGS = new Set(['_', '$0', 'target', 'json', 'progress', 'help', 'version'])
+
+function settings(json: boolean, progress: boolean | undefined): RunSettings {
+  return {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    json,
+    progress: progress ?? Boolean(process.stderr.isTTY),
+    handleSignals: true,
+  }
+}
+
+function optionLines(infos: OptionInfo[]): string[] {
+  return infos.map((o) => {
+    const type = o.type === 'enum' ? o.choices!.join('|') : o.type
+    const extra = o.required ? ' (required)' : o.default !== undefined ? ` (default ${JSON.stringify(o.default)})` : ''
+    return `  --${toFlag(o.name)} <${type}>  ${o.description}${extra}`
+  })
+}
+
+/** A JSON pipeline file: `{"name"?: string, "stages": [{"stage": NAME, "options": {...}}, ...]}`. */
+async function loadPipelineFile(path: string): Promise<{ name: string; stages: StageUse[] }> {
+  let doc: unknown
+  try {
+    doc = JSON.parse(await readFile(path, 'utf8'))
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    if (e.code) throw asPipeError(err)
+    throw new UsageError('usage.bad-pipeline-file', `not valid JSON: ${e.message}`, { location: { file: path } })
+  }
+  if (typeof doc !== 'object' || doc === null || !Array.isArray((doc as { stages?: unknown }).stages)) {
+    throw new UsageError('usage.bad-pipeline-file', 'expected an array of {"stage", "options"}', { location: { file: path, field: 'stages' } })
+  }
+  const { name, stages } = doc as { name?: unknown; stages: StageUse[] }
+  return { name: typeof name === 'string' ? name : path, stages }
+}
+
+function findPipeline(target: string | undefined): PipelineDef | undefined {
+  return target && !target.endsWith('.json') ? registry.pipeline(target) : undefined
+}
+
+async function main(argv: string[]): Promise<number> {
+  let exitCode = 0
+  const runTarget = argv[0] === 'run' ? argv.slice(1).find((a) => !a.startsWith('-')) : undefined
+  const runDef = findPipeline(runTarget)
+
+  await yargs(argv)
+    .scriptName('pipe')
+    .parserConfiguration({ 'camel-case-expansion': false, 'parse-numbers': false, 'parse-positional-numbers': false })
+    .command('list', 'List the pipelines', () => {}, () => {
+      for (const p of registry.pipelines()) process.stdout.write(`${p.name.padEnd(16)} ${p.summary}\n`)
+    })
+    .command('stages', 'List the stages a pipeline can be built from', () => {}, () => {
+      for (const s of registry.stages()) process.stdout.write(`${s.name.padEnd(18)} ${s.kind.padEnd(9)} ${(s.takes + ' -> ' + s.gives).padEnd(20)} ${s.summary}\n`)
+    })
+    .command('describe <name>', 'Show a pipeline (its options and stages) or a stage (its options)', (y) => y.positional('name', { type: 'string', demandOption: true }), (args) => {
+      const name = String(args.name)
+      const p = registry.pipeline(name)
+      const s = registry.stage(name)
+      if (p) {
+        const lines = [`pipeline ${p.name}: ${p.summary}`, 'options:', ...optionLines(describeOptions(p.options)), 'stages (with default options):']
+        const defaults = Object.fromEntries(describeOptions(p.options).filter((o) => o.required).map((o) => [o.name, o.type === 'number' ? 0 : o.type === 'boolean' ? false : `<${o.name}>`]))
+        try {
+          for (const use of p.stages(p.options.parse(defaults))) lines.push(`  ${use.stage} ${JSON.stringify(use.options ?? {})}`)
+        } catch {
+          lines.push('  (depends on the options)')
+        }
+        process.stdout.write(lines.join('\n') + '\n')
+      } else if (s) {
+        process.stdout.write([`stage ${s.name} (${s.kind}, ${s.takes} -> ${s.gives}): ${s.summary}`, 'options:', ...optionLines(describeOptions(s.options))].join('\n') + '\n')
+      } else {
+        throw new UsageError('usage.unknown-name', `no pipeline or stage named "${name}" (see pipe list, pipe stages)`)
+      }
+    })
+    .command('run <target>', 'Run a pipeline by name, or a JSON pipeline file', (y) => {
+      y.positional('target', { type: 'string', describe: 'a pipeline name (pipe list) or a .json pipeline file' })
+        .option('json', { type: 'boolean', default: false, describe: 'print one JSON object on stdout' })
+        .option('progress', { type: 'boolean', describe: 'show a progress line on stderr (default: when stderr is a terminal)' })
+      for (const o of runDef ? describeOptions(runDef.options) : []) {
+        y.option(toFlag(o.name), {
+          type: o.type === 'boolean' ? 'boolean' : o.type === 'string[]' ? 'array' : 'string',
+          describe: o.description + (o.required ? ' (required)' : ''),
+          ...(o.choices ? { choices: o.choices as string[] } : {}),
+        })
+      }
+      return y
+    }, async (args) => {
+      const target = String(args.target)
+      const json = Boolean(args.json)
+      const progress = args.progress as boolean | undefined
+      if (target.endsWith('.json')) {
+        const file = await loadPipelineFile(target)
+        exitCode = (await runStageList(registry, file.name, file.stages, settings(json, progress))).exitCode
+        return
+      }
+      if (!runDef) throw new UsageError('usage.unknown-pipeline', `no pipeline named "${target}" (see pipe list)`)
+      const flags: Record<string, unknown> = {}
+      for (const [k, v] of Object.entries(args)) if (!RUN_FLAGS.has(k) && v !== undefined) flags[k] = v
+      const extra = (args._ as unknown[]).slice(1).map(String)
+      ;(runDef.positional ?? []).forEach((name, i) => { if (extra[i] !== undefined) flags[name] = extra[i] })
+      if (extra.length > (runDef.positional?.length ?? 0)) throw new UsageError('usage.extra-argument', `unexpected argument "${extra[runDef.positional?.length ?? 0]}"`)
+      exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress))).exitCode
+    })
+    .command('demo', 'Make a sample raw file and verify it (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
+      exitCode = await runDemo(String(args.out))
+    })
+    .demandCommand(1, 'name a command: list, stages, describe, run, demo')
+    .strictCommands()
+    .help()
+    .fail((msg, err) => {
+      throw err ?? new UsageError('usage.cli', msg)
+    })
+    .parseAsync()
+  return exitCode
+}
+
+// A reader that closed our stdout early (`| head`) has all it wanted; stop quietly rather than crash.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(EXIT_USAGE)
+  throw err
+})
+
+main(hideBin(process.argv)).then(
+  (code) => { process.exitCode = code },
+  (err) => {
+    const e = asPipeError(err)
+    process.stderr.write(`pipe: ${e.oneLine()}\n`)
+    process.exitCode = e.exitCode === 1 ? 1 : EXIT_USAGE
+  },
+)

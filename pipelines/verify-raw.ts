@@ -1,0 +1,33 @@
+import { z } from 'zod'
+import { definePipeline } from '../src/core/pipeline.js'
+import type { StageUse } from '../src/core/stage.js'
+
+/**
+ * Checks one raw.jsonl.zst on its own: checks 3 and 7 of the record format, as far as the raw file alone
+ * can show them (the manifest's checks need `pipe run verify`).
+ */
+export const verifyRaw = definePipeline({
+  name: 'verify-raw',
+  summary: 'Check a raw.jsonl.zst (or its zstd -dc output) from stdin or --file: canonical envelopes, receipts, clocks, frame order',
+  options: z.object({
+    file: z.string().min(1).optional().describe('read this file instead of stdin'),
+    hour: z.string().optional().describe('the UTC hour the file seals, e.g. 2026-10-03T14: frame times must lie in it'),
+    rows: z.number().int().min(0).optional().describe('the line count the manifest lists'),
+    blake3: z.string().optional().describe('BLAKE3 of the compressed file as stored (needs compressed input)'),
+    strict: z.boolean().default(false).describe('also report fields the spec does not define'),
+    maxLineBytes: z.number().int().positive().optional().describe('longest line accepted (default 8 MiB)'),
+    maxRatio: z.number().positive().optional().describe('largest decompression ratio accepted (default 1000)'),
+  }),
+  stages(o) {
+    const stages: StageUse[] = [o.file ? { stage: 'file', options: { path: o.file } } : { stage: 'stdin' }]
+    if (o.blake3 !== undefined) stages.push({ stage: 'hash-check', options: { algorithm: 'blake3', expected: o.blake3, code: 'raw.blake3-mismatch' } })
+    stages.push(
+      { stage: 'zstd-decode', options: { requireCompressed: o.blake3 !== undefined, ...(o.maxRatio ? { maxRatio: o.maxRatio } : {}) } },
+      { stage: 'split-lines', options: o.maxLineBytes ? { maxLineBytes: o.maxLineBytes } : {} },
+      { stage: 'parse-envelopes', options: { strict: o.strict } },
+      { stage: 'frame-order', options: o.hour ? { hour: o.hour } : {} },
+      { stage: 'report', options: { field: 'lines', ...(o.rows !== undefined ? { rows: o.rows } : {}) } },
+    )
+    return stages
+  },
+})

@@ -1,0 +1,50 @@
+import type { Writable } from 'node:stream'
+
+/** A problem found in the data. Verifiers collect every finding instead of stopping at the first. */
+export interface Finding {
+  /** 1-based line number, or null for findings about the whole input. */
+  line: number | null
+  code: string
+  detail: string
+  /** Extra fields a pipeline adds to its findings (e.g. `check`, `path`). */
+  [extra: string]: unknown
+}
+
+/**
+ * Streams findings out as they arrive so that memory stays bounded however many lines fail: text mode
+ * prints the first `textLimit` and counts the rest; JSON mode writes every finding into the `findings`
+ * array of the run's one JSON object, which the runner closes at the end.
+ */
+export class FindingSink {
+  count = 0
+  private readonly json: boolean
+  private readonly out: Writable
+  private readonly textLimit: number
+  private readonly format: (f: Finding) => string
+
+  constructor(opts: { json: boolean; out: Writable; textLimit?: number; format?: (f: Finding) => string }) {
+    this.json = opts.json
+    this.out = opts.out
+    this.textLimit = opts.textLimit ?? 100
+    this.format = opts.format ?? defaultFormat
+    if (this.json) this.out.write('{"findings":[')
+  }
+
+  add(finding: Finding): void {
+    this.count++
+    if (this.json) {
+      this.out.write((this.count > 1 ? ',' : '') + JSON.stringify(finding))
+    } else if (this.count <= this.textLimit) {
+      this.out.write(this.format(finding) + '\n')
+    }
+  }
+
+  /** Text mode: how many findings were counted but not printed. */
+  get hidden(): number {
+    return this.json ? 0 : Math.max(0, this.count - this.textLimit)
+  }
+}
+
+function defaultFormat(f: Finding): string {
+  return `${f.line === null ? 'file' : 'line ' + f.line}: ${f.code}: ${f.detail}`
+}

@@ -1,0 +1,53 @@
+import canonicalize from 'canonicalize'
+import { seededRandom } from './random.js'
+
+export interface RawSampleOptions {
+  /** Epoch seconds of the hour's start. */
+  hourStart: number
+  frames: number
+  instruments?: string[]
+  seed?: number
+  /** Share of frames received by one replica only. */
+  oneReplicaShare?: number
+}
+
+const NS_PER_S = 1_000_000_000n
+
+/** Nine-digit RFC 3339 UTC, the record format's one encoding of an instant. */
+export function nsToTime(ns: bigint): string {
+  const sec = ns / NS_PER_S
+  const frac = ns % NS_PER_S
+  return new Date(Number(sec) * 1000).toISOString().slice(0, 19) + '.' + frac.toString().padStart(9, '0') + 'Z'
+}
+
+/**
+ * Deterministic Binance-spot-like trade envelopes for one hour, in frame-time order, each line RFC 8785
+ * canonical and newline-terminated: what a sealed raw file of the trades channel holds. Most frames have
+ * receipts from both replicas with clock estimates; a share come from one replica only.
+ */
+export function* rawSampleLines(opts: RawSampleOptions): Generator<string> {
+  const rand = seededRandom(opts.seed ?? 1)
+  const instruments = opts.instruments ?? ['BTCUSDT', 'ETHUSDT', 'SOLUSDT', 'BNBUSDT', 'XRPUSDT', 'ADAUSDT', 'DOGEUSDT', 'LTCUSDT', 'DOTUSDT', 'AVAXUSDT']
+  const oneOnly = opts.oneReplicaShare ?? 0.01
+  const tradeIds = instruments.map((_, i) => 1_000_000_000 + i * 7_919_000)
+  const prices = instruments.map((_, i) => 100 + i * 1234.5)
+  const startNs = BigInt(opts.hourStart) * NS_PER_S
+  const stepNs = (3600n * NS_PER_S) / BigInt(Math.max(1, opts.frames))
+  for (let n = 0; n < opts.frames; n++) {
+    const k = Math.floor(rand() * instruments.length)
+    tradeIds[k]!++
+    prices[k] = Math.max(0.01, prices[k]! * (1 + (rand() - 0.5) * 0.001))
+    const frameNs = startNs + BigInt(n) * stepNs + BigInt(Math.floor(rand() * Number(stepNs)))
+    const exchangeMs = Number(frameNs / 1_000_000n) - 2 - Math.floor(rand() * 5)
+    const payload = JSON.stringify({
+      e: 'trade', E: exchangeMs + 1, s: instruments[k], t: tradeIds[k], p: prices[k]!.toFixed(8), q: (rand() * 2).toFixed(8), T: exchangeMs, m: rand() < 0.5, M: true,
+    })
+    const receipt = (replica: 'a' | 'b', delayNs: number) => {
+      const offset = Math.round((rand() - 0.5) * 40_000)
+      return { replica, connection: `${replica}-1`, receive_time: nsToTime(frameNs + BigInt(delayNs)), clock_offset: offset, clock_error_bound: Math.abs(offset) + 500_000 + Math.floor(rand() * 400_000) }
+    }
+    const r = rand()
+    const receipts = r < oneOnly / 2 ? [receipt('a', 0)] : r < oneOnly ? [receipt('b', 0)] : [receipt('a', 0), receipt('b', Math.floor(rand() * 900_000))]
+    yield canonicalize({ payload, payload_encoding: 'text', exchange_time: nsToTime(BigInt(exchangeMs) * 1_000_000n), receipts })! + '\n'
+  }
+}

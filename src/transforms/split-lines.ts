@@ -1,0 +1,115 @@
+import { z } from 'zod'
+import type { Measured } from '../core/items.js'
+import { defineStage } from '../core/stage.js'
+import type { FindingSink } from '../core/findings.js'
+
+/**
+ * A run of complete lines sharing one buffer. Lines are byte ranges [starts[i], ends[i]) without their
+ * newline; nothing is copied or decoded per line, which is what lets checks keep up with decompression.
+ */
+export class LineBatch implements Measured {
+  constructor(
+    readonly data: Buffer,
+    readonly starts: Uint32Array,
+    readonly ends: Uint32Array,
+    readonly count: number,
+    /** 1-based number of the first line. */
+    readonly firstLine: number,
+    /** Byte offset of data[0] in the whole (decompressed) stream. */
+    readonly baseOffset: number,
+  ) {}
+
+  get itemCount(): number { return this.count }
+  get byteCount(): number { return this.count === 0 ? 0 : this.ends[this.count - 1]! - this.starts[0]! + 1 }
+
+  line(i: number): Buffer { return this.data.subarray(this.starts[i], this.ends[i]) }
+}
+
+export const splitOptions = z.object({
+  maxLineBytes: z.number().int().positive().default(8 * 2 ** 20).describe('longest line accepted; a longer one is a finding and is skipped without being held in memory'),
+  requireFinalNewline: z.boolean().default(true).describe('report a last line that lacks its terminating newline'),
+})
+export type SplitOptions = z.infer<typeof splitOptions>
+
+/**
+ * Splits a byte stream into LineBatches, one per input chunk. A partial line is carried to the next chunk;
+ * a line over the cap is reported (`raw.line-too-long`) and its bytes are dropped as they arrive.
+ */
+export function splitLines(opts: SplitOptions, findings: FindingSink) {
+  return async function* (source: AsyncIterable<Uint8Array>): AsyncGenerator<LineBatch> {
+    let carry: Buffer | null = null
+    let skipping = false
+    let lineNo = 1
+    let offset = 0 // stream offset of the first byte of the next chunk (or of carry)
+    let starts = new Uint32Array(4096)
+    let ends = new Uint32Array(4096)
+
+    const tooLong = () => findings.add({ line: lineNo, code: 'raw.line-too-long', detail: `line is longer than the cap of ${opts.maxLineBytes} bytes` })
+
+    for await (const chunk of source) {
+      let data: Buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      let base = offset
+      offset += chunk.byteLength
+      let pos = 0
+      if (skipping) {
+        const nl = data.indexOf(10)
+        if (nl < 0) continue
+        skipping = false
+        lineNo++
+        pos = nl + 1
+      } else if (carry) {
+        base -= carry.byteLength
+        data = Buffer.concat([carry, data])
+        carry = null
+      }
+      let count = 0
+      for (;;) {
+        const nl = data.indexOf(10, pos)
+        if (nl < 0) break
+        if (nl - pos > opts.maxLineBytes) {
+          tooLong()
+          lineNo++
+          pos = nl + 1
+          continue
+        }
+        if (count === starts.length) {
+          const s = new Uint32Array(count * 2); s.set(starts); starts = s
+          const e = new Uint32Array(count * 2); e.set(ends); ends = e
+        }
+        starts[count] = pos
+        ends[count] = nl
+        count++
+        pos = nl + 1
+      }
+      if (pos < data.byteLength) {
+        if (data.byteLength - pos > opts.maxLineBytes) {
+          tooLong()
+          skipping = true
+        } else {
+          carry = Buffer.from(data.subarray(pos))
+        }
+      }
+      if (count > 0) {
+        yield new LineBatch(data, starts.slice(0, count), ends.slice(0, count), count, lineNo, base)
+        lineNo += count
+      }
+    }
+    if (skipping) return
+    if (carry && carry.byteLength > 0) {
+      if (opts.requireFinalNewline) findings.add({ line: lineNo, code: 'raw.line-unterminated', detail: 'the last line has no terminating newline' })
+      yield new LineBatch(carry, Uint32Array.of(0), Uint32Array.of(carry.byteLength), 1, lineNo, offset - carry.byteLength)
+    }
+  }
+}
+
+export const splitLinesStage = defineStage({
+  name: 'split-lines',
+  kind: 'transform',
+  summary: 'Splits bytes into batches of lines, with a cap on line length',
+  takes: 'bytes',
+  gives: 'lines',
+  options: splitOptions,
+  create(options, ctx) {
+    return splitLines(options, ctx.findings) as (source: AsyncIterable<unknown>) => AsyncIterable<unknown>
+  },
+})

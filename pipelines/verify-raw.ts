@@ -22,7 +22,7 @@ export const verifyRaw = definePipeline({
     const stages: StageUse[] = [o.file ? { stage: 'file', options: { path: o.file } } : { stage: 'stdin' }]
     if (o.blake3 !== undefined) stages.push({ stage: 'hash-check', options: { algorithm: 'blake3', expected: o.blake3, code: 'raw.blake3-mismatch' } })
     stages.push(
-      { stage: 'zstd-decode', options: { requireCompressed: o.blake3 !== undefined, ...(o.maxRatio ? { maxRatio: o.maxRatio } : {}) } },
+      { stage: 'zstd-decode', options: { recycle: true, requireCompressed: o.blake3 !== undefined, ...(o.maxRatio ? { maxRatio: o.maxRatio } : {}) } },
       { stage: 'split-lines', options: o.maxLineBytes ? { maxLineBytes: o.maxLineBytes } : {} },
       { stage: 'parse-envelopes', options: { strict: o.strict } },
       { stage: 'frame-order', options: o.hour ? { hour: o.hour } : {} },

@@ -16,9 +16,9 @@ export const fileSource = defineStage({
   options: z.object({ path: z.string().min(1).describe('the file to read') }),
   async create({ path }) {
     const info = await stat(path).catch((err: NodeJS.ErrnoException) => {
-      throw new UsageError(`env.${(err.code ?? 'io').toLowerCase()}`, `cannot read ${path}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, { location: { file: path } })
+      throw new UsageError(`env.${(err.code ?? 'io').toLowerCase()}`, `cannot read: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, { location: { file: path } })
     })
-    if (!info.isFile() && !info.isFIFO() && !info.isCharacterDevice()) throw new UsageError('env.not-a-file', `cannot read ${path}: not a file`, { location: { file: path } })
+    if (!info.isFile() && !info.isFIFO() && !info.isCharacterDevice()) throw new UsageError('env.not-a-file', 'cannot read: not a file', { location: { file: path } })
     return createReadStream(path, { highWaterMark: READ_CHUNK })
   },
 })

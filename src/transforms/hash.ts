@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import { Transform } from 'node:stream'
-import { createBLAKE3 } from 'hash-wasm'
 import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
@@ -15,6 +14,8 @@ export async function createIncrementalHash(algorithm: HashAlgorithm): Promise<I
     const h = createHash('sha256')
     return { update: (d) => h.update(d), digestHex: () => h.digest('hex') }
   }
+  // Loaded on first use: the wasm module costs ~12 MB of RSS that runs without BLAKE3 need not pay.
+  const { createBLAKE3 } = await import('hash-wasm')
   const h = await createBLAKE3()
   h.init()
   return { update: (d) => h.update(d), digestHex: () => h.digest('hex') }

@@ -47,8 +47,8 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
     const tooLong = () => findings.add({ line: lineNo, code: 'raw.line-too-long', detail: `line is longer than the cap of ${opts.maxLineBytes} bytes` })
 
     for await (const chunk of source) {
-      let data: Buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-      let base = offset
+      const data: Buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      const base = offset
       offset += chunk.byteLength
       let pos = 0
       if (skipping) {
@@ -58,17 +58,39 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         lineNo++
         pos = nl + 1
       } else if (carry) {
-        base -= carry.byteLength
-        data = Buffer.concat([carry, data])
-        carry = null
+        // Join only the carried line with its rest, not the whole chunk: copying every chunk cost ~12%.
+        const nl = data.indexOf(10)
+        if (nl < 0 || carry.byteLength + nl > opts.maxLineBytes) {
+          if (carry.byteLength + data.byteLength > opts.maxLineBytes) {
+            tooLong()
+            carry = null
+            if (nl < 0) { skipping = true; continue }
+            lineNo++
+            pos = nl + 1
+          } else {
+            carry = Buffer.concat([carry, data])
+            continue
+          }
+        } else {
+          const joined = Buffer.concat([carry, data.subarray(0, nl)])
+          yield new LineBatch(joined, Uint32Array.of(0), Uint32Array.of(joined.byteLength), 1, lineNo, base - carry.byteLength)
+          carry = null
+          lineNo++
+          pos = nl + 1
+        }
       }
+      // Line numbers inside a batch are firstLine + i, so a skipped line closes the batch before it.
       let count = 0
+      let batchFirst = lineNo
       for (;;) {
         const nl = data.indexOf(10, pos)
         if (nl < 0) break
         if (nl - pos > opts.maxLineBytes) {
+          if (count > 0) yield new LineBatch(data, starts.slice(0, count), ends.slice(0, count), count, batchFirst, base)
+          count = 0
           tooLong()
           lineNo++
+          batchFirst = lineNo
           pos = nl + 1
           continue
         }
@@ -79,8 +101,10 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         starts[count] = pos
         ends[count] = nl
         count++
+        lineNo++
         pos = nl + 1
       }
+      if (count > 0) yield new LineBatch(data, starts.slice(0, count), ends.slice(0, count), count, batchFirst, base)
       if (pos < data.byteLength) {
         if (data.byteLength - pos > opts.maxLineBytes) {
           tooLong()
@@ -88,10 +112,6 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         } else {
           carry = Buffer.from(data.subarray(pos))
         }
-      }
-      if (count > 0) {
-        yield new LineBatch(data, starts.slice(0, count), ends.slice(0, count), count, lineNo, base)
-        lineNo += count
       }
     }
     if (skipping) return

@@ -1,0 +1,67 @@
+/**
+ * Shared vocabulary of the record format's recorder side: what a replica journals, what a venue adapter
+ * makes of a frame, and the rows of the normalized tables. Times are int64 nanoseconds since the Unix
+ * epoch as bigint; decimals stay the venue's text until the Parquet writer encodes them.
+ */
+
+export type Replica = 'a' | 'b'
+export const REPLICAS: readonly Replica[] = ['a', 'b']
+
+export type Channel = 'trades' | 'book' | 'funding' | 'liquidations'
+export const CHANNELS: readonly Channel[] = ['trades', 'book', 'funding', 'liquidations']
+
+export type TableName = 'trades' | 'book_snapshots' | 'book_deltas'
+
+/** The tables each channel carries ("Normalized tables"); funding and liquidations have none in v1. */
+export const CHANNEL_TABLES: Readonly<Record<Channel, readonly TableName[]>> = {
+  trades: ['trades'],
+  book: ['book_snapshots', 'book_deltas'],
+  funding: [],
+  liquidations: [],
+}
+
+/** One websocket (or REST) frame exactly as one replica received it. */
+export interface FrameEvent {
+  kind: 'frame'
+  replica: Replica
+  connection: string
+  /** Read when the replica held the complete frame ("Point of timestamping"). */
+  receiveTime: bigint
+  /** The frame's bytes: UTF-8 of a text frame, or a binary frame's bytes. */
+  payload: Uint8Array
+  binary: boolean
+  /** Both present or both absent (record format, "Raw file"). */
+  clockOffset?: bigint
+  clockErrorBound?: bigint
+}
+
+export interface ConnectingEvent { kind: 'connecting'; replica: Replica; connection: string; time: bigint }
+export interface OpenEvent { kind: 'open'; replica: Replica; connection: string; time: bigint }
+export interface SubscribedEvent { kind: 'subscribed'; replica: Replica; connection: string; time: bigint; instruments: string[] }
+/** `closeCode` only when the venue sent a close frame carrying a status code (RFC 6455, 7.4). */
+export interface ClosedEvent { kind: 'closed'; replica: Replica; connection: string; time: bigint; closeCode?: number; reason?: string }
+export interface ErrorEvent { kind: 'error'; replica: Replica; connection: string; time: bigint; message: string }
+/** The replica saw a break in a venue sequence (ids as the venue writes them, as text). */
+export interface SequenceBreakEvent { kind: 'sequence-break'; replica: Replica; connection: string; time: bigint; instrument: string; afterId: string; beforeId: string }
+/** The replica's recomputed venue checksum differed; `time` is the receive_time of the frame checked. */
+export interface ChecksumMismatchEvent { kind: 'checksum-mismatch'; replica: Replica; connection: string; time: bigint; instrument: string; expected: string; computed: string }
+
+export type ConnectionEvent = ConnectingEvent | OpenEvent | SubscribedEvent | ClosedEvent | ErrorEvent
+export type JournalEvent = FrameEvent | ConnectionEvent | SequenceBreakEvent | ChecksumMismatchEvent
+
+/** The instant an event happened on the replica's clock: receiveTime for frames, time otherwise. */
+export function eventTime(e: JournalEvent): bigint {
+  return e.kind === 'frame' ? e.receiveTime : e.time
+}
+
+/** A normalized row before encoding. `price` and `size` are the venue's decimal text, unchanged. */
+export interface TableRow {
+  raw_index: number
+  instrument: string
+  trade_id: string | null
+  side: string | null
+  price: string
+  size: string
+  exchange_time: bigint | null
+  receive_time: bigint
+}

@@ -1,0 +1,111 @@
+import t from 'tap'
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
+const run = (args: string[], input?: string | Buffer) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', input, timeout: 60_000 })
+const dir = mkdtempSync(join(tmpdir(), 'pipe-cli-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+
+t.test('list, stages and describe read the registry and the schemas', async (t) => {
+  const list = run(['list'])
+  t.equal(list.status, 0)
+  t.match(list.stdout, /^verify-raw\s+Check a raw\.jsonl\.zst/m)
+  const stages = run(['stages'])
+  t.equal(stages.status, 0)
+  for (const name of ['file', 'stdin', 'zstd-decode', 'zstd-encode', 'split-lines', 'hash-tee', 'hash-check', 'canonical-check', 'parse-envelopes', 'frame-order', 'report', 'atomic-file', 'stdout']) {
+    t.match(stages.stdout, new RegExp(`^${name}\\s`, 'm'), `stage ${name} listed`)
+  }
+  const pipeline = run(['describe', 'verify-raw'])
+  t.equal(pipeline.status, 0)
+  t.match(pipeline.stdout, /--max-line-bytes <number>/)
+  t.match(pipeline.stdout, /--blake3 <string>/)
+  const stage = run(['describe', 'zstd-decode'])
+  t.match(stage.stdout, /--max-ratio <number>.*\(default 1000\)/)
+  const unknown = run(['describe', 'nope'])
+  t.equal(unknown.status, 2)
+  t.match(unknown.stderr, /no pipeline or stage named "nope"/)
+})
+
+t.test('--help works on every command', async (t) => {
+  for (const args of [['--help'], ['list', '--help'], ['stages', '--help'], ['describe', '--help'], ['run', '--help'], ['run', 'verify-raw', '--help'], ['demo', '--help']]) {
+    const r = run(args)
+    t.equal(r.status, 0, args.join(' '))
+    t.match(r.stdout, /Options:|Commands:/, args.join(' '))
+  }
+  t.match(run(['run', 'verify-raw', '--help']).stdout, /--hour/)
+})
+
+t.test('usage errors exit 2 with one line naming what is wrong', async (t) => {
+  const cases: [string[], RegExp][] = [
+    [['run', 'no-such-pipeline'], /no pipeline named "no-such-pipeline"/],
+    [['run', 'verify-raw', '--rows', 'many'], /^pipe: --rows: .*\(usage\.bad-option\)$/],
+    [['run', 'verify-raw', '--rows', '-1'], /--rows: /],
+    [['run', 'verify-raw', '--bogus', '1'], /--bogus: unknown option/],
+    [['run', 'verify-raw', '--hour', '2026-13-01T00', '--file', cli], /--hour must be a UTC hour/],
+    [['run', 'verify-raw', '--file', join(dir, 'missing.zst')], /missing\.zst: cannot read: no such file \(env\.enoent\)/],
+    [['frobnicate'], /Unknown command|frobnicate/i],
+  ]
+  for (const [args, message] of cases) {
+    const r = run(args)
+    t.equal(r.status, 2, args.join(' '))
+    t.match(r.stderr.trim(), message, args.join(' '))
+    t.equal(r.stderr.trim().split('\n').length, 1, 'one line')
+  }
+})
+
+t.test('a user-composed JSON pipeline runs, and a bad one is refused naming the JSON path', async (t) => {
+  const input = join(dir, 'in.txt')
+  writeFileSync(input, 'hello pipe\n'.repeat(1000))
+  const packed = join(dir, 'out.zst')
+  const roundTrip = join(dir, 'round.txt')
+  const compress = join(dir, 'compress.json')
+  writeFileSync(compress, JSON.stringify({ name: 'compress', stages: [{ stage: 'file', options: { path: input } }, { stage: 'zstd-encode', options: { level: 19 } }, { stage: 'atomic-file', options: { path: packed } }] }))
+  t.equal(run(['run', compress]).status, 0)
+  const back = join(dir, 'back.json')
+  writeFileSync(back, JSON.stringify({ stages: [{ stage: 'file', options: { path: packed } }, { stage: 'zstd-decode', options: { mode: 'zstd' } }, { stage: 'atomic-file', options: { path: roundTrip } }] }))
+  t.equal(run(['run', back]).status, 0)
+  t.equal(readFileSync(roundTrip, 'utf8'), readFileSync(input, 'utf8'), 'zstd round trip through our stages')
+  const zstdCli = spawnSync('zstd', ['-dc', packed])
+  t.equal(zstdCli.stdout.toString(), readFileSync(input, 'utf8'), 'the zstd CLI reads what zstd-encode wrote')
+
+  const bad: [unknown, RegExp][] = [
+    [{ stages: [{ stage: 'file', options: { path: input } }, { stage: 'zstd-encoder' }, { stage: 'report' }] }, /stages\[1\]\.stage: unknown stage "zstd-encoder"/],
+    [{ stages: [{ stage: 'file', options: { path: input } }, { stage: 'zstd-encode', options: { level: 99 } }, { stage: 'report' }] }, /stages\[1\]\.options\.level: /],
+    [{ stages: [{ stage: 'file', options: { path: input } }, { stage: 'frame-order' }, { stage: 'report' }] }, /stages\[1\]\.stage: "frame-order" takes envelopes but "file" gives bytes/],
+    [{ stages: 'file' }, /stages: expected an array/],
+  ]
+  for (const [doc, message] of bad) {
+    const file = join(dir, 'bad.json')
+    writeFileSync(file, JSON.stringify(doc))
+    const r = run(['run', file])
+    t.equal(r.status, 2)
+    t.match(r.stderr, message)
+  }
+  const notJson = join(dir, 'broken.json')
+  writeFileSync(notJson, '{"stages": [')
+  const r = run(['run', notJson])
+  t.equal(r.status, 2)
+  t.match(r.stderr, /broken\.json: not valid JSON/)
+})
+
+t.test('SIGINT during a file-writing run leaves no file under its final name', async (t) => {
+  const out = join(dir, 'endless.bin')
+  const endless = join(dir, 'endless.json')
+  writeFileSync(endless, JSON.stringify({ stages: [{ stage: 'file', options: { path: '/dev/zero' } }, { stage: 'atomic-file', options: { path: out } }] }))
+  const child = spawn(process.execPath, [cli, 'run', endless], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => { stderr += d })
+  // Wait until the temporary file exists and is growing, so the signal lands mid-write.
+  for (let i = 0; i < 200 && !readdirSync(dir).some((f) => f.startsWith('.endless.bin.')); i++) await new Promise((r) => setTimeout(r, 25))
+  t.ok(readdirSync(dir).some((f) => f.startsWith('.endless.bin.')), 'the run was writing a temporary file')
+  child.kill('SIGINT')
+  const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)))
+  t.equal(code, 130, 'exit code 130 after Ctrl-C')
+  t.match(stderr, /stopped by SIGINT \(run\.interrupted\)/)
+  t.notOk(existsSync(out), 'no file under the final name')
+  t.same(readdirSync(dir).filter((f) => f.includes('endless.bin')), [], 'no temporary file left either')
+})

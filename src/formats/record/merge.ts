@@ -1,0 +1,167 @@
+import type { FrameEvent, Replica } from './types.js'
+
+/** One replica's receipt of a frame, as the raw file's `receipts` entries carry it. */
+export interface Receipt {
+  replica: Replica
+  connection: string
+  receiveTime: bigint
+  clockOffset?: bigint
+  clockErrorBound?: bigint
+}
+
+/** A frame with the receipts of every replica that received it, and its frame time. */
+export interface MergedFrame {
+  payload: Uint8Array
+  binary: boolean
+  /** Sorted by replica (a before b). */
+  receipts: Receipt[]
+  frameTime: bigint
+}
+
+/**
+ * How far apart two replicas' receipts of one frame may be and still be paired: 5 s. Replicas on healthy
+ * connections receive a frame within milliseconds of each other; a few seconds covers a replica catching
+ * up after a stall, while staying far below the spacing at which a venue repeats byte-identical frames
+ * (control replies such as `{"result":null,"id":1}`), which must stay separate frames.
+ */
+export const PAIRING_WINDOW_NS = 5_000_000_000n
+
+/** The "Raw file" rule: earliest receive_time among receipts with clock_error_bound, or among all. */
+export function frameTimeOf(receipts: readonly Receipt[]): bigint {
+  let bounded: bigint | null = null
+  let any: bigint | null = null
+  for (const r of receipts) {
+    if (any === null || r.receiveTime < any) any = r.receiveTime
+    if (r.clockErrorBound !== undefined && (bounded === null || r.receiveTime < bounded)) bounded = r.receiveTime
+  }
+  if (any === null) throw new Error('a frame has at least one receipt')
+  return bounded ?? any
+}
+
+interface Pending {
+  frame: MergedFrame
+  /** Receive time of its first receipt: the pairing window runs from here. */
+  firstTime: bigint
+  replica: Replica
+  key: string
+  done: boolean
+  seq: number
+}
+
+/**
+ * Pairs the two replicas' receipts of the same frame and hands frames out in frame-time order.
+ *
+ * Frames are the same frame when their bytes (and text/binary kind) are equal; the oldest unpaired receipt
+ * of the other replica within the window is taken, so repeated identical frames pair in receipt order.
+ * Input must come in receive-time order across both replicas. A frame is released once no later input can
+ * precede it: every pending frame's first receipt is within the window of the newest input, so a finished
+ * frame whose frame time is older than that is final. Memory holds one window of frames.
+ */
+export class FramePairer {
+  private readonly windowNs: bigint
+  private readonly byKey = new Map<string, Pending[]>()
+  private readonly fifo: Pending[] = []
+  private fifoHead = 0
+  private readonly ready: Pending[] = []
+  private seq = 0
+  private lastTime: bigint | null = null
+
+  constructor(windowNs: bigint = PAIRING_WINDOW_NS) {
+    this.windowNs = windowNs
+  }
+
+  /** Adds one receipt; returns the frames that became final, in frame-time order. */
+  push(event: FrameEvent): MergedFrame[] {
+    const t = event.receiveTime
+    if (this.lastTime !== null && t < this.lastTime) {
+      throw new Error(`frames must come in receive-time order: ${t} after ${this.lastTime}`)
+    }
+    this.lastTime = t
+    this.expire(t - this.windowNs)
+    const receipt: Receipt = { replica: event.replica, connection: event.connection, receiveTime: t }
+    if (event.clockOffset !== undefined && event.clockErrorBound !== undefined) {
+      receipt.clockOffset = event.clockOffset
+      receipt.clockErrorBound = event.clockErrorBound
+    }
+    const key = (event.binary ? 'b' : 't') + Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength).toString('latin1')
+    const list = this.byKey.get(key)
+    const partner = list?.find((p) => p.replica !== event.replica)
+    if (partner) {
+      partner.frame.receipts.push(receipt)
+      partner.frame.receipts.sort((x, y) => (x.replica < y.replica ? -1 : 1))
+      this.finish(partner)
+    } else {
+      const pending: Pending = { frame: { payload: event.payload, binary: event.binary, receipts: [receipt], frameTime: t }, firstTime: t, replica: event.replica, key, done: false, seq: this.seq++ }
+      if (list) list.push(pending)
+      else this.byKey.set(key, [pending])
+      this.fifo.push(pending)
+    }
+    return this.release(t - this.windowNs)
+  }
+
+  /** Ends the input: every frame still held is final. */
+  flush(): MergedFrame[] {
+    this.expire(null)
+    return this.release(null)
+  }
+
+  private finish(p: Pending): void {
+    p.done = true
+    p.frame.frameTime = frameTimeOf(p.frame.receipts)
+    const list = this.byKey.get(p.key)!
+    list.splice(list.indexOf(p), 1)
+    if (list.length === 0) this.byKey.delete(p.key)
+    heapPush(this.ready, p)
+  }
+
+  /** Frames whose window has passed unpaired are final with the receipts they have. */
+  private expire(before: bigint | null): void {
+    while (this.fifoHead < this.fifo.length) {
+      const p = this.fifo[this.fifoHead]!
+      if (!p.done && before !== null && p.firstTime >= before) break
+      this.fifoHead++
+      if (!p.done) this.finish(p)
+    }
+    if (this.fifoHead > 4096 && this.fifoHead * 2 > this.fifo.length) {
+      this.fifo.splice(0, this.fifoHead)
+      this.fifoHead = 0
+    }
+  }
+
+  private release(watermark: bigint | null): MergedFrame[] {
+    const out: MergedFrame[] = []
+    while (this.ready.length > 0 && (watermark === null || this.ready[0]!.frame.frameTime < watermark)) out.push(heapPop(this.ready).frame)
+    return out
+  }
+}
+
+const before = (a: Pending, b: Pending) => a.frame.frameTime < b.frame.frameTime || (a.frame.frameTime === b.frame.frameTime && a.seq < b.seq)
+
+function heapPush(h: Pending[], p: Pending): void {
+  h.push(p)
+  for (let i = h.length - 1; i > 0;) {
+    const parent = (i - 1) >> 1
+    if (!before(h[i]!, h[parent]!)) break
+    ;[h[i], h[parent]] = [h[parent]!, h[i]!]
+    i = parent
+  }
+}
+
+function heapPop(h: Pending[]): Pending {
+  const top = h[0]!
+  const last = h.pop()!
+  if (h.length > 0) {
+    h[0] = last
+    for (let i = 0; ;) {
+      const l = 2 * i + 1
+      const r = l + 1
+      let m = i
+      if (l < h.length && before(h[l]!, h[m]!)) m = l
+      if (r < h.length && before(h[r]!, h[m]!)) m = r
+      if (m === i) break
+      ;[h[i], h[m]] = [h[m]!, h[i]!]
+      i = m
+    }
+  }
+  return top
+}

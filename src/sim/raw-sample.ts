@@ -1,4 +1,5 @@
 import canonicalize from 'canonicalize'
+import { formatTime as nsToTime } from '../formats/record/time.js'
 import { seededRandom } from './random.js'
 
 export interface RawSampleOptions {
@@ -12,13 +13,6 @@ export interface RawSampleOptions {
 }
 
 const NS_PER_S = 1_000_000_000n
-
-/** Nine-digit RFC 3339 UTC, the record format's one encoding of an instant. */
-export function nsToTime(ns: bigint): string {
-  const sec = ns / NS_PER_S
-  const frac = ns % NS_PER_S
-  return new Date(Number(sec) * 1000).toISOString().slice(0, 19) + '.' + frac.toString().padStart(9, '0') + 'Z'
-}
 
 /**
  * Deterministic Binance-spot-like trade envelopes for one hour, in frame-time order, each line RFC 8785

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
+import { formatTimeParts } from '../formats/record/time.js'
 import type { EnvelopeBatch } from './envelopes.js'
 
 const HOUR_PATTERN = /^(\d{4})-(\d{2})-(\d{2})T(\d{2})$/
@@ -15,7 +16,6 @@ export function parseHourStart(hour: string): number {
   return start
 }
 
-const fmt = (sec: number, nano: number) => new Date(sec * 1000).toISOString().slice(0, 19) + '.' + String(nano).padStart(9, '0') + 'Z'
 
 /**
  * Checks the "Raw file" order rule over envelope batches: frame times never decrease and, given an hour,
@@ -42,10 +42,10 @@ export const frameOrderStage = defineStage({
           const sec = frameSec[i]!
           const nano = frameNano[i]!
           if (sec < start || sec >= end) {
-            ctx.findings.add({ line: batch.firstLine + i, code: 'raw.frame-time-outside-hour', detail: `frame time ${fmt(sec, nano)} is outside the hour ${hour}` })
+            ctx.findings.add({ line: batch.firstLine + i, code: 'raw.frame-time-outside-hour', detail: `frame time ${formatTimeParts(sec, nano)} is outside the hour ${hour}` })
           }
           if (sec < lastSec || (sec === lastSec && nano < lastNano)) {
-            ctx.findings.add({ line: batch.firstLine + i, code: 'raw.frame-time-decreasing', detail: `frame time ${fmt(sec, nano)} is before the previous line's ${fmt(lastSec, lastNano)}` })
+            ctx.findings.add({ line: batch.firstLine + i, code: 'raw.frame-time-decreasing', detail: `frame time ${formatTimeParts(sec, nano)} is before the previous line's ${formatTimeParts(lastSec, lastNano)}` })
           }
           lastSec = sec
           lastNano = nano

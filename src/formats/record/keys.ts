@@ -8,6 +8,7 @@
  * valid_from <= t < valid_until. The instant at which a manifest's signature is judged is its
  * interval's end (see `manifestSigningInstant`): the earliest moment the manifest can have been signed.
  */
+import { formatTime, tryParseTime } from './time.js'
 import canonicalize from 'canonicalize'
 import { createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
@@ -63,37 +64,13 @@ export class KeyFileError extends PipeError {
   }
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Time: the format's nine-digit RFC 3339 UTC encoding. Small and self-contained so this module
-// stands alone; the only times here are validity bounds and signing instants.
 
-const TIME_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{9})Z$/
-
-/** The format's encoding of an instant: `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`. */
-export function formatTimeNs(ns: bigint): string {
-  let sec = ns / 1_000_000_000n
-  let frac = ns % 1_000_000_000n
-  if (frac < 0n) {
-    frac += 1_000_000_000n
-    sec -= 1n
-  }
-  const iso = new Date(Number(sec) * 1000).toISOString()
-  if (!/^\d{4}-/.test(iso)) throw new RangeError(`time ${ns} ns is outside years 0000-9999`)
-  return `${iso.slice(0, 19)}.${frac.toString().padStart(9, '0')}Z`
-}
+/** The format's one encoding of an instant (shared with the raw file: src/formats/record/time.ts). */
+export const formatTimeNs = formatTime
 
 /** The instant of a nine-digit UTC time string, or undefined when it is not exactly that encoding. */
 export function parseTimeNs(s: string): bigint | undefined {
-  const m = TIME_RE.exec(s)
-  if (!m) return undefined
-  const d = new Date(0)
-  d.setUTCFullYear(Number(m[1]), Number(m[2]) - 1, Number(m[3]))
-  d.setUTCHours(Number(m[4]), Number(m[5]), Number(m[6]), 0)
-  const ms = d.getTime()
-  if (!Number.isFinite(ms)) return undefined
-  const ns = BigInt(ms) * 1_000_000n + BigInt(m[7] as string)
-  // One instant has one encoding: reject 2026-02-30, 24:00:00, leap second 60 and the like.
-  return formatTimeNs(ns) === s ? ns : undefined
+  return tryParseTime(s) ?? undefined
 }
 
 function toTimeString(t: bigint | string, what: string): string {

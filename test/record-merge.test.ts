@@ -64,6 +64,17 @@ t.test('identical frames pair in receipt order, and stay apart beyond the window
   t.equal(late.length, 2, 'a receipt beyond the window is another frame')
 })
 
+t.test('a clock estimate the format cannot hold is withheld, offset and bound together', async (t) => {
+  const withClock = (offset: bigint, bound: bigint): FrameEvent => ({ ...frame('a', 0n, 'x'), clockOffset: offset, clockErrorBound: bound })
+  for (const [offset, bound] of [[2n ** 53n, 2n ** 53n], [-9n, 3n], [0n, -1n]] as const) {
+    const [f] = runAll([withClock(offset, bound)])
+    t.equal(f!.receipts[0]!.clockOffset, undefined, `offset ${offset} bound ${bound}`)
+    t.equal(f!.receipts[0]!.clockErrorBound, undefined)
+  }
+  const [kept] = runAll([withClock(-7n, 7n)])
+  t.same([kept!.receipts[0]!.clockOffset, kept!.receipts[0]!.clockErrorBound], [-7n, 7n], 'a bound equal to |offset| stands')
+})
+
 t.test('input out of receive-time order is refused', async (t) => {
   const p = new FramePairer()
   p.push(frame('a', 100n, 'x'))

@@ -26,6 +26,18 @@ export interface MergedFrame {
  */
 export const PAIRING_WINDOW_NS = 5_000_000_000n
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+
+/**
+ * Whether a replica's clock estimate can stand in a receipt: the format's numbers are integers within
+ * ±(2^53 − 1), and a bound below |offset| bounds nothing. An estimate that cannot is withheld, offset and
+ * bound together, exactly as when the replica had none (check 7 then holds by construction).
+ */
+export function clockFits(offset: bigint | undefined, bound: bigint | undefined): boolean {
+  return offset !== undefined && bound !== undefined && bound >= 0n && bound <= MAX_SAFE &&
+    offset >= -MAX_SAFE && offset <= MAX_SAFE && bound >= (offset < 0n ? -offset : offset)
+}
+
 /** The "Raw file" rule: earliest receive_time among receipts with clock_error_bound, or among all. */
 export function frameTimeOf(receipts: readonly Receipt[]): bigint {
   let bounded: bigint | null = null
@@ -79,9 +91,9 @@ export class FramePairer {
     this.lastTime = t
     this.expire(t - this.windowNs)
     const receipt: Receipt = { replica: event.replica, connection: event.connection, receiveTime: t }
-    if (event.clockOffset !== undefined && event.clockErrorBound !== undefined) {
-      receipt.clockOffset = event.clockOffset
-      receipt.clockErrorBound = event.clockErrorBound
+    if (clockFits(event.clockOffset, event.clockErrorBound)) {
+      receipt.clockOffset = event.clockOffset!
+      receipt.clockErrorBound = event.clockErrorBound!
     }
     const key = (event.binary ? 'b' : 't') + Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength).toString('latin1')
     const list = this.byKey.get(key)

@@ -582,6 +582,7 @@ export class CanonicalChecker {
     const stackCommas = this.stackCommas;
     const stackPrevKey = this.stackPrevKey;
     const maxDepth = this.maxDepth;
+    const cls = STRING_CLASS;
 
     let pos = start;
     let nt = 0;
@@ -624,9 +625,17 @@ export class CanonicalChecker {
           const k = nt++;
           kinds[k] = 3; // Kind.STRING
           starts[k] = pos;
-          const p = this.scanString(buf, pos, end, aux, k);
-          if (p < 0) return this.code;
-          pos = p;
+          // Inline ASCII fast path; anything else continues in scanString.
+          let p = pos + 1;
+          while (p < end && cls[buf[p]!] === 0) p++;
+          if (p < end && buf[p] === 0x22) {
+            aux[k] = 0;
+            pos = p + 1;
+          } else {
+            p = this.scanString(buf, pos, p, end, aux, k);
+            if (p < 0) return this.code;
+            pos = p;
+          }
           ends[k] = pos;
           nexts[k] = k + 1;
           // Keys strictly increasing in UTF-16 order.
@@ -673,9 +682,16 @@ export class CanonicalChecker {
         starts[t] = pos;
         if (c === 0x22) {
           kinds[t] = 3; // Kind.STRING
-          const p = this.scanString(buf, pos, end, aux, t);
-          if (p < 0) return this.code;
-          pos = p;
+          let p = pos + 1;
+          while (p < end && cls[buf[p]!] === 0) p++;
+          if (p < end && buf[p] === 0x22) {
+            aux[t] = 0;
+            pos = p + 1;
+          } else {
+            p = this.scanString(buf, pos, p, end, aux, t);
+            if (p < 0) return this.code;
+            pos = p;
+          }
           ends[t] = pos;
           nexts[t] = t + 1;
         } else if (c === 0x7b || c === 0x5b) {
@@ -810,13 +826,14 @@ export class CanonicalChecker {
   }
 
   /**
-   * Scans the string whose opening quote is at `pos`; returns the position
-   * after the closing quote, or -1 after recording a fatal finding. Writes the
-   * string's flags to aux[t].
+   * Scans the string whose opening quote is at `pos`, from `from` (bytes
+   * before it are known to be plain ASCII); returns the position after the
+   * closing quote, or -1 after recording a fatal finding. Writes the string's
+   * flags to aux[t].
    */
-  private scanString(buf: Uint8Array, pos: number, end: number, aux: Int32Array, t: number): number {
+  private scanString(buf: Uint8Array, pos: number, from: number, end: number, aux: Int32Array, t: number): number {
     const cls = STRING_CLASS;
-    let p = pos + 1;
+    let p = from;
     let flags = 0;
     for (;;) {
       // ASCII fast path: one table lookup per byte.

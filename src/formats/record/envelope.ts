@@ -35,8 +35,8 @@
  * Byte positions in details are relative to `start` (the line's first byte).
  */
 
-import { CanonicalChecker, JsonCode } from '../json/canonical-check.js';
-import { describeTimeError, newTimeParts, parseTimeBytes, TimeError, type TimeParts } from './time.js';
+import { CanonicalChecker } from '../json/canonical-check.js';
+import { describeTimeError, newTimeParts, parseTimeBytes, type TimeParts } from './time.js';
 
 /** The finding codes of this rule. */
 export const RawCode = {
@@ -285,7 +285,7 @@ function receiptPath(i: number, field: string): string {
 function timeFinding(buf: Uint8Array, result: EnvelopeResult, tok: number, path: string, code: number): void {
   const tape = result.json.tape;
   const why = describeTimeError(code, buf, tape.start[tok]! + 1, tape.end[tok]! - 1, result.time.errorAt);
-  add(result, RawCode.TIME_INVALID, `${path} ${tokenText(buf, result, tok)} ${why}`);
+  add(result, RawCode.TIME_INVALID, `${path} ${tokenText(buf, result, tok)} is invalid: ${why}`);
 }
 
 function unknownField(buf: Uint8Array, result: EnvelopeResult, keyTok: number, where: string): void {

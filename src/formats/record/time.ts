@@ -337,8 +337,9 @@ function show(c: number): string {
 }
 
 /**
- * A short sentence saying what is wrong, for a nonzero code returned by
- * {@link parseTimeBytes} on the same bytes (error path only: it allocates).
+ * A short clause saying what is wrong (to follow "... is invalid: "), for a
+ * nonzero code returned by {@link parseTimeBytes} on the same bytes, with its
+ * `errorAt` (error path only: it allocates).
  */
 export function describeTimeError(code: number, buf: Uint8Array, start: number, end: number, errorAt: number): string {
   const len = end - start;
@@ -388,9 +389,9 @@ export function describeTimeError(code: number, buf: Uint8Array, start: number, 
         : `second ${s} is not 00-59`;
     }
     case TimeError.RANGE:
-      return 'is outside the int64 nanosecond range (1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z)';
+      return 'outside the int64 nanosecond range (1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z)';
     default:
-      return 'is not a valid time';
+      return 'not of the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ';
   }
 }
 
@@ -407,7 +408,7 @@ export function parseTime(s: string): bigint {
   if (code !== TimeError.OK) {
     throw new TimeFormatError(
       code,
-      `time ${JSON.stringify(s)} ${describeTimeError(code, bytes, 0, bytes.length, out.errorAt)}`,
+      `time ${JSON.stringify(s)} is invalid: ${describeTimeError(code, bytes, 0, bytes.length, out.errorAt)}`,
     );
   }
   return BigInt(out.sec) * NS_PER_SEC + BigInt(out.nsec);

@@ -1,0 +1,425 @@
+import { randomBytes } from 'node:crypto'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { finished } from 'node:stream/promises'
+import { CompressStream } from 'zstd-napi'
+import { fsyncDir, writeFileAtomic } from '../../core/atomic-write.js'
+import { PipeError, UsageError } from '../../core/errors.js'
+import { createIncrementalHash } from '../../transforms/hash.js'
+import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/adapter.js'
+import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
+import { HOUR_NS, readJournalRange, journalFilePath, readJournalFile } from './journal.js'
+import { signDetached } from './jws.js'
+import type { PrivateSigningJwk } from './keys.js'
+import {
+  COMPLETENESS_REASONS, FORMAT_VERSION, dayDir, manifestBytes,
+  type ChecksumFailure, type CompletenessReason, type Conflict, type DailyManifest, type FileEntry, type HourlyManifest, type ReplicaSummary, type SequenceGap,
+} from './manifest.js'
+import { FramePairer, PAIRING_WINDOW_NS, type MergedFrame } from './merge.js'
+import { envelopeLine } from './raw-writer.js'
+import { TableWriter, tableFileName } from './tables.js'
+import { formatTime } from './time.js'
+import { CHANNEL_TABLES, REPLICAS, eventTime, type Channel, type JournalEvent, type Replica, type TableName, type TableRow } from './types.js'
+
+export interface SealHourOptions {
+  root: string
+  journal: string
+  recorder: string
+  venue: VenueAdapter
+  channel: Channel
+  /** Start of the UTC hour, ns. */
+  hourStart: bigint
+  key: PrivateSigningJwk
+  createdBy: string
+  windowNs?: bigint
+}
+
+export interface SealHourResult {
+  status: 'sealed' | 'already-sealed'
+  dir: string
+  manifest: HourlyManifest
+  /** The daily manifest written after hour 23, if this seal wrote one. */
+  daily?: DailyManifest
+}
+
+const ROWS_PER_WRITE = 8192
+const RAW_BATCH_BYTES = 1 << 20
+
+const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
+const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
+const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: string }, hourStart: bigint) =>
+  join(root, dayDir(o.recorder, o.venue, o.channel, dateOf(hourStart)), `hour=${formatTime(hourStart).slice(11, 13)}`)
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, (err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return false; throw err })
+}
+
+async function blake3File(path: string): Promise<string> {
+  const hash = await createIncrementalHash('blake3')
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer)
+  return hash.digestHex()
+}
+
+export async function blake3Hex(bytes: Uint8Array): Promise<string> {
+  const hash = await createIncrementalHash('blake3')
+  hash.update(bytes)
+  return hash.digestHex()
+}
+
+/** The hours a chain already holds under a root, in order (from the day and hour directory names). */
+async function chainHours(root: string, o: { recorder: string; venue: string; channel: string }): Promise<bigint[]> {
+  const base = join(root, `recorder=${o.recorder}`, `venue=${o.venue}`, `channel=${o.channel}`)
+  const days = await readdir(base).catch(() => [] as string[])
+  const hours: bigint[] = []
+  for (const day of days.filter((d) => /^date=\d{4}-\d{2}-\d{2}$/.test(d)).sort()) {
+    for (const h of (await readdir(join(base, day))).filter((x) => /^hour=\d{2}$/.test(x)).sort()) {
+      if (await exists(join(base, day, h, 'manifest.json'))) hours.push(BigInt(Date.parse(`${day.slice(5)}T${h.slice(5)}:00:00Z`)) * 1_000_000n)
+    }
+  }
+  return hours
+}
+
+/** Writes raw.jsonl.zst: lines in, zstd out, hashing and counting the stored bytes. */
+class RawFileWriter {
+  private readonly compress = new CompressStream({ compressionLevel: 3 })
+  private readonly file
+  private pending: string[] = []
+  private pendingBytes = 0
+  rows = 0
+  private size = 0
+  private digest = ''
+
+  private constructor(readonly path: string, private readonly hash: Awaited<ReturnType<typeof createIncrementalHash>>) {
+    this.file = createWriteStream(path, { flags: 'wx' })
+    this.compress.on('data', (chunk: Buffer) => { this.hash.update(chunk); this.size += chunk.byteLength })
+    this.compress.pipe(this.file)
+  }
+
+  static async open(path: string): Promise<RawFileWriter> {
+    return new RawFileWriter(path, await createIncrementalHash('blake3'))
+  }
+
+  async write(line: string): Promise<void> {
+    this.pending.push(line)
+    this.pendingBytes += line.length + 1
+    this.rows++
+    if (this.pendingBytes >= RAW_BATCH_BYTES) await this.flush()
+  }
+
+  private async flush(): Promise<void> {
+    if (this.pending.length === 0) return
+    const ok = this.compress.write(this.pending.join('\n') + '\n')
+    this.pending = []
+    this.pendingBytes = 0
+    if (!ok) await new Promise((resolve) => this.compress.once('drain', resolve))
+  }
+
+  async finish(): Promise<FileEntry> {
+    await this.flush()
+    this.compress.end()
+    await finished(this.file)
+    const fh = await open(this.path, 'r+')
+    await fh.sync().finally(() => fh.close())
+    this.digest = this.hash.digestHex()
+    return { name: 'raw.jsonl.zst', size: this.size, blake3: this.digest, rows: this.rows }
+  }
+}
+
+interface TradeSeen { fingerprint: string; lines: number[] }
+
+/** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
+class HourStats {
+  earliest: bigint | null = null
+  latest: bigint | null = null
+  readonly frames = { a: 0, b: 0 }
+  readonly boundMax: Record<Replica, bigint | null> = { a: null, b: null }
+  readonly unbounded = { a: 0, b: 0 }
+  both = 0
+  oneOnly = 0
+  offsetUnknown = false
+  readonly unrepresentable: number[] = []
+  readonly gaps: SequenceGap[] = []
+  readonly trades = new Map<string, TradeSeen>()
+
+  add(frame: MergedFrame): void {
+    if (this.earliest === null) this.earliest = frame.frameTime
+    this.latest = frame.frameTime
+    if (frame.receipts.length === 2) this.both++
+    else this.oneOnly++
+    let bounded = false
+    for (const r of frame.receipts) {
+      this.frames[r.replica]++
+      if (r.clockErrorBound === undefined) this.unbounded[r.replica]++
+      else {
+        bounded = true
+        const max = this.boundMax[r.replica]
+        if (max === null || r.clockErrorBound > max) this.boundMax[r.replica] = r.clockErrorBound
+      }
+    }
+    if (!bounded) this.offsetUnknown = true
+  }
+
+  /** Channel trades: a trade id carried with different values by different lines is a conflict. */
+  trade(row: TableRow): void {
+    if (row.trade_id === null) return
+    const key = `${row.instrument}\u0000${row.trade_id}`
+    const fingerprint = `${row.side}\u0000${row.price}\u0000${row.size}\u0000${row.exchange_time}`
+    const seen = this.trades.get(key)
+    if (!seen) this.trades.set(key, { fingerprint, lines: [row.raw_index] })
+    else if (seen.lines[seen.lines.length - 1] !== row.raw_index) {
+      if (seen.fingerprint !== fingerprint) seen.fingerprint = '\u0001conflict'
+      seen.lines.push(row.raw_index)
+    }
+  }
+
+  conflictKeys(): { instrument: string; tradeId: string; lines: number[] }[] {
+    const out: { instrument: string; tradeId: string; lines: number[] }[] = []
+    for (const [key, seen] of this.trades) {
+      if (seen.fingerprint !== '\u0001conflict') continue
+      const [instrument, tradeId] = key.split('\u0000') as [string, string]
+      out.push({ instrument, tradeId, lines: seen.lines })
+    }
+    return out.sort((x, y) => x.lines[0]! - y.lines[0]!)
+  }
+}
+
+/** BLAKE3 of chosen raw lines (without their newline), read back from the written file. */
+async function hashLines(rawPath: string, wanted: Set<number>): Promise<Map<number, string>> {
+  const { zstdDecode, decodeOptions } = await import('../../transforms/zstd.js')
+  const out = new Map<number, string>()
+  let index = 0
+  let carry = Buffer.alloc(0)
+  const source = createReadStream(rawPath) as AsyncIterable<Uint8Array>
+  for await (const chunk of zstdDecode(decodeOptions.parse({}))(source, { signal: new AbortController().signal })) {
+    let data = Buffer.concat([carry, chunk])
+    let pos = 0
+    for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
+      if (wanted.has(index)) out.set(index, await blake3Hex(data.subarray(pos, nl)))
+      index++
+      pos = nl + 1
+    }
+    carry = Buffer.from(data.subarray(pos))
+    data = carry
+  }
+  return out
+}
+
+/** Events at the start of a replica's hour file that restate its connections' state before the hour. */
+async function restatedState(journal: string, replica: Replica, hourStart: bigint, before: bigint): Promise<JournalEvent[]> {
+  const path = journalFilePath(journal, replica, hourStart)
+  if (!(await exists(path))) return []
+  const out: JournalEvent[] = []
+  for await (const batch of readJournalFile(path, { stopAt: before })) {
+    for (const e of batch.events) {
+      if (eventTime(e) >= before) return out
+      if (e.kind !== 'frame') out.push(e)
+    }
+  }
+  return out
+}
+
+/**
+ * Seals one UTC hour of one channel from the journal into `root`, exactly as record format v1 lays it out,
+ * and after hour 23 the day. Idempotent: an hour whose manifest exists is left as it is. Crash-safe: the hour
+ * is built in a temporary directory beside its final one and renamed into place only when complete.
+ */
+export async function sealHour(o: SealHourOptions): Promise<SealHourResult> {
+  const start = o.hourStart
+  const end = start + HOUR_NS
+  const window = o.windowNs ?? PAIRING_WINDOW_NS
+  const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
+  const finalDir = hourDirOf(o.root, ids, start)
+  const where = { file: finalDir }
+  if (await exists(join(finalDir, 'manifest.json'))) {
+    const manifest = JSON.parse(await readFile(join(finalDir, 'manifest.json'), 'utf8')) as HourlyManifest
+    return { status: 'already-sealed', dir: finalDir, manifest }
+  }
+  const chain = await chainHours(o.root, ids)
+  let previous: string | null = null
+  if (chain.length > 0) {
+    const last = chain[chain.length - 1]!
+    if (last >= end) throw new UsageError('seal.before-chain-end', `the chain already holds hours after ${hourLabel(start)} (up to ${hourLabel(last)}); hours are sealed in order`, { location: where })
+    if (last !== start - HOUR_NS) throw new UsageError('seal.previous-hour-missing', `seal ${hourLabel(last + HOUR_NS)} first: the chain ends at ${hourLabel(last)} and never skips an hour`, { location: where })
+    previous = await blake3Hex(await readFile(join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')))
+  }
+
+  const dayPath = dirname(finalDir)
+  await mkdir(dayPath, { recursive: true })
+  const temp = join(dayPath, `.${finalDir.slice(dayPath.length + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  await mkdir(temp)
+  try {
+    const manifest = await buildHour(o, temp, start, end, window, previous)
+    const bytes = manifestBytes(manifest)
+    await writeFileAtomic(join(temp, 'manifest.json'), bytes)
+    await writeFileAtomic(join(temp, 'manifest.json.sig'), signDetached(bytes, o.key))
+    await fsyncDir(temp)
+    await rename(temp, finalDir)
+    await fsyncDir(dayPath)
+    const result: SealHourResult = { status: 'sealed', dir: finalDir, manifest }
+    if (formatTime(start).slice(11, 13) === '23') result.daily = await sealDay(o, dateOf(start))
+    return result
+  } catch (err) {
+    await rm(temp, { recursive: true, force: true })
+    throw err
+  }
+}
+
+async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null): Promise<HourlyManifest> {
+  const tracksRuns = o.channel === 'trades'
+  const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
+  for (const r of REPLICAS) for (const e of await restatedState(o.journal, r, start, start - window)) coverage[r].add(e)
+
+  const raw = await RawFileWriter.open(join(dir, 'raw.jsonl.zst'))
+  const tables = CHANNEL_TABLES[o.channel]
+  const writers = new Map<TableName, TableWriter>()
+  const buffers = new Map<TableName, TableRow[]>()
+  for (const t of tables) {
+    writers.set(t, await TableWriter.open(join(dir, tableFileName(t)), t, { createdBy: o.createdBy }))
+    buffers.set(t, [])
+  }
+  const stats = new HourStats()
+  const checksumFailures: ChecksumFailure[] = []
+  const sequences = new Map<string, SequenceState>()
+  const problems = { torn: false, corrupt: false }
+  const pairer = new FramePairer(window)
+
+  const sequence = (spans: readonly SequenceSpan[], inHour: boolean) => {
+    for (const span of spans) {
+      const key = `${span.sequence}\u0000${span.instrument}`
+      const verdict = o.venue.sequence(sequences.get(key), span)
+      sequences.set(key, verdict.state)
+      if (inHour && verdict.verdict === 'gap') stats.gaps.push({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })
+    }
+  }
+
+  const onFrame = async (frame: MergedFrame) => {
+    if (frame.frameTime >= end) return
+    const cls = o.venue.classify(o.channel, frame.payload, frame.binary)
+    const inHour = frame.frameTime >= start
+    if (cls.kind === 'rows') sequence(cls.sequences, inHour)
+    if (!inHour) return // frames of the previous hour only seed the sequence state
+    const rawIndex = raw.rows
+    await raw.write(envelopeLine(frame, cls.kind === 'rows' ? cls.exchangeTime : null))
+    stats.add(frame)
+    if (cls.kind === 'unrepresentable') stats.unrepresentable.push(rawIndex)
+    if (cls.kind !== 'rows') return
+    const buffer = buffers.get(cls.table)
+    if (!buffer) { stats.unrepresentable.push(rawIndex); return }
+    for (const row of cls.rows) {
+      const full: TableRow = { ...row, raw_index: rawIndex, receive_time: frame.frameTime }
+      buffer.push(full)
+      if (o.channel === 'trades') stats.trade(full)
+    }
+    if (buffer.length >= ROWS_PER_WRITE) {
+      await writers.get(cls.table)!.write(buffer.splice(0))
+    }
+  }
+
+  try {
+    for await (const batch of readJournalRange(o.journal, { start: start - window, end: end + window })) {
+      for (const p of batch.problems) {
+        // A problem counts for this hour when it lies in one of this hour's files.
+        if (!REPLICAS.some((r) => p.file === journalFilePath(o.journal, r, start))) continue
+        if (p.kind === 'torn') problems.torn = true
+        else problems.corrupt = true
+      }
+      for (const e of batch.events) {
+        const t = eventTime(e)
+        if (t < end && e.kind !== 'frame') coverage[e.replica].add(e)
+        if (e.kind === 'frame') {
+          if (t < end) coverage[e.replica].add(e)
+          for (const f of pairer.push(e)) await onFrame(f)
+        } else if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
+          checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
+        }
+      }
+    }
+    for (const f of pairer.flush()) await onFrame(f)
+
+    const files: FileEntry[] = [await raw.finish()]
+    for (const t of tables) {
+      const writer = writers.get(t)!
+      const rest = buffers.get(t)!
+      if (rest.length > 0) await writer.write(rest.splice(0))
+      const { rows, size } = await writer.finish()
+      files.push({ name: tableFileName(t), size, blake3: await blake3File(join(dir, tableFileName(t))), rows })
+    }
+    files.sort((x, y) => (x.name < y.name ? -1 : 1))
+
+    const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
+    const conflicts = await conflictsOf(stats, join(dir, 'raw.jsonl.zst'))
+    const uncovered = uncoveredByBoth(covered.a, covered.b)
+    const reasons = new Set<CompletenessReason>()
+    if (uncovered.reconnect) reasons.add('reconnect')
+    if (uncovered.down) reasons.add('recorder_down')
+    if (stats.gaps.length > 0) reasons.add('sequence_gap')
+    if (checksumFailures.length > 0) reasons.add('checksum_failure')
+    if (stats.offsetUnknown) reasons.add('clock_offset_unknown')
+    if (problems.torn) reasons.add('journal_torn')
+    if (problems.corrupt) reasons.add('journal_corrupt')
+    if (stats.unrepresentable.length > 0) reasons.add('unrepresentable_value')
+    const nothing = raw.rows === 0 && covered.a.coveredNs === 0n && covered.b.coveredNs === 0n
+    const status = nothing && reasons.size > 0 ? 'missing' : reasons.size > 0 ? 'partial' : 'complete'
+
+    const replicas: ReplicaSummary[] = REPLICAS.map((r) => {
+      const summary: ReplicaSummary = { replica: r, frames: stats.frames[r], covered_ns: Number(covered[r].coveredNs), reconnect_windows: covered[r].reconnectWindows }
+      if (tracksRuns && covered[r].gapFreeRuns.length > 0) summary.gap_free_runs = covered[r].gapFreeRuns
+      if (stats.frames[r] > 0) {
+        const max = stats.boundMax[r]
+        summary.clock = max === null ? { unbounded: stats.unbounded[r] } : { source: 'nts', error_bound_max: Number(max), unbounded: stats.unbounded[r] }
+      }
+      return summary
+    })
+    const manifest: HourlyManifest = {
+      format_version: FORMAT_VERSION,
+      recorder: o.recorder,
+      venue: o.venue.name,
+      channel: o.channel,
+      interval: { start_time: formatTime(start), end_time: formatTime(end) },
+      files,
+      ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(stats.earliest), latest: formatTime(stats.latest) } } : {}),
+      sequence_gaps: stats.gaps,
+      checksum_failures: checksumFailures.sort((x, y) => (x.receive_time < y.receive_time ? -1 : x.receive_time > y.receive_time ? 1 : 0)),
+      ...(stats.unrepresentable.length > 0 ? { unrepresentable_frames: stats.unrepresentable } : {}),
+      replicas,
+      replica_agreement: { both: stats.both, one_only: stats.oneOnly, conflict: conflicts.length },
+      ...(conflicts.length > 0 ? { conflicts } : {}),
+      completeness: { status, reasons: COMPLETENESS_REASONS.filter((r) => reasons.has(r)) },
+      previous_manifest_blake3: previous,
+    }
+    return manifest
+  } catch (err) {
+    for (const w of writers.values()) await w.abort().catch(() => {})
+    throw err instanceof PipeError ? err : new PipeError('seal.failed', `sealing ${hourLabel(start)} failed: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+async function conflictsOf(stats: HourStats, rawPath: string): Promise<Conflict[]> {
+  const keys = stats.conflictKeys()
+  if (keys.length === 0) return []
+  const hashes = await hashLines(rawPath, new Set(keys.flatMap((k) => k.lines)))
+  return keys.map((k) => ({ instrument: k.instrument, trade_id: k.tradeId, lines: k.lines.map((i) => ({ raw_index: i, blake3: hashes.get(i)! })) }))
+}
+
+/** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */
+export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'key'>, date: string): Promise<DailyManifest> {
+  const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
+  const dir = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, date))
+  const hours: DailyManifest['hours'] = []
+  for (let h = 0; h < 24; h++) {
+    const hh = String(h).padStart(2, '0')
+    const path = join(dir, `hour=${hh}`, 'manifest.json')
+    if (!(await exists(path))) continue
+    const bytes = await readFile(path)
+    hours.push({ hour: hh, blake3: await blake3Hex(bytes), status: (JSON.parse(bytes.toString('utf8')) as HourlyManifest).completeness.status })
+  }
+  const prevDate = new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
+  const prevPath = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, prevDate), 'manifest.json')
+  const previous = (await exists(prevPath)) ? await blake3Hex(await readFile(prevPath)) : null
+  const daily: DailyManifest = { format_version: FORMAT_VERSION, ...ids, date, hours, previous_manifest_blake3: previous }
+  const bytes = manifestBytes(daily)
+  await writeFileAtomic(join(dir, 'manifest.json'), bytes)
+  await writeFileAtomic(join(dir, 'manifest.json.sig'), signDetached(bytes, o.key))
+  return daily
+}

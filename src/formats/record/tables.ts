@@ -1,0 +1,912 @@
+/**
+ * The normalized tables of record format v1 ("Normalized tables"): their Parquet schemas, a streaming
+ * writer that cuts row groups as they fill and lands the file atomically, and the readers check 4 of the
+ * verifier uses ("has the v1 schema and the listed row count, and each row's `raw_index` ... and its
+ * `receive_time` ...").
+ *
+ * Writing goes through hyparquet-writer's incremental `ParquetWriter` (one `write()` per row group, one
+ * `finish()` for the footer) into a file sink of our own that flushes each row group to disk, so an hour
+ * never sits in memory whole. Decimals and `trade_id` reach it already encoded (see `encodingSchema`);
+ * the bytes are those of hyparquet-writer's own path, which a test checks. Reading goes through hyparquet, one row group at a time; DECIMAL columns
+ * are read as their FIXED_LEN_BYTE_ARRAY bytes and decoded here, because hyparquet turns decimals into
+ * floating-point numbers, and timestamps are kept as bigint nanoseconds.
+ */
+import { randomBytes } from 'node:crypto'
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { basename, dirname, join } from 'node:path'
+import { parquetMetadataAsync, parquetScan, type AsyncBuffer, type Compressors, type DecodedArray, type FileMetaData, type SchemaElement } from 'hyparquet'
+import type { ColumnSource } from 'hyparquet-writer'
+import { Compressor, decompress } from 'zstd-napi'
+import { fsyncDir } from '../../core/atomic-write.js'
+import { PipeError } from '../../core/errors.js'
+import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, decodeDecimal16, encodeDecimal16Into, toDecimal38_18 } from './decimal.js'
+import type { TableName, TableRow } from './types.js'
+
+// hyparquet-writer is loaded with require() (require(esm), Node >= 20.19) rather than import: its modules
+// import `hyparquet/src/*.js`, an exports pattern with the wildcard mid-string, which the ESM resolver of
+// tap's ts-node fork cannot resolve (ERR_PACKAGE_PATH_NOT_EXPORTED); require() uses Node's own resolver.
+// Back to a plain import once tests run without that resolver.
+const { ByteWriter, ParquetWriter } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
+type ParquetWriter = InstanceType<typeof ParquetWriter>
+
+// ---------------------------------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------------------------------
+
+export const TABLE_NAMES: readonly TableName[] = ['trades', 'book_snapshots', 'book_deltas']
+
+/** The file name of a table inside an hour directory ("Layout"). */
+export function tableFileName(table: TableName): string {
+  return `${table}.parquet`
+}
+
+function int64(name: string): SchemaElement {
+  return { name, type: 'INT64', repetition_type: 'REQUIRED' }
+}
+
+function string(name: string, required: boolean): SchemaElement {
+  return { name, type: 'BYTE_ARRAY', repetition_type: required ? 'REQUIRED' : 'OPTIONAL', converted_type: 'UTF8', logical_type: { type: 'STRING' } }
+}
+
+function decimal(name: string): SchemaElement {
+  return {
+    name,
+    type: 'FIXED_LEN_BYTE_ARRAY',
+    type_length: DECIMAL_BYTES,
+    repetition_type: 'REQUIRED',
+    converted_type: 'DECIMAL',
+    precision: DECIMAL_PRECISION,
+    scale: DECIMAL_SCALE,
+    logical_type: { type: 'DECIMAL', precision: DECIMAL_PRECISION, scale: DECIMAL_SCALE },
+  }
+}
+
+function timestampNs(name: string, required: boolean): SchemaElement {
+  // TIMESTAMP(NANOS) has no converted (legacy) type, so only the logical type is written.
+  return { name, type: 'INT64', repetition_type: required ? 'REQUIRED' : 'OPTIONAL', logical_type: { type: 'TIMESTAMP', unit: 'NANOS', isAdjustedToUTC: true } }
+}
+
+function columnsOf(table: TableName): SchemaElement[] {
+  const trades = table === 'trades'
+  return [
+    int64('raw_index'),
+    string('instrument', true),
+    ...(trades ? [string('trade_id', false)] : []),
+    string('side', !trades),
+    decimal('price'),
+    decimal('size'),
+    timestampNs('exchange_time', false),
+    timestampNs('receive_time', true),
+  ]
+}
+
+/**
+ * The leaf columns of each table in the spec's order. These elements are what the writer writes and what
+ * `checkSchema` compares against, so the two cannot drift apart.
+ */
+export const TABLE_COLUMNS: Readonly<Record<TableName, readonly Readonly<SchemaElement>[]>> = {
+  trades: columnsOf('trades'),
+  book_snapshots: columnsOf('book_snapshots'),
+  book_deltas: columnsOf('book_deltas'),
+}
+
+/** The complete Parquet schema (root first) of a table, as written. */
+export function tableSchema(table: TableName): SchemaElement[] {
+  const cols = TABLE_COLUMNS[table].map((e) => ({ ...e, ...(e.logical_type ? { logical_type: { ...e.logical_type } } : {}) }))
+  return [{ name: 'schema', num_children: cols.length }, ...cols]
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------------------------------
+
+const INT64_MIN = -(2n ** 63n)
+const INT64_MAX = 2n ** 63n - 1n
+
+/** Error codes of this module; published codes never change meaning. */
+export const TableErrorCode = {
+  /** A price or size DECIMAL(38, 18) cannot hold exactly, or a string that is not well-formed Unicode. */
+  unrepresentable: 'record.table-value-unrepresentable',
+  /** A row that breaks the table's schema: wrong type, missing required value, `side` not bid/ask. */
+  rowInvalid: 'record.table-row-invalid',
+  /** write() or finish() after finish(), abort() or a failed write. */
+  state: 'record.table-writer-state',
+  /** A table file hyparquet cannot read. */
+  unreadable: 'record.table-unreadable',
+} as const
+
+export interface TableRowProblem {
+  code: (typeof TableErrorCode)['unrepresentable' | 'rowInvalid']
+  field: keyof TableRow
+  message: string
+}
+
+interface EncodedValues {
+  price: bigint
+  size: bigint
+}
+
+function problem(code: TableRowProblem['code'], field: keyof TableRow, message: string): TableRowProblem {
+  return { code, field, message }
+}
+
+function checkString(row: TableRow, field: 'instrument' | 'trade_id' | 'side', required: boolean): TableRowProblem | null {
+  const v: unknown = row[field]
+  if (v === null || v === undefined) return required ? problem(TableErrorCode.rowInvalid, field, `${field} is required`) : null
+  if (typeof v !== 'string') return problem(TableErrorCode.rowInvalid, field, `${field} must be a string`)
+  if (!v.isWellFormed()) return problem(TableErrorCode.unrepresentable, field, `${field} is not well-formed Unicode (lone surrogate)`)
+  return null
+}
+
+function checkTime(row: TableRow, field: 'exchange_time' | 'receive_time', required: boolean): TableRowProblem | null {
+  const v: unknown = row[field]
+  if (v === null || v === undefined) return required ? problem(TableErrorCode.rowInvalid, field, `${field} is required`) : null
+  if (typeof v !== 'bigint') return problem(TableErrorCode.rowInvalid, field, `${field} must be a bigint of nanoseconds`)
+  if (v < INT64_MIN || v > INT64_MAX) return problem(TableErrorCode.rowInvalid, field, `${field} ${v} is outside int64`)
+  return null
+}
+
+function encodeRow(table: TableName, row: TableRow, out: EncodedValues): TableRowProblem | null {
+  if (typeof row !== 'object' || row === null) return problem(TableErrorCode.rowInvalid, 'raw_index', 'row must be an object')
+  const ri: unknown = row.raw_index
+  if (typeof ri !== 'number' || !Number.isSafeInteger(ri) || ri < 0) return problem(TableErrorCode.rowInvalid, 'raw_index', 'raw_index must be a non-negative safe integer')
+  const trades = table === 'trades'
+  const p = checkString(row, 'instrument', true) ?? (trades ? checkString(row, 'trade_id', false) : null) ?? checkString(row, 'side', !trades)
+  if (p) return p
+  if (!trades && row.side !== 'bid' && row.side !== 'ask') return problem(TableErrorCode.rowInvalid, 'side', `side must be "bid" or "ask" in ${table}, got ${JSON.stringify(row.side)}`)
+  for (const field of ['price', 'size'] as const) {
+    const v: unknown = row[field]
+    if (typeof v !== 'string') return problem(TableErrorCode.rowInvalid, field, `${field} must be the venue's decimal text`)
+    const d = toDecimal38_18(v)
+    if (d === null) return problem(TableErrorCode.unrepresentable, field, `${field} ${JSON.stringify(v)} is not a value DECIMAL(38, 18) holds exactly`)
+    out[field] = d
+  }
+  return checkTime(row, 'exchange_time', false) ?? checkTime(row, 'receive_time', true)
+}
+
+/**
+ * Why `row` cannot be a row of `table`, or null when it can. The writer makes the same check; a
+ * normalizer can call this first to keep a frame's rows all-or-nothing ("Normalized tables": a frame
+ * with an unrepresentable value yields no rows).
+ */
+export function tableRowProblem(table: TableName, row: TableRow): TableRowProblem | null {
+  return encodeRow(table, row, { price: 0n, size: 0n })
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Streaming writer
+// ---------------------------------------------------------------------------------------------------
+
+export interface TableWriterOptions {
+  /** FileMetaData `created_by`, e.g. "pipe 0.1.0". */
+  createdBy: string
+  /**
+   * Rows per row group (the last one may be shorter). Default 32,768: hyparquet-writer's transient
+   * garbage grows with the row group, and 2M trade rows peaked at 280-340 MB RSS with 65,536-row groups
+   * against 210-250 MB with 32,768 (files about 3% larger). The verifier reads one row group at a time.
+   */
+  rowGroupRows?: number
+  /** Cut a row group early once its estimated uncompressed size reaches this. Default 32 MiB. */
+  rowGroupBytes?: number
+  /** zstd level for every page. Default 3. The bytes are deterministic for a given level and zstd build. */
+  zstdLevel?: number
+  /** Permission bits of the final file, as in writeFileAtomic. */
+  mode?: number
+}
+
+export interface TableWriteResult {
+  rows: number
+  /** Bytes of the final file. */
+  size: number
+}
+
+/** Writes to an open file in the order bytes are appended; one row group at a time stays in memory. */
+class FileSink extends ByteWriter {
+  private written = 0
+  private writing = false
+
+  constructor(private readonly fh: FileHandle) {
+    super(1 << 20)
+  }
+
+  override ensure(size: number): void {
+    if (this.writing) throw new Error('table file sink: append while a flush is in progress')
+    super.ensure(size)
+  }
+
+  flush(): Promise<void> {
+    return this.drain()
+  }
+
+  override finish(): Promise<void> {
+    return this.drain()
+  }
+
+  private async drain(): Promise<void> {
+    const n = this.index
+    this.writing = true
+    try {
+      let off = 0
+      while (off < n) {
+        const { bytesWritten } = await this.fh.write(new Uint8Array(this.buffer, off, n - off), 0, n - off, this.written)
+        off += bytesWritten
+        this.written += bytesWritten
+      }
+    } finally {
+      this.writing = false
+    }
+    this.index = 0
+  }
+}
+
+const utf8 = new TextEncoder()
+
+/**
+ * UTF-8 of a column's strings in one growing buffer. hyparquet-writer encodes each string of a column
+ * that is not dictionary-encoded into its own ArrayBuffer; for a column of unique values (`trade_id`)
+ * that garbage dominated the writer's memory. Views into one buffer cost far less.
+ */
+class Utf8Arena {
+  private buf = new Uint8Array(64 * 1024)
+  private used = 0
+  private readonly ends: number[] = [] // -1 for null
+
+  push(v: string | null): void {
+    if (v === null) {
+      this.ends.push(-1)
+      return
+    }
+    const need = this.used + v.length * 3
+    if (need > this.buf.length) {
+      const next = new Uint8Array(Math.max(need, this.buf.length * 2))
+      next.set(this.buf.subarray(0, this.used))
+      this.buf = next
+    }
+    this.used += utf8.encodeInto(v, this.buf.subarray(this.used)).written
+    this.ends.push(this.used)
+  }
+
+  views(): (Uint8Array | null)[] {
+    const out = new Array<Uint8Array | null>(this.ends.length)
+    let start = 0
+    for (let i = 0; i < this.ends.length; i++) {
+      const end = this.ends[i]!
+      if (end < 0) {
+        out[i] = null
+      } else {
+        out[i] = this.buf.subarray(start, end)
+        start = end
+      }
+    }
+    return out
+  }
+}
+
+/** One row group's worth of rows, column by column; decimals already as FIXED_LEN_BYTE_ARRAY(16). */
+class ColumnBuffer {
+  n = 0
+  bytes = 0
+  readonly rawIndex: bigint[] = []
+  readonly instrument: string[] = []
+  readonly tradeId = new Utf8Arena()
+  readonly side: (string | null)[] = []
+  readonly price: Uint8Array
+  readonly size: Uint8Array
+  readonly exchangeTime: (bigint | null)[] = []
+  readonly receiveTime: bigint[] = []
+  /** Statistics of the decimal columns, as hyparquet-writer would compute them from the values. */
+  readonly priceRange: [bigint, bigint] = [0n, 0n]
+  readonly sizeRange: [bigint, bigint] = [0n, 0n]
+
+  constructor(capacity: number) {
+    this.price = new Uint8Array(capacity * DECIMAL_BYTES)
+    this.size = new Uint8Array(capacity * DECIMAL_BYTES)
+  }
+
+  push(table: TableName, row: TableRow, d: EncodedValues): void {
+    const i = this.n++
+    this.rawIndex.push(BigInt(row.raw_index))
+    this.instrument.push(row.instrument)
+    if (table === 'trades') this.tradeId.push(row.trade_id ?? null)
+    this.side.push(row.side ?? null)
+    encodeDecimal16Into(d.price, this.price, i * DECIMAL_BYTES)
+    encodeDecimal16Into(d.size, this.size, i * DECIMAL_BYTES)
+    widen(this.priceRange, d.price, i)
+    widen(this.sizeRange, d.size, i)
+    this.exchangeTime.push(row.exchange_time ?? null)
+    this.receiveTime.push(row.receive_time)
+    // Estimated uncompressed bytes: strings as UTF-16 length (close enough), fixed-width columns exactly.
+    this.bytes += 64 + row.instrument.length + (row.trade_id?.length ?? 0) + (row.side?.length ?? 0)
+  }
+
+  columnData(table: TableName): ColumnSource[] {
+    const n = this.n
+    const views = (buf: Uint8Array): Uint8Array[] => {
+      const out = new Array<Uint8Array>(n)
+      for (let i = 0; i < n; i++) out[i] = buf.subarray(i * DECIMAL_BYTES, (i + 1) * DECIMAL_BYTES)
+      return out
+    }
+    const cols: ColumnSource[] = [
+      { name: 'raw_index', data: this.rawIndex },
+      { name: 'instrument', data: this.instrument },
+    ]
+    if (table === 'trades') cols.push({ name: 'trade_id', data: this.tradeId.views() })
+    cols.push(
+      { name: 'side', data: this.side },
+      { name: 'price', data: views(this.price) },
+      { name: 'size', data: views(this.size) },
+      { name: 'exchange_time', data: this.exchangeTime },
+      { name: 'receive_time', data: this.receiveTime },
+    )
+    return cols
+  }
+}
+
+function widen(range: [bigint, bigint], v: bigint, i: number): void {
+  if (i === 0 || v < range[0]) range[0] = v
+  if (i === 0 || v > range[1]) range[1] = v
+}
+
+/**
+ * The schema the pages are encoded with: the v1 schema with the DECIMAL annotation taken off `price` and
+ * `size`, so that hyparquet-writer takes our 16-byte values as they are instead of converting each
+ * bigint itself (its conversion costs about four times ours in CPU and garbage). The footer is written
+ * with the full v1 schema (`finish()` swaps it in), and the decimal columns' statistics are replaced by
+ * the signed min/max that hyparquet-writer computes for a DECIMAL column, so the file's bytes are exactly
+ * those of its own DECIMAL path (a test compares them). This leans on two public fields of
+ * ParquetWriter 0.17, `schema` (read again by `finish()`) and `row_groups`; the byte-equality test
+ * catches a version that changes either.
+ */
+function encodingSchema(table: TableName): SchemaElement[] {
+  return tableSchema(table).map((e) =>
+    e.converted_type === 'DECIMAL' ? { name: e.name, type: e.type, type_length: e.type_length, repetition_type: e.repetition_type } : e,
+  )
+}
+
+type WriterSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema']
+
+type WriterState = 'open' | 'finishing' | 'finished' | 'failed' | 'aborted'
+
+/**
+ * Streams the rows of one table into `<path>` (e.g. `hour=14/trades.parquet`): rows accumulate column by
+ * column and each full row group is encoded (zstd) and written out, under a temporary name in the same
+ * directory. `finish()` writes the footer, fsyncs, renames to the final name and fsyncs the directory;
+ * `abort()` removes the temporary file. A table with no rows still makes a valid file (zero row groups).
+ *
+ * The bytes depend only on the rows and the options, not on how the rows were batched.
+ * Await each `write()` to keep memory bounded: it resolves once the row groups it completed are on disk.
+ */
+export class TableWriter {
+  readonly table: TableName
+  readonly path: string
+  readonly tempPath: string
+  private readonly fh: FileHandle
+  private readonly sink: FileSink
+  private readonly pq: ParquetWriter
+  private readonly rowGroupRows: number
+  private readonly rowGroupBytes: number
+  private cols: ColumnBuffer
+  private pending: Promise<void> = Promise.resolve()
+  private failure: unknown
+  private state: WriterState = 'open'
+  private count = 0
+
+  private constructor(table: TableName, path: string, tempPath: string, fh: FileHandle, opts: TableWriterOptions) {
+    this.table = table
+    this.path = path
+    this.tempPath = tempPath
+    this.fh = fh
+    this.rowGroupRows = opts.rowGroupRows ?? 32_768
+    this.rowGroupBytes = opts.rowGroupBytes ?? 32 * 1024 * 1024
+    if (!Number.isSafeInteger(this.rowGroupRows) || this.rowGroupRows < 1) throw new RangeError('rowGroupRows must be a positive integer')
+    if (!(this.rowGroupBytes > 0)) throw new RangeError('rowGroupBytes must be positive')
+    const zstd = new Compressor()
+    zstd.setParameters({ compressionLevel: opts.zstdLevel ?? 3 })
+    this.sink = new FileSink(fh)
+    this.pq = new ParquetWriter({
+      writer: this.sink,
+      // hyparquet-writer carries its own hyparquet (1.31) whose SchemaElement type differs in details.
+      schema: encodingSchema(table) as WriterSchema,
+      codec: 'ZSTD',
+      compressors: { ZSTD: (input: Uint8Array) => zstd.compress(input) },
+      createdBy: opts.createdBy,
+      // kvMetadata left undefined: the footer carries no key-value metadata.
+    })
+    this.cols = new ColumnBuffer(this.rowGroupRows)
+  }
+
+  /** Creates the temporary file next to `path` and returns a writer for `table`. */
+  static async open(path: string, table: TableName, opts: TableWriterOptions): Promise<TableWriter> {
+    if (!TABLE_NAMES.includes(table)) throw new RangeError(`unknown table ${String(table)}`)
+    if (typeof opts.createdBy !== 'string') throw new TypeError('createdBy is required')
+    const tempPath = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`)
+    const fh = await open(tempPath, 'wx', opts.mode ?? 0o666)
+    try {
+      if (opts.mode !== undefined) await fh.chmod(opts.mode)
+      return new TableWriter(table, path, tempPath, fh, opts)
+    } catch (err) {
+      await fh.close().catch(() => undefined)
+      await unlink(tempPath).catch(() => undefined)
+      throw err
+    }
+  }
+
+  /** Rows accepted so far. */
+  get rows(): number {
+    return this.count
+  }
+
+  /**
+   * Adds one row or a batch. A batch is all or nothing: when a row is invalid the promise rejects with a
+   * PipeError (code `record.table-value-unrepresentable` or `record.table-row-invalid`, location.row the
+   * index in the batch), none of the batch is added, and the writer stays usable.
+   */
+  write(rows: TableRow | readonly TableRow[]): Promise<void> {
+    if (this.state !== 'open') return Promise.reject(this.stateError('write'))
+    const batch: readonly TableRow[] = Array.isArray(rows) ? rows : [rows as TableRow]
+    const decimals: EncodedValues[] = new Array(batch.length)
+    for (let i = 0; i < batch.length; i++) {
+      const d: EncodedValues = { price: 0n, size: 0n }
+      const p = encodeRow(this.table, batch[i]!, d)
+      if (p) return Promise.reject(new PipeError(p.code, `${this.table} row: ${p.message}`, { location: { file: this.path, row: i, field: p.field } }))
+      decimals[i] = d
+    }
+    let cut: Promise<void> | undefined
+    for (let i = 0; i < batch.length; i++) {
+      this.cols.push(this.table, batch[i]!, decimals[i]!)
+      if (this.cols.n >= this.rowGroupRows || this.cols.bytes >= this.rowGroupBytes) cut = this.cutRowGroup()
+    }
+    this.count += batch.length
+    return cut ?? this.pending
+  }
+
+  private cutRowGroup(): Promise<void> {
+    const cols = this.cols
+    this.cols = new ColumnBuffer(this.rowGroupRows)
+    const next = this.pending.then(() => this.encodeRowGroup(cols))
+    next.catch((err: unknown) => {
+      if (this.state === 'open' || this.state === 'finishing') this.state = 'failed'
+      this.failure ??= err
+    })
+    this.pending = next
+    return next
+  }
+
+  private encodeRowGroup(cols: ColumnBuffer): void | Promise<void> {
+    const groups = this.pq.row_groups.length
+    const flushed = this.pq.write({ columnData: cols.columnData(this.table), rowGroupSize: cols.n })
+    // write() has appended the row group's metadata synchronously; it is still ours to amend.
+    const rg = this.pq.row_groups[groups]
+    if (!rg || this.pq.row_groups.length !== groups + 1) throw new Error('table writer: expected exactly one new row group')
+    for (const chunk of rg.columns) {
+      const md = chunk.meta_data
+      const name = md?.path_in_schema[0]
+      const range = name === 'price' ? cols.priceRange : name === 'size' ? cols.sizeRange : undefined
+      if (md && range) md.statistics = { min_value: range[0], max_value: range[1], null_count: 0n }
+    }
+    return flushed
+  }
+
+  /** Writes the last row group and the footer, then lands the file under its final name. */
+  async finish(): Promise<TableWriteResult> {
+    if (this.state !== 'open') throw this.stateError('finish')
+    this.state = 'finishing'
+    try {
+      if (this.cols.n > 0) this.cutRowGroup()
+      await this.pending
+      this.pq.schema = tableSchema(this.table) as WriterSchema
+      await this.pq.finish()
+      await this.fh.sync()
+      await this.fh.close()
+      await rename(this.tempPath, this.path)
+    } catch (err) {
+      this.state = 'failed'
+      this.failure ??= err
+      await this.fh.close().catch(() => undefined)
+      await unlink(this.tempPath).catch(() => undefined)
+      throw err
+    }
+    this.state = 'finished'
+    await fsyncDir(dirname(this.path))
+    return { rows: this.count, size: this.sink.offset }
+  }
+
+  /** Stops and removes the temporary file. Does nothing after a successful finish(). */
+  async abort(): Promise<void> {
+    if (this.state === 'finished' || this.state === 'aborted') return
+    this.state = 'aborted'
+    await this.pending.catch(() => undefined)
+    await this.fh.close().catch(() => undefined)
+    await unlink(this.tempPath).catch(() => undefined)
+  }
+
+  private stateError(op: string): unknown {
+    if (this.state === 'failed' && this.failure !== undefined) return this.failure
+    return new PipeError(TableErrorCode.state, `${op}() on a table writer that is ${this.state}`, { location: { file: this.path } })
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------------------
+
+const zstdDecompressors: Compressors = {
+  ZSTD: (input: Uint8Array, outputLength: number) => {
+    const out = decompress(input)
+    if (out.length !== outputLength) throw new Error(`zstd page decompressed to ${out.length} bytes, header says ${outputLength}`)
+    return out
+  },
+}
+
+/** Keeps nanosecond (and any other unit's) timestamps as the stored int64, not as a Date. */
+const rawTimestamps = {
+  timestampFromMilliseconds: (v: bigint) => v,
+  timestampFromMicroseconds: (v: bigint) => v,
+  timestampFromNanoseconds: (v: bigint) => v,
+}
+
+interface OpenFile {
+  file: AsyncBuffer
+  close(): Promise<void>
+}
+
+/** An AsyncBuffer over one open file handle: reads exactly the ranges hyparquet asks for. */
+async function openFile(path: string): Promise<OpenFile> {
+  const fh = await open(path, 'r')
+  try {
+    const { size } = await fh.stat()
+    const file: AsyncBuffer = {
+      byteLength: size,
+      async slice(start: number, end: number = size): Promise<ArrayBuffer> {
+        const length = Math.max(0, end - start)
+        const buf = new Uint8Array(length)
+        let off = 0
+        while (off < length) {
+          const { bytesRead } = await fh.read(buf, off, length - off, start + off)
+          if (bytesRead === 0) throw new Error(`${path}: file ended at byte ${start + off}, expected ${size} bytes`)
+          off += bytesRead
+        }
+        return buf.buffer
+      },
+    }
+    return { file, close: () => fh.close() }
+  } catch (err) {
+    await fh.close().catch(() => undefined)
+    throw err
+  }
+}
+
+function unreadable(path: string, err: unknown): PipeError {
+  if (err instanceof PipeError) return err
+  const msg = err instanceof Error ? err.message : String(err)
+  return new PipeError(TableErrorCode.unreadable, `not a readable Parquet file: ${msg}`, { location: { file: path }, cause: err })
+}
+
+/** One top-level field of a file's schema, as check 4 compares it. Absent attributes are null. */
+export interface ColumnDescription {
+  name: string
+  /** Physical type, or 'group' for a nested field. */
+  physicalType: string
+  typeLength: number | null
+  repetition: string | null
+  convertedType: string | null
+  logicalType: string | null
+  /** DECIMAL precision and scale: the logical type's, else the schema element's. */
+  precision: number | null
+  scale: number | null
+  /** TIMESTAMP unit and isAdjustedToUTC from the logical type. */
+  timestampUnit: string | null
+  isAdjustedToUTC: boolean | null
+}
+
+/** The root's direct children (nested fields are described as one 'group' column each). */
+function topLevelElements(schema: readonly SchemaElement[]): SchemaElement[] {
+  const out: SchemaElement[] = []
+  const skip = (i: number): number => {
+    const n = schema[i]?.num_children ?? 0
+    let j = i + 1
+    for (let k = 0; k < n && j < schema.length; k++) j = skip(j)
+    return j
+  }
+  const rootChildren = schema[0]?.num_children ?? 0
+  let i = 1
+  for (let c = 0; c < rootChildren && i < schema.length; c++) {
+    out.push(schema[i]!)
+    i = skip(i)
+  }
+  return out
+}
+
+function describeElement(e: Readonly<SchemaElement>): ColumnDescription {
+  const lt = e.logical_type
+  const isGroup = (e.num_children ?? 0) > 0 || e.type === undefined
+  return {
+    name: e.name,
+    physicalType: isGroup ? 'group' : e.type!,
+    typeLength: e.type_length ?? null,
+    repetition: e.repetition_type ?? null,
+    convertedType: e.converted_type ?? null,
+    logicalType: lt?.type ?? null,
+    precision: lt?.type === 'DECIMAL' ? lt.precision : e.precision ?? null,
+    scale: lt?.type === 'DECIMAL' ? lt.scale : e.scale ?? null,
+    timestampUnit: lt?.type === 'TIMESTAMP' ? lt.unit : null,
+    isAdjustedToUTC: lt?.type === 'TIMESTAMP' ? lt.isAdjustedToUTC : null,
+  }
+}
+
+/** The file's top-level columns in file order. */
+export function describeColumns(metadata: Pick<FileMetaData, 'schema'>): ColumnDescription[] {
+  return topLevelElements(metadata.schema).map(describeElement)
+}
+
+/** What v1 requires of each column of `table`, in the spec's order. */
+export function expectedColumns(table: TableName): ColumnDescription[] {
+  return TABLE_COLUMNS[table].map(describeElement)
+}
+
+export type SchemaAttribute =
+  | 'column'
+  | 'physical_type'
+  | 'type_length'
+  | 'repetition'
+  | 'logical_type'
+  | 'converted_type'
+  | 'precision'
+  | 'scale'
+  | 'timestamp_unit'
+  | 'is_adjusted_to_utc'
+
+/** One way a file's schema differs from v1: `column` is the column's name. */
+export interface SchemaProblem {
+  column: string
+  attribute: SchemaAttribute
+  expected: string
+  found: string
+}
+
+/** The logical type a legacy converted type stands for (Parquet LogicalTypes.md, backward compatibility). */
+const CONVERTED_TO_LOGICAL: Readonly<Record<string, string>> = {
+  UTF8: 'STRING',
+  DECIMAL: 'DECIMAL',
+  TIMESTAMP_MILLIS: 'TIMESTAMP',
+  TIMESTAMP_MICROS: 'TIMESTAMP',
+  INT_64: 'INTEGER',
+  ENUM: 'ENUM',
+  JSON: 'JSON',
+  BSON: 'BSON',
+  DATE: 'DATE',
+}
+
+const show = (v: string | number | boolean | null): string => (v === null ? 'absent' : String(v))
+
+/**
+ * Compares a file's schema with the v1 schema of `table` ("What a verifier checks", 4). Every v1 column
+ * must be present once, as a primitive column with the physical type, type length, repetition, logical
+ * type and its parameters that v1 states. Equivalent annotations are accepted: a legacy converted type
+ * without a logical type (UTF8 for STRING, DECIMAL with the element's precision and scale), and
+ * INTEGER(64, signed) on `raw_index`; a converted type that contradicts the logical type is a problem.
+ * Columns v1 does not define are ignored (later versions may add columns), and so is their order.
+ */
+export function checkSchema(table: TableName, metadata: Pick<FileMetaData, 'schema'>): SchemaProblem[] {
+  const problems: SchemaProblem[] = []
+  const found = topLevelElements(metadata.schema)
+  for (const exp of TABLE_COLUMNS[table]) {
+    const column = exp.name
+    const add = (attribute: SchemaAttribute, expected: string, got: string): void => {
+      problems.push({ column, attribute, expected, found: got })
+    }
+    const matches = found.filter((e) => e.name === column)
+    if (matches.length === 0) {
+      add('column', 'present', 'absent')
+      continue
+    }
+    if (matches.length > 1) add('column', 'one column', `${matches.length} columns`)
+    const f = describeElement(matches[0]!)
+    const e = describeElement(exp)
+
+    if (f.physicalType !== e.physicalType) add('physical_type', e.physicalType, f.physicalType)
+    if (f.physicalType === 'group') continue
+    if (e.physicalType === 'FIXED_LEN_BYTE_ARRAY' && f.typeLength !== e.typeLength) add('type_length', show(e.typeLength), show(f.typeLength))
+    if (f.repetition !== e.repetition) add('repetition', show(e.repetition), show(f.repetition))
+
+    // The annotation: the logical type, or what a lone converted type stands for.
+    const foundLogical = f.logicalType ?? (f.convertedType ? CONVERTED_TO_LOGICAL[f.convertedType] ?? f.convertedType : null)
+    if (e.logicalType === null) {
+      // raw_index: a plain int64; INTEGER(64, signed) and INT_64 say the same.
+      const lt = matches[0]!.logical_type
+      const sameInt = lt?.type === 'INTEGER' ? lt.bitWidth === 64 && lt.isSigned : foundLogical === null || f.convertedType === 'INT_64'
+      if (!sameInt) add('logical_type', 'absent', describeLogical(matches[0]!))
+      continue
+    }
+    if (foundLogical !== e.logicalType) {
+      add('logical_type', e.logicalType, f.logicalType ?? (f.convertedType ? `absent (converted type ${f.convertedType})` : 'absent'))
+      continue
+    }
+    // The converted type, when present, must agree with the logical type.
+    if (f.convertedType !== null && f.convertedType !== e.convertedType) add('converted_type', show(e.convertedType), f.convertedType)
+
+    if (e.logicalType === 'DECIMAL') {
+      const el = matches[0]!
+      if (f.precision !== e.precision) add('precision', show(e.precision), show(f.precision))
+      if (f.scale !== e.scale) add('scale', show(e.scale), show(f.scale))
+      // With both annotations, the element's own precision and scale must agree too.
+      if (f.logicalType === 'DECIMAL' && f.convertedType === 'DECIMAL') {
+        if ((el.precision ?? null) !== e.precision && f.precision === e.precision) add('precision', `${show(e.precision)} (schema element)`, show(el.precision ?? null))
+        if ((el.scale ?? null) !== e.scale && f.scale === e.scale) add('scale', `${show(e.scale)} (schema element)`, show(el.scale ?? null))
+      }
+    } else if (e.logicalType === 'TIMESTAMP') {
+      const unit = f.timestampUnit ?? (f.convertedType === 'TIMESTAMP_MILLIS' ? 'MILLIS' : f.convertedType === 'TIMESTAMP_MICROS' ? 'MICROS' : null)
+      const utc = f.isAdjustedToUTC ?? (f.convertedType !== null ? true : null)
+      if (unit !== e.timestampUnit) add('timestamp_unit', show(e.timestampUnit), show(unit))
+      if (utc !== e.isAdjustedToUTC) add('is_adjusted_to_utc', show(e.isAdjustedToUTC), show(utc))
+    }
+  }
+  return problems
+}
+
+function describeLogical(e: SchemaElement): string {
+  const lt = e.logical_type
+  if (lt?.type === 'INTEGER') return `INTEGER(${lt.bitWidth}, ${lt.isSigned ? 'signed' : 'unsigned'})`
+  if (lt) return lt.type
+  return e.converted_type ? `converted type ${e.converted_type}` : 'absent'
+}
+
+/** First item of `readTableForCheck`: the footer. */
+export interface TableCheckHeader {
+  kind: 'schema'
+  metadata: FileMetaData
+  /** Top-level columns in file order; give `metadata` to `checkSchema` for the comparison with v1. */
+  columns: ColumnDescription[]
+  /** num_rows of the footer. The row groups that follow may add up to another count. */
+  rows: number
+  rowGroups: number
+  /** False when `raw_index` or `receive_time` is missing or not a flat integer column: no row items follow. */
+  rowsReadable: boolean
+}
+
+/** One row group's keys, in file order. A null is a missing value (possible only in a non-v1 file). */
+export interface TableCheckRows {
+  kind: 'rows'
+  rowGroup: number
+  /** Index of the group's first row in the file. */
+  rowStart: number
+  rawIndex: (bigint | null)[]
+  /** Exact int64 as stored (nanoseconds in a v1 file). */
+  receiveTime: (bigint | null)[]
+}
+
+export type TableCheckItem = TableCheckHeader | TableCheckRows
+
+function flatIntColumn(metadata: FileMetaData, name: string): boolean {
+  const e = topLevelElements(metadata.schema).find((c) => c.name === name)
+  return e !== undefined && (e.num_children ?? 0) === 0 && (e.type === 'INT64' || e.type === 'INT32') && e.repetition_type !== 'REPEATED'
+}
+
+function toBigints(data: DecodedArray): (bigint | null)[] {
+  const out: (bigint | null)[] = new Array(data.length)
+  for (let i = 0; i < data.length; i++) {
+    const v: unknown = data[i]
+    out[i] = typeof v === 'bigint' ? v : typeof v === 'number' ? BigInt(v) : null
+  }
+  return out
+}
+
+/**
+ * Reads what check 4 needs from a table file: first the footer (`kind: 'schema'`), then one item per
+ * row group with each row's `raw_index` and `receive_time` (`kind: 'rows'`). Only those two column
+ * chunks of one row group are held at a time. Throws a PipeError `record.table-unreadable` when the file
+ * is not Parquet hyparquet can read.
+ */
+export async function* readTableForCheck(path: string): AsyncGenerator<TableCheckItem, void, undefined> {
+  const f = await openFile(path).catch((err: unknown) => {
+    throw unreadable(path, err)
+  })
+  try {
+    let metadata: FileMetaData
+    try {
+      metadata = await parquetMetadataAsync(f.file, { parsers: rawTimestamps, geoparquet: false })
+    } catch (err) {
+      throw unreadable(path, err)
+    }
+    const rowsReadable = flatIntColumn(metadata, 'raw_index') && flatIntColumn(metadata, 'receive_time')
+    yield { kind: 'schema', metadata, columns: describeColumns(metadata), rows: Number(metadata.num_rows), rowGroups: metadata.row_groups.length, rowsReadable }
+    if (!rowsReadable) return
+    for await (const g of scanGroups(path, f.file, metadata, ['raw_index', 'receive_time'])) {
+      yield { kind: 'rows', rowGroup: g.rowGroup, rowStart: g.rowStart, rawIndex: toBigints(g.data.raw_index!), receiveTime: toBigints(g.data.receive_time!) }
+    }
+  } finally {
+    await f.close()
+  }
+}
+
+interface GroupData {
+  rowGroup: number
+  rowStart: number
+  data: Record<string, DecodedArray>
+}
+
+async function* scanGroups(path: string, file: AsyncBuffer, metadata: FileMetaData, columns: string[]): AsyncGenerator<GroupData> {
+  let scan
+  try {
+    scan = await parquetScan({ file, metadata, columns, compressors: zstdDecompressors, parsers: rawTimestamps, geoparquet: false })
+  } catch (err) {
+    throw unreadable(path, err)
+  }
+  let rowStart = 0
+  for (let g = 0; g < metadata.row_groups.length; g++) {
+    const n = Number(metadata.row_groups[g]!.num_rows)
+    const rowEnd = rowStart + n
+    const data: Record<string, DecodedArray> = {}
+    try {
+      for (const column of columns) {
+        const d = await scan.readColumn({ column, rowStart, rowEnd })
+        if (d.length !== n) throw new Error(`row group ${g}: column ${column} has ${d.length} values, the footer says ${n} rows`)
+        data[column] = d
+      }
+    } catch (err) {
+      throw unreadable(path, err)
+    }
+    yield { rowGroup: g, rowStart, data }
+    rowStart = rowEnd
+  }
+}
+
+/** A row as read back: decimals as their unscaled DECIMAL(38, 18) integer (value × 10^18). */
+export interface ReadTableRow {
+  raw_index: number
+  instrument: string
+  trade_id: string | null
+  side: string | null
+  price: bigint
+  size: bigint
+  exchange_time: bigint | null
+  receive_time: bigint
+}
+
+/**
+ * Reads every row of a v1 table file back exactly, one row group per yielded batch (for tests, tools
+ * and interoperability checks; the verifier uses `readTableForCheck`). The file must have the v1
+ * schema of its table; `trade_id` is null for the book tables.
+ */
+export async function* readTableRows(path: string): AsyncGenerator<ReadTableRow[], void, undefined> {
+  const f = await openFile(path).catch((err: unknown) => {
+    throw unreadable(path, err)
+  })
+  try {
+    let metadata: FileMetaData
+    try {
+      metadata = await parquetMetadataAsync(f.file, { parsers: rawTimestamps, geoparquet: false })
+    } catch (err) {
+      throw unreadable(path, err)
+    }
+    const names = new Set(topLevelElements(metadata.schema).map((e) => e.name))
+    const hasTradeId = names.has('trade_id')
+    // hyparquet converts DECIMAL to float64; without the annotation it hands over the 16 stored bytes.
+    const rawDecimals: FileMetaData = {
+      ...metadata,
+      schema: metadata.schema.map((e) => (e.converted_type === 'DECIMAL' || e.logical_type?.type === 'DECIMAL' ? { ...e, converted_type: undefined, logical_type: undefined } : e)),
+    }
+    const columns = ['raw_index', 'instrument', ...(hasTradeId ? ['trade_id'] : []), 'side', 'price', 'size', 'exchange_time', 'receive_time']
+    for await (const g of scanGroups(path, f.file, rawDecimals, columns)) {
+      const d = g.data
+      const n = d.raw_index!.length
+      const out: ReadTableRow[] = new Array(n)
+      for (let i = 0; i < n; i++) {
+        out[i] = {
+          raw_index: Number(d.raw_index![i]),
+          instrument: d.instrument![i] as string,
+          trade_id: hasTradeId ? ((d.trade_id![i] as string | undefined) ?? null) : null,
+          side: (d.side![i] as string | undefined) ?? null,
+          price: decodeDecimal16(d.price![i] as Uint8Array),
+          size: decodeDecimal16(d.size![i] as Uint8Array),
+          exchange_time: (d.exchange_time![i] as bigint | undefined) ?? null,
+          receive_time: d.receive_time![i] as bigint,
+        }
+      }
+      yield out
+    }
+  } finally {
+    await f.close()
+  }
+}

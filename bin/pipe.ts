@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { readFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
+import { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } from '../src/formats/record/keys.js'
+import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
 import { asPipeError, EXIT_USAGE, UsageError } from '../src/core/errors.js'
@@ -114,10 +116,30 @@ async function main(argv: string[]): Promise<number> {
       if (extra.length > (runDef.positional?.length ?? 0)) throw new UsageError('usage.extra-argument', `unexpected argument "${extra[runDef.positional?.length ?? 0]}"`)
       exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress))).exitCode
     })
+    .command('key <action>', 'Record-format signing keys: new (an Ed25519 key and its JWK Set) or rotate (a successor)', (y) => y
+      .positional('action', { choices: ['new', 'rotate'] as const, demandOption: true })
+      .option('out', { type: 'string', demandOption: true, describe: 'directory for the private key and jwks.json' })
+      .option('keys', { type: 'string', describe: 'rotate: the current jwks.json' })
+      .option('key', { type: 'string', describe: 'rotate: the current private key file' })
+      .option('valid-from', { type: 'string', describe: 'new: when the key becomes valid (nine-digit UTC time; default now)' })
+      .option('at', { type: 'string', describe: 'rotate: when the successor takes over (default now)' }), async (args) => {
+      const now = formatTime(BigInt(Date.now()) * 1_000_000n)
+      await mkdir(String(args.out), { recursive: true })
+      if (args.action === 'new') {
+        const { privateJwk, publicJwk } = await newSigningKey({ validFrom: (args['valid-from'] as string | undefined) ?? now })
+        const paths = await writeKeyFiles(String(args.out), { privateJwk, jwks: { keys: [publicJwk] } })
+        process.stdout.write(`key ${privateJwk.kid}\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
+        return
+      }
+      if (!args.keys || !args.key) throw new UsageError('usage.missing-option', 'key rotate needs --keys JWKS and --key PRIVATE')
+      const rotated = await rotateKey(await readJwksFile(args.keys), await readPrivateJwkFile(args.key), (args.at as string | undefined) ?? now)
+      const paths = await writeKeyFiles(String(args.out), { privateJwk: rotated.privateJwk, jwks: rotated.jwks })
+      process.stdout.write(`key ${rotated.privateJwk.kid} succeeds the old key\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
+    })
     .command('demo', 'Make a sample raw file and verify it (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
       exitCode = await runDemo(String(args.out))
     })
-    .demandCommand(1, 'name a command: list, stages, describe, run, demo')
+    .demandCommand(1, 'name a command: list, stages, describe, run, key, demo')
     .strictCommands()
     .help()
     .fail((msg, err) => {

@@ -9,7 +9,7 @@ import { PipeError, UsageError } from '../../core/errors.js'
 import { createIncrementalHash } from '../../transforms/hash.js'
 import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { HOUR_NS, readJournalRange, journalFilePath, readJournalFile } from './journal.js'
+import { HOUR_NS, readJournalRange, journalFilePath, readJournalFile, type JournalBatch } from './journal.js'
 import { signDetached } from './jws.js'
 import type { PrivateSigningJwk } from './keys.js'
 import {
@@ -219,12 +219,17 @@ async function restatedState(journal: string, replica: Replica, hourStart: bigin
   return out
 }
 
+/** The journal events sealing an hour reads: the hour, widened by the pairing window on both sides. */
+export function journalRangeFor(hourStart: bigint, windowNs: bigint = PAIRING_WINDOW_NS): { start: bigint; end: bigint } {
+  return { start: hourStart - windowNs, end: hourStart + HOUR_NS + windowNs }
+}
+
 /**
  * Seals one UTC hour of one channel from the journal into `root`, exactly as record format v1 lays it out,
  * and after hour 23 the day. Idempotent: an hour whose manifest exists is left as it is. Crash-safe: the hour
  * is built in a temporary directory beside its final one and renamed into place only when complete.
  */
-export async function sealHour(o: SealHourOptions): Promise<SealHourResult> {
+export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<SealHourResult> {
   const start = o.hourStart
   const end = start + HOUR_NS
   const window = o.windowNs ?? PAIRING_WINDOW_NS
@@ -249,7 +254,7 @@ export async function sealHour(o: SealHourOptions): Promise<SealHourResult> {
   const temp = join(dayPath, `.${finalDir.slice(dayPath.length + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   await mkdir(temp)
   try {
-    const manifest = await buildHour(o, temp, start, end, window, previous)
+    const manifest = await buildHour(o, temp, start, end, window, previous, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
     const bytes = manifestBytes(manifest)
     await writeFileAtomic(join(temp, 'manifest.json'), bytes)
     await writeFileAtomic(join(temp, 'manifest.json.sig'), signDetached(bytes, o.key))
@@ -265,7 +270,7 @@ export async function sealHour(o: SealHourOptions): Promise<SealHourResult> {
   }
 }
 
-async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null): Promise<HourlyManifest> {
+async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
   const tracksRuns = o.channel === 'trades'
   const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
   for (const r of REPLICAS) for (const e of await restatedState(o.journal, r, start, start - window)) coverage[r].add(e)
@@ -317,7 +322,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   }
 
   try {
-    for await (const batch of readJournalRange(o.journal, { start: start - window, end: end + window })) {
+    for await (const batch of batches) {
       for (const p of batch.problems) {
         // A problem counts for this hour when it lies in one of this hour's files.
         if (!REPLICAS.some((r) => p.file === journalFilePath(o.journal, r, start))) continue

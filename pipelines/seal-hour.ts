@@ -1,0 +1,30 @@
+import { z } from 'zod'
+import { definePipeline } from '../src/core/pipeline.js'
+import { parseHourName } from '../src/formats/record/journal.js'
+import { journalRangeFor } from '../src/formats/record/seal.js'
+import { formatTime } from '../src/formats/record/time.js'
+import { CHANNELS } from '../src/formats/record/types.js'
+
+export const hourOption = z.string().refine((s) => parseHourName(s) !== null, 'must be a UTC hour like 2026-10-03T14')
+
+/** Seals one hour: the journal-read source feeds the seal sink, which writes the hour and signs it. */
+export const sealHourPipeline = definePipeline({
+  name: 'seal-hour',
+  summary: 'Seal one UTC hour of a venue channel from the journal: raw.jsonl.zst, tables, signed manifest (and the day after hour 23)',
+  options: z.object({
+    venue: z.string().min(1).describe('venue adapter, e.g. binance'),
+    channel: z.enum(CHANNELS as [string, ...string[]]).describe('trades, book, funding or liquidations'),
+    hour: hourOption.describe('the UTC hour to seal, e.g. 2026-10-03T14'),
+    journal: z.string().min(1).describe('the journal directory (replica=a/, replica=b/)'),
+    out: z.string().min(1).describe('the root the sealed hours go under'),
+    key: z.string().min(1).describe('the private signing key (JWK file from pipe key new)'),
+    recorder: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash, underscore').default('recorder').describe('recorder id in the layout'),
+  }),
+  stages(o) {
+    const { start, end } = journalRangeFor(parseHourName(o.hour)!)
+    return [
+      { stage: 'journal-read', options: { dir: o.journal, start: formatTime(start), end: formatTime(end) } },
+      { stage: 'seal', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal: o.journal, out: o.out, key: o.key, recorder: o.recorder } },
+    ]
+  },
+})

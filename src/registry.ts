@@ -1,5 +1,7 @@
 import { Registry } from './core/registry.js'
 import { verifyRaw } from '../pipelines/verify-raw.js'
+import { sealHourPipeline } from '../pipelines/seal-hour.js'
+import { sealSink } from './sinks/seal.js'
 import { fileSource, stdinSource } from './sources/file.js'
 import { atomicFileSink } from './sinks/atomic-file.js'
 import { reportSink } from './sinks/report.js'
@@ -16,4 +18,8 @@ export const registry = new Registry()
 for (const stage of [fileSource, stdinSource, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink]) {
   registry.addStage(stage as unknown as StageDef)
 }
+registry.addStage(sealSink as unknown as StageDef)
 registry.addPipeline(verifyRaw as never)
+registry.addPipeline(sealHourPipeline as never)
+import { registerJournal } from '../pipelines/journal-import.js'
+registerJournal(registry)

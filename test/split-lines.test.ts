@@ -9,11 +9,13 @@ async function split(chunks: Buffer[], maxLineBytes = 1000) {
   const sink = new FindingSink({ json: false, out: new PassThrough(), textLimit: 0 })
   sink.add = (f) => { found.push(f) }
   const lines: { no: number; offset: number; text: string }[] = []
+  let items = 0
   for await (const batch of splitLines({ maxLineBytes, requireFinalNewline: true }, sink)(chunks as AsyncIterable<Uint8Array> & Buffer[])) {
     const b = batch as LineBatch
+    items += b.itemCount
     for (let i = 0; i < b.count; i++) lines.push({ no: b.firstLine + i, offset: b.baseOffset + b.starts[i]!, text: b.line(i).toString() })
   }
-  return { lines, found }
+  return { lines, found, items }
 }
 
 function chunked(data: Buffer, rand: () => number): Buffer[] {
@@ -44,10 +46,17 @@ t.test('a line over the cap is reported and skipped, wherever the chunks break i
   const rand = seededRandom(7)
   const data = Buffer.from(`short\n${'y'.repeat(5000)}\nafter\n`)
   for (let round = 0; round < 20; round++) {
-    const { lines, found } = await split(chunked(data, rand), 100)
+    const { lines, found, items } = await split(chunked(data, rand), 100)
     t.same(lines.map((l) => [l.no, l.text]), [[1, 'short'], [3, 'after']])
+    t.equal(items, 3, 'the skipped line still counts as a line')
     t.same(found.map((f) => [f.line, f.code]), [[2, 'raw.line-too-long']])
   }
+})
+
+t.test('a line over the cap at the very end still counts', async (t) => {
+  const { found, items } = await split([Buffer.from('a\n' + 'z'.repeat(500))], 100)
+  t.same(found.map((f) => [f.line, f.code]), [[2, 'raw.line-too-long']])
+  t.equal(items, 2)
 })
 
 t.test('a last line without its newline is still a line, and a finding', async (t) => {

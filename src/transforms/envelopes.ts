@@ -25,7 +25,7 @@ export class EnvelopeBatch implements Measured {
 
   get count(): number { return this.lines.count }
   get firstLine(): number { return this.lines.firstLine }
-  get itemCount(): number { return this.lines.count }
+  get itemCount(): number { return this.lines.itemCount }
   get byteCount(): number { return this.lines.byteCount }
 }
 

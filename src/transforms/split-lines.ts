@@ -17,9 +17,11 @@ export class LineBatch implements Measured {
     readonly firstLine: number,
     /** Byte offset of data[0] in the whole (decompressed) stream. */
     readonly baseOffset: number,
+    /** Lines over the cap dropped just before this batch: still lines of the input, so they count. */
+    readonly skipped = 0,
   ) {}
 
-  get itemCount(): number { return this.count }
+  get itemCount(): number { return this.count + this.skipped }
   get byteCount(): number { return this.count === 0 ? 0 : this.ends[this.count - 1]! - this.starts[0]! + 1 }
 
   line(i: number): Buffer { return this.data.subarray(this.starts[i], this.ends[i]) }
@@ -44,7 +46,16 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
     let starts = new Uint32Array(4096)
     let ends = new Uint32Array(4096)
 
-    const tooLong = () => findings.add({ line: lineNo, code: 'raw.line-too-long', detail: `line is longer than the cap of ${opts.maxLineBytes} bytes` })
+    let skipped = 0
+    const tooLong = () => {
+      skipped++
+      findings.add({ line: lineNo, code: 'raw.line-too-long', detail: `line is longer than the cap of ${opts.maxLineBytes} bytes` })
+    }
+    const batch = (data: Buffer, s: Uint32Array, e: Uint32Array, count: number, first: number, base: number) => {
+      const b = new LineBatch(data, s, e, count, first, base, skipped)
+      skipped = 0
+      return b
+    }
 
     for await (const chunk of source) {
       const data: Buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
@@ -73,7 +84,7 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
           }
         } else {
           const joined = Buffer.concat([carry, data.subarray(0, nl)])
-          yield new LineBatch(joined, Uint32Array.of(0), Uint32Array.of(joined.byteLength), 1, lineNo, base - carry.byteLength)
+          yield batch(joined, Uint32Array.of(0), Uint32Array.of(joined.byteLength), 1, lineNo, base - carry.byteLength)
           carry = null
           lineNo++
           pos = nl + 1
@@ -86,7 +97,7 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         const nl = data.indexOf(10, pos)
         if (nl < 0) break
         if (nl - pos > opts.maxLineBytes) {
-          if (count > 0) yield new LineBatch(data, starts.slice(0, count), ends.slice(0, count), count, batchFirst, base)
+          if (count > 0) yield batch(data, starts.slice(0, count), ends.slice(0, count), count, batchFirst, base)
           count = 0
           tooLong()
           lineNo++
@@ -104,7 +115,7 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         lineNo++
         pos = nl + 1
       }
-      if (count > 0) yield new LineBatch(data, starts.slice(0, count), ends.slice(0, count), count, batchFirst, base)
+      if (count > 0) yield batch(data, starts.slice(0, count), ends.slice(0, count), count, batchFirst, base)
       if (pos < data.byteLength) {
         if (data.byteLength - pos > opts.maxLineBytes) {
           tooLong()
@@ -114,11 +125,11 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         }
       }
     }
-    if (skipping) return
     if (carry && carry.byteLength > 0) {
       if (opts.requireFinalNewline) findings.add({ line: lineNo, code: 'raw.line-unterminated', detail: 'the last line has no terminating newline' })
-      yield new LineBatch(carry, Uint32Array.of(0), Uint32Array.of(carry.byteLength), 1, lineNo, offset - carry.byteLength)
+      yield batch(carry, Uint32Array.of(0), Uint32Array.of(carry.byteLength), 1, lineNo, offset - carry.byteLength)
     }
+    if (skipped > 0) yield batch(Buffer.alloc(0), new Uint32Array(0), new Uint32Array(0), 0, lineNo, offset)
   }
 }
 

@@ -5,11 +5,12 @@ import { PipeError, UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 import type { DecodeLimits, FromWorker, ToWorker } from './zstd-decode-worker.js'
 
-/** The zstd frame magic number 0xFD2FB528, little-endian as it appears on disk. */
-export const ZSTD_MAGIC = Uint8Array.of(0x28, 0xb5, 0x2f, 0xfd)
-
+/** A zstd stream starts with a data frame (0xFD2FB528) or a skippable frame (0x184D2A50..5F, as pzstd writes). */
 export function startsWithZstdMagic(buf: Uint8Array): boolean {
-  return buf.byteLength >= 4 && buf[0] === 0x28 && buf[1] === 0xb5 && buf[2] === 0x2f && buf[3] === 0xfd
+  if (buf.byteLength < 4) return false
+  const dataFrame = buf[0] === 0x28 && buf[1] === 0xb5 && buf[2] === 0x2f && buf[3] === 0xfd
+  const skippableFrame = (buf[0]! & 0xf0) === 0x50 && buf[1] === 0x2a && buf[2] === 0x4d && buf[3] === 0x18
+  return dataFrame || skippableFrame
 }
 
 export const decodeOptions = z.object({

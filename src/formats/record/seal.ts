@@ -9,7 +9,7 @@ import { PipeError, UsageError } from '../../core/errors.js'
 import { createIncrementalHash } from '../../transforms/hash.js'
 import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { HOUR_NS, readJournalRange, journalFilePath, readJournalFile, type JournalBatch } from './journal.js'
+import { HOUR_NS, readJournalRange, journalFilePath, type JournalBatch } from './journal.js'
 import { signDetached } from './jws.js'
 import type { PrivateSigningJwk } from './keys.js'
 import {
@@ -184,6 +184,43 @@ class HourStats {
   }
 }
 
+/**
+ * Spans a reorder window apart in frame time can be out of venue order: two replicas with different
+ * latencies make a later trade's frame time earlier than the one before it. So spans wait, per sequence, in
+ * a small buffer kept sorted by their first id and are judged smallest first; a true gap survives any
+ * reordering, a reordering within the buffer does not make one.
+ */
+const SEQUENCE_REORDER_SPANS = 256
+
+class SequenceChecker {
+  private readonly pending = new Map<string, { span: SequenceSpan; inHour: boolean }[]>()
+  private readonly states = new Map<string, SequenceState>()
+
+  constructor(private readonly venue: VenueAdapter, private readonly onGap: (gap: SequenceGap) => void) {}
+
+  add(span: SequenceSpan, inHour: boolean): void {
+    const key = `${span.sequence}\u0000${span.instrument}`
+    let list = this.pending.get(key)
+    if (!list) this.pending.set(key, (list = []))
+    list.push({ span, inHour })
+    if (list.length > SEQUENCE_REORDER_SPANS) this.judge(key, list, list.length - SEQUENCE_REORDER_SPANS)
+  }
+
+  flush(): void {
+    for (const [key, list] of this.pending) this.judge(key, list, list.length)
+  }
+
+  private judge(key: string, list: { span: SequenceSpan; inHour: boolean }[], count: number): void {
+    // Snapshots keep their place: only row-carrying updates are reordered among themselves.
+    list.sort((x, y) => (x.span.snapshot || y.span.snapshot ? 0 : x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0))
+    for (const { span, inHour } of list.splice(0, count)) {
+      const verdict = this.venue.sequence(this.states.get(key), span)
+      this.states.set(key, verdict.state)
+      if (inHour && verdict.verdict === 'gap') this.onGap({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })
+    }
+  }
+}
+
 /** BLAKE3 of chosen raw lines (without their newline), read back from the written file. */
 async function hashLines(rawPath: string, wanted: Set<number>): Promise<Map<number, string>> {
   const { zstdDecode, decodeOptions } = await import('../../transforms/zstd.js')
@@ -201,20 +238,6 @@ async function hashLines(rawPath: string, wanted: Set<number>): Promise<Map<numb
     }
     carry = Buffer.from(data.subarray(pos))
     data = carry
-  }
-  return out
-}
-
-/** Events at the start of a replica's hour file that restate its connections' state before the hour. */
-async function restatedState(journal: string, replica: Replica, hourStart: bigint, before: bigint): Promise<JournalEvent[]> {
-  const path = journalFilePath(journal, replica, hourStart)
-  if (!(await exists(path))) return []
-  const out: JournalEvent[] = []
-  for await (const batch of readJournalFile(path, { stopAt: before })) {
-    for (const e of batch.events) {
-      if (eventTime(e) >= before) return out
-      if (e.kind !== 'frame') out.push(e)
-    }
   }
   return out
 }
@@ -273,7 +296,6 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
 async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
   const tracksRuns = o.channel === 'trades'
   const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
-  for (const r of REPLICAS) for (const e of await restatedState(o.journal, r, start, start - window)) coverage[r].add(e)
 
   const raw = await RawFileWriter.open(join(dir, 'raw.jsonl.zst'))
   const tables = CHANNEL_TABLES[o.channel]
@@ -285,24 +307,15 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   }
   const stats = new HourStats()
   const checksumFailures: ChecksumFailure[] = []
-  const sequences = new Map<string, SequenceState>()
   const problems = { torn: false, corrupt: false }
   const pairer = new FramePairer(window)
-
-  const sequence = (spans: readonly SequenceSpan[], inHour: boolean) => {
-    for (const span of spans) {
-      const key = `${span.sequence}\u0000${span.instrument}`
-      const verdict = o.venue.sequence(sequences.get(key), span)
-      sequences.set(key, verdict.state)
-      if (inHour && verdict.verdict === 'gap') stats.gaps.push({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })
-    }
-  }
+  const sequences = new SequenceChecker(o.venue, (gap) => stats.gaps.push(gap))
 
   const onFrame = async (frame: MergedFrame) => {
     if (frame.frameTime >= end) return
     const cls = o.venue.classify(o.channel, frame.payload, frame.binary)
     const inHour = frame.frameTime >= start
-    if (cls.kind === 'rows') sequence(cls.sequences, inHour)
+    if (cls.kind === 'rows') for (const span of cls.sequences) sequences.add(span, inHour)
     if (!inHour) return // frames of the previous hour only seed the sequence state
     const rawIndex = raw.rows
     await raw.write(envelopeLine(frame, cls.kind === 'rows' ? cls.exchangeTime : null))
@@ -341,6 +354,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       }
     }
     for (const f of pairer.flush()) await onFrame(f)
+    sequences.flush()
 
     const files: FileEntry[] = [await raw.finish()]
     for (const t of tables) {

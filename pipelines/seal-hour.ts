@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { definePipeline } from '../src/core/pipeline.js'
-import { parseHourName } from '../src/formats/record/journal.js'
-import { journalRangeFor } from '../src/formats/record/seal.js'
+import { journalRangeFor, parseHourName } from '../src/formats/record/journal.js'
+import { PAIRING_WINDOW_NS } from '../src/formats/record/merge.js'
 import { formatTime } from '../src/formats/record/time.js'
 import { CHANNELS } from '../src/formats/record/types.js'
 
@@ -21,7 +21,7 @@ export const sealHourPipeline = definePipeline({
     recorder: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash, underscore').default('recorder').describe('recorder id in the layout'),
   }),
   stages(o) {
-    const { start, end } = journalRangeFor(parseHourName(o.hour)!)
+    const { start, end } = journalRangeFor(parseHourName(o.hour)!, PAIRING_WINDOW_NS)
     return [
       { stage: 'journal-read', options: { dir: o.journal, start: formatTime(start), end: formatTime(end) } },
       { stage: 'seal', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal: o.journal, out: o.out, key: o.key, recorder: o.recorder } },

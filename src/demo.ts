@@ -1,36 +1,65 @@
-import { mkdir } from 'node:fs/promises'
-import { join } from 'node:path'
-import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
-import { createWriteStream } from 'node:fs'
-import { CompressStream } from 'zstd-napi'
+import { mkdir, rm } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import { Writable } from 'node:stream'
 import { runPipeline } from './core/runner.js'
+import { VERSION } from './core/version.js'
+import { JournalBuilder } from './formats/record/journal.js'
+import { newSigningKey, writeJwksFile, writePrivateJwkFile } from './formats/record/keys.js'
+import { sealHour } from './formats/record/seal.js'
+import { formatTime } from './formats/record/time.js'
 import { registry } from './registry.js'
-import { rawSampleLines } from './sim/raw-sample.js'
-import { createIncrementalHash, hashingPassThrough } from './transforms/hash.js'
+import { simulateReplicas } from './sim/replicas.js'
+import { binanceSpot } from './venues/binance.js'
 
-const DEMO_HOUR = '2026-10-03T14'
-const DEMO_FRAMES = 20_000
+const HOUR = 3_600_000_000_000n
+const S = 1_000_000_000n
+const FIRST_HOUR = BigInt(Date.UTC(2026, 9, 3, 13)) * 1_000_000n
+/** A fixed seed, so the demo's key, journal and sealed hours are the same bytes on every machine. */
+const DEMO_KEY_SEED = new Uint8Array(32).fill(42)
 
 /**
- * What `npm start` runs until the sealer lands: writes a deterministic simulated hour of Binance trades as
- * raw.jsonl.zst and verifies it with verify-raw, printing the report.
+ * What `npm start` runs: three simulated hours (the replicas connect ten seconds before the first) of Binance spot trades on two replicas — one clean, one with a
+ * reconnect of replica a and a sequence gap, one in which the recorder was down — journalled, sealed,
+ * signed and verified. Files: DIR/journal, DIR/root (the sealed chain), DIR/jwks.json, DIR/key.jwk.
  */
 export async function runDemo(outDir: string): Promise<number> {
-  await mkdir(outDir, { recursive: true })
-  const file = join(outDir, 'raw.jsonl.zst')
-  let blake3 = ''
-  await pipeline(
-    Readable.from(rawSampleLines({ hourStart: Date.UTC(2026, 9, 3, 14) / 1000, frames: DEMO_FRAMES })),
-    new CompressStream({ compressionLevel: 3 }),
-    hashingPassThrough(await createIncrementalHash('blake3'), (hex) => { blake3 = hex }),
-    createWriteStream(file),
-  )
-  process.stdout.write(`wrote ${file}: ${DEMO_FRAMES} simulated Binance trade frames for ${DEMO_HOUR}, blake3 ${blake3}\n`)
-  process.stdout.write(`verifying: pipe run verify-raw --file ${file} --hour ${DEMO_HOUR} --rows ${DEMO_FRAMES} --blake3 ${blake3}\n`)
-  const def = registry.pipeline('verify-raw')!
-  const result = await runPipeline(registry, def, { file, hour: DEMO_HOUR, rows: DEMO_FRAMES, blake3 }, {
-    stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, json: false, progress: false, handleSignals: true,
+  const dir = resolve(outDir)
+  const journal = join(dir, 'journal')
+  const root = join(dir, 'root')
+  await rm(journal, { recursive: true, force: true })
+  await rm(root, { recursive: true, force: true })
+  await mkdir(dir, { recursive: true })
+
+  const { privateJwk, publicJwk } = await newSigningKey({ validFrom: FIRST_HOUR - HOUR, seed: DEMO_KEY_SEED })
+  await writeJwksFile(join(dir, 'jwks.json'), { keys: [publicJwk] })
+  await writePrivateJwkFile(join(dir, 'key.jwk'), privateJwk)
+
+  const builder = new JournalBuilder(journal)
+  for (const event of simulateReplicas({
+    channel: 'trades', start: FIRST_HOUR - 10n * S, end: FIRST_HOUR + 3n * HOUR, instruments: ['BTCUSDT', 'ETHUSDT'], framesPerSecond: 8, seed: 2026,
+    incidents: [
+      { kind: 'reconnect', replica: 'a', at: FIRST_HOUR + HOUR + 900n * S, closeCode: 1001, pauseNs: 3n * S },
+      { kind: 'sequence-gap', instrument: 'BTCUSDT', at: FIRST_HOUR + HOUR + 1800n * S, skip: 4 },
+      { kind: 'outage', start: FIRST_HOUR + 2n * HOUR, end: FIRST_HOUR + 3n * HOUR },
+    ],
+  })) await builder.append(event)
+  await builder.commit()
+
+  const rows: string[][] = [['hour', 'status', 'frames', 'gaps', 'reconnects', 'reasons']]
+  for (let h = FIRST_HOUR; h < FIRST_HOUR + 3n * HOUR; h += HOUR) {
+    const { manifest } = await sealHour({ root, journal, recorder: 'demo', venue: binanceSpot, channel: 'trades', hourStart: h, key: privateJwk, createdBy: `pipe ${VERSION}` })
+    const frames = manifest.files.find((f) => f.name === 'raw.jsonl.zst')?.rows ?? 0
+    rows.push([formatTime(h).slice(0, 13), manifest.completeness.status, String(frames), String(manifest.sequence_gaps.length), String(manifest.replicas.reduce((n, r) => n + r.reconnect_windows.length, 0)), manifest.completeness.reasons.join(', ') || '-'])
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  for (const r of rows) process.stdout.write(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd() + '\n')
+
+  const verify = registry.pipeline('verify')!
+  const quiet = new Writable({ write(_c, _e, cb) { cb() } })
+  const result = await runPipeline(registry, verify, { root: [root], keys: join(dir, 'jwks.json') }, {
+    stdin: process.stdin, stdout: quiet, stderr: process.stderr, json: false, progress: false, handleSignals: true,
   })
+  process.stdout.write(`\nverify (pipe run verify --root ${root} --keys ${join(dir, 'jwks.json')}): ${result.ok ? 'every check passes' : `${result.findings} findings`}\n`)
+  process.stdout.write(`sealed chain: ${root}\njournal:      ${journal}\npublic keys:  ${join(dir, 'jwks.json')}\nprivate key:  ${join(dir, 'key.jwk')}\n`)
   return result.exitCode
 }

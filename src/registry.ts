@@ -23,3 +23,5 @@ registry.addPipeline(verifyRaw as never)
 registry.addPipeline(sealHourPipeline as never)
 import { registerJournal } from '../pipelines/journal-import.js'
 registerJournal(registry)
+import { registerVerify } from '../pipelines/verify.js'
+registerVerify(registry)

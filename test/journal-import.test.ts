@@ -8,11 +8,11 @@ import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { PassThrough } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
-import { eventFromJson, eventToJson, readJournalFile, readJournalRange } from '../src/formats/record/journal.js'
+import { captureIO } from './helpers/io.js'
+import { runPipeline, runStageList } from '../src/core/runner.js'
+import { eventFromJson, eventToJson, isRestated, readJournalFile, readJournalRange } from '../src/formats/record/journal.js'
 import type { JournalEvent } from '../src/formats/record/types.js'
 import { registry } from '../src/registry.js'
 
@@ -23,16 +23,7 @@ const sampleLines = readFileSync(SAMPLE, 'utf8').split('\n').filter((l) => l !==
 /** The sample's events in their JSONL form with sorted members, as the export writes them. */
 const sample = sampleLines.map((l) => eventToJson(eventFromJson(JSON.parse(l))))
 
-function io() {
-  const stdout = new PassThrough()
-  const stderr = new PassThrough()
-  const out: Buffer[] = []
-  const err: Buffer[] = []
-  stdout.on('data', (d: Buffer) => out.push(d))
-  stderr.on('data', (d: Buffer) => err.push(d))
-  const settings: RunSettings = { stdin: new PassThrough() as never, stdout, stderr, json: false, progress: false, handleSignals: false }
-  return { settings, out: () => Buffer.concat(out).toString(), err: () => Buffer.concat(err).toString() }
-}
+const io = captureIO
 
 async function runImport(from: string, journal: string) {
   const def = registry.pipeline('journal-import')!
@@ -75,14 +66,14 @@ t.test('the sample JSONL builds a journal that reads back equal', async (t) => {
     const got: Record<string, unknown>[] = []
     for await (const b of readJournalFile(join(journal, `replica=${replica}`, `2026-10-03T${hour}.journal`))) {
       t.same(b.problems, [])
-      got.push(...b.events.map(eventToJson))
+      got.push(...b.events.filter((e) => !isRestated(e)).map(eventToJson))
     }
     t.same(got, sample.filter((e) => e.replica === replica && String(e.time ?? e.receive_time).slice(11, 13) === hour), `replica ${replica}, hour ${hour}`)
   }
 
   // Merged over the whole range: the same events, in event-time order.
   const merged: JournalEvent[] = []
-  for await (const b of readJournalRange(journal)) merged.push(...b.events)
+  for await (const b of readJournalRange(journal)) merged.push(...b.events.filter((e) => !isRestated(e)))
   t.same(merged.map(eventToJson), [...sample].sort((x, y) => {
     const tx = String(x.time ?? x.receive_time), ty = String(y.time ?? y.receive_time)
     return tx < ty ? -1 : tx > ty ? 1 : String(x.replica) < String(y.replica) ? -1 : 1
@@ -97,6 +88,26 @@ t.test('the sample JSONL builds a journal that reads back equal', async (t) => {
   t.same(tree(journal).map((p) => [p, p.endsWith('/') ? 0 : statSync(join(journal, p)).mtimeMs]), before, 'the existing journal is untouched')
 })
 
+t.test('each hour file after the first restates the connection state at its top', async (t) => {
+  const dir = tmp()
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const journal = join(dir, 'journal')
+  t.equal((await runImport(SAMPLE, journal)).exitCode, 0)
+  const events = async (hour: string) => {
+    const xs: JournalEvent[] = []
+    for await (const b of readJournalFile(join(journal, 'replica=a', `2026-10-03T${hour}.journal`))) xs.push(...b.events)
+    return xs
+  }
+  t.notOk((await events('13')).some(isRestated), 'the first file restates nothing')
+  for (const hour of ['14', '15']) {
+    const xs = await events(hour)
+    const top = xs.slice(0, xs.findIndex((e) => !isRestated(e)))
+    t.ok(top.length > 0, `hour ${hour} begins with restated events`)
+    t.ok(top.every((e) => e.kind !== 'frame' && e.time === BigInt(Date.UTC(2026, 9, 3, Number(hour))) * 1_000_000n), 'each at the hour start')
+    t.notOk(xs.slice(top.length).some(isRestated), 'and none later in the file')
+  }
+})
+
 t.test('a journal-read | journal-to-jsonl pipeline exports what was imported', async (t) => {
   const dir = tmp()
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -109,7 +120,7 @@ t.test('a journal-read | journal-to-jsonl pipeline exports what was imported', a
     { stage: 'stdout' },
   ], s.settings)
   t.equal(r.exitCode, 0, s.err())
-  const lines = s.out().split('\n').filter((l) => l.startsWith('{'))
+  const lines = s.out().split('\n').filter((l) => l.startsWith('{') && !l.includes('"restated":true'))
   t.same(lines.map((l) => JSON.parse(l)), sample.filter((e) => e.replica === 'a' && String(e.time ?? e.receive_time).slice(11, 13) === '14'))
   t.same(lines, lines.map((l) => JSON.stringify(JSON.parse(l))), 'the export is in sorted-member form')
 })
@@ -127,8 +138,12 @@ t.test('journal-read | journal-write (append) copies a journal, and appending ag
     t.equal(r.exitCode, 0, s.err())
     return r
   }
+  let restatedInSource = 0
+  for (const f of tree(join(dir, 'src')).filter((p) => p.endsWith('.journal'))) {
+    for await (const b of readJournalFile(join(dir, 'src', f))) restatedInSource += b.events.filter(isRestated).length
+  }
   const first = await copy()
-  t.match(first.summary, { events: sample.length, files: 5, journal_torn: 0, journal_corrupt: 0 })
+  t.match(first.summary, { events: sample.length + restatedInSource, files: 5, journal_torn: 0, journal_corrupt: 0 }, 'every event read reached the writer, which restates by itself')
   t.same(tree(join(dir, 'dst')), tree(join(dir, 'src')))
   await copy()
   for (const f of tree(join(dir, 'src')).filter((p) => p.endsWith('.journal'))) {
@@ -258,7 +273,7 @@ t.test('through the built CLI', { skip: existsSync(CLI) ? false : 'dist/bin/pipe
   writeFileSync(spec, JSON.stringify({ name: 'export', stages: [{ stage: 'journal-read', options: { dir: journal, merge: false } }, { stage: 'journal-to-jsonl' }, { stage: 'stdout' }] }))
   const exported = await runCli(['run', spec])
   t.equal(exported.code, 0, exported.stderr)
-  const lines = exported.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+  const lines = exported.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).filter((e) => e.restated !== true)
   t.same(lines, [...sample.filter((e) => e.replica === 'a'), ...sample.filter((e) => e.replica === 'b')])
 
   const input = join(dir, 'bad.jsonl')

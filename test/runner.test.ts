@@ -1,23 +1,15 @@
 import t from 'tap'
-import { PassThrough, Readable, Writable } from 'node:stream'
+import { captureIO } from './helpers/io.js'
+import { Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
 import { PipeError } from '../src/core/errors.js'
 import { definePipeline } from '../src/core/pipeline.js'
 import { Registry } from '../src/core/registry.js'
-import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
+import { runPipeline, runStageList } from '../src/core/runner.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
 
-function io(json = false) {
-  const stdout = new PassThrough()
-  const stderr = new PassThrough()
-  const out: Buffer[] = []
-  const err: Buffer[] = []
-  stdout.on('data', (d: Buffer) => out.push(d))
-  stderr.on('data', (d: Buffer) => err.push(d))
-  const settings: RunSettings = { stdin: new PassThrough() as never, stdout, stderr, json, progress: false, handleSignals: false }
-  return { settings, out: () => Buffer.concat(out).toString(), err: () => Buffer.concat(err).toString() }
-}
+const io = captureIO
 
 /** A registry of small stages whose streams we keep, to see what the runner did to them. */
 function testRegistry(failAt: number) {

@@ -45,6 +45,9 @@ export class FindingSink {
   }
 }
 
+/** `path: line N: code: detail`, with the path and a `[check N]` when a pipeline's findings carry them. */
 function defaultFormat(f: Finding): string {
-  return `${f.line === null ? 'file' : 'line ' + f.line}: ${f.code}: ${f.detail}`
+  const path = typeof f.path === 'string' ? `${f.path}: ` : ''
+  const check = typeof f.check === 'number' ? ` [check ${f.check}]` : ''
+  return `${path}${f.line === null ? 'file' : 'line ' + f.line}: ${f.code}${check}: ${f.detail}`
 }

@@ -3,8 +3,6 @@ import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 import type { JournalBatch } from '../formats/record/journal.js'
 import { parseHourName } from '../formats/record/journal.js'
-import { readPrivateJwkFile } from '../formats/record/keys.js'
-import { sealHour } from '../formats/record/seal.js'
 import { CHANNELS, type Channel } from '../formats/record/types.js'
 import { findVenue, venueNames } from '../venues/index.js'
 import { VERSION } from '../core/version.js'
@@ -29,6 +27,9 @@ export const sealSink = defineStage({
     const venue = findVenue(o.venue)
     if (!venue) throw new UsageError('usage.unknown-venue', `unknown venue "${o.venue}" (known: ${venueNames().join(', ')})`, { location: { field: 'venue' } })
     if (!venue.channels.includes(o.channel as Channel)) throw new UsageError('usage.unknown-channel', `venue ${o.venue} has no channel ${o.channel} (it has ${venue.channels.join(', ')})`, { location: { field: 'channel' } })
+    // Loaded here, not at the top: the sealer pulls in the Parquet and JWS libraries, which every other
+    // command would otherwise pay for at start-up.
+    const [{ readPrivateJwkFile }, { sealHour }] = await Promise.all([import('../formats/record/keys.js'), import('../formats/record/seal.js')])
     const key = await readPrivateJwkFile(o.key)
     return async (source: AsyncIterable<unknown>) => {
       const result = await sealHour({

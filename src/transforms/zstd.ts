@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { PipeError, UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 import type { DecodeLimits, FromWorker, ToWorker } from './zstd-decode-worker.js'
+import { ZstdDecoder, type DecodeCaps } from './zstd-core.js'
 
 /** A zstd stream starts with a data frame (0xFD2FB528) or a skippable frame (0x184D2A50..5F, as pzstd writes). */
 export function startsWithZstdMagic(buf: Uint8Array): boolean {
@@ -128,6 +129,41 @@ async function* decodeOnWorker(head: Uint8Array, it: AsyncIterator<Uint8Array>, 
     w?.()
     await worker.terminate()
   }
+}
+
+/**
+ * Decompresses on this thread, with the same rule and caps as the worker, yielding chunks of `chunkBytes`.
+ * Each chunk is reused once the next is asked for, so the consumer must be done with it by then. For
+ * inputs small enough that starting a worker thread (~130 ms) would cost more than decompressing here.
+ */
+export async function* zstdDecodeInProcess(source: AsyncIterable<Uint8Array>, caps: DecodeCaps, chunkBytes = OUTPUT_CHUNK_BYTES): AsyncGenerator<Uint8Array> {
+  const decoder = new ZstdDecoder(caps)
+  const out = Buffer.allocUnsafeSlow(chunkBytes)
+  let fill = 0
+  for await (const chunk of source) {
+    let input = chunk
+    while (input.byteLength > 0) {
+      const [produced, consumed] = decoder.step(out.subarray(fill), input)
+      fill += produced
+      input = input.subarray(consumed)
+      if (fill === out.byteLength) {
+        yield out
+        fill = 0
+      }
+    }
+  }
+  while (decoder.frameOpen) {
+    const [produced] = decoder.step(out.subarray(fill))
+    fill += produced
+    if (fill === out.byteLength) {
+      yield out
+      fill = 0
+    } else if (produced === 0) {
+      break
+    }
+  }
+  if (fill > 0) yield out.subarray(0, fill)
+  decoder.assertComplete()
 }
 
 export const zstdDecodeStage = defineStage({

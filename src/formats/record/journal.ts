@@ -251,7 +251,8 @@ export function encodeJournalRecord(e: JournalEvent): Buffer {
   w.u8(code)
   w.u8(e.replica.charCodeAt(0))
   w.u8(flags)
-  w.u8(0)
+  // The reserved byte marks a restated event (docs/journal.md, "State at the top of each file").
+  w.u8(isRestated(e) ? 1 : 0)
   w.i64(eventTime(e))
   switch (e.kind) {
     case 'frame':
@@ -601,7 +602,10 @@ export class JournalScanner {
     const r = buf[s + 1]
     const replica: Replica = r === 0x61 ? 'a' : r === 0x62 ? 'b' : (() => { throw new DecodeError(`replica byte 0x${(r ?? 0).toString(16)} is neither "a" nor "b"`) })()
     const flags = buf[s + 2]!
-    if (buf[s + 3] !== 0) throw new DecodeError('the reserved byte is not zero')
+    const restated = buf[s + 3]!
+    if (restated > 1 || (restated === 1 && kind !== RecordKind.OPEN && kind !== RecordKind.SUBSCRIBED && kind !== RecordKind.CLOSED)) {
+      throw new DecodeError(`the restated byte is ${restated} on a record of kind ${kind}`)
+    }
     const time = dv.getBigInt64(s + 4, true)
     let p = s + MIN_BODY_SIZE
     if (kind === RecordKind.FRAME) {
@@ -629,7 +633,7 @@ export class JournalScanner {
       case RecordKind.CONNECTING:
       case RecordKind.OPEN:
         if (flags) throw new DecodeError(`unknown flags 0x${flags.toString(16)}`)
-        event = { kind: kind === RecordKind.OPEN ? 'open' : 'connecting', replica, connection, time }
+        event = kind === RecordKind.OPEN ? { kind: 'open', replica, connection, time, ...(restated ? { restated: true } : {}) } : { kind: 'connecting', replica, connection, time }
         break
       case RecordKind.SUBSCRIBED: {
         if (flags) throw new DecodeError(`unknown flags 0x${flags.toString(16)}`)
@@ -639,7 +643,7 @@ export class JournalScanner {
         if (count > (e - p) / 4) throw new DecodeError(`${count} instruments cannot fit in the body`)
         const instruments: string[] = []
         for (let i = 0; i < count; i++) instruments.push(str(`instruments[${i}]`))
-        event = { kind: 'subscribed', replica, connection, time, instruments }
+        event = { kind: 'subscribed', replica, connection, time, instruments, ...(restated ? { restated: true } : {}) }
         break
       }
       case RecordKind.CLOSED: {
@@ -651,6 +655,7 @@ export class JournalScanner {
           p += 2
         }
         if (flags & CLOSED_REASON) closed.reason = str('reason')
+        if (restated) closed.restated = true
         event = closed
         break
       }
@@ -934,6 +939,11 @@ export async function scanJournalFile(path: string): Promise<{ problems: Journal
 // The journal directory: DIR/replica=<r>/<YYYY-MM-DDTHH>.journal, one file per replica per UTC hour of event time.
 
 export const HOUR_NS = 3_600_000_000_000n
+
+/** The journal events sealing an hour reads: the hour, widened by the pairing window on both sides. */
+export function journalRangeFor(hourStart: bigint, windowNs: bigint): { start: bigint; end: bigint } {
+  return { start: hourStart - windowNs, end: hourStart + HOUR_NS + windowNs }
+}
 
 /** The start of the UTC hour holding `ns`. */
 export function hourStart(ns: bigint): bigint {
@@ -1325,6 +1335,10 @@ async function mkdirDurable(dir: string): Promise<void> {
  * `closed` event, each copied with the hour's start as its time. A sealer then learns the state an hour
  * starts in from that hour's file alone (docs/journal.md, "State at the top of each file").
  */
+export function isRestated(e: JournalEvent): boolean {
+  return (e.kind === 'open' || e.kind === 'subscribed' || e.kind === 'closed') && e.restated === true
+}
+
 export class ConnectionStates {
   private readonly replicas = new Map<Replica, { hour: bigint | null; open: Map<string, { open?: JournalEvent; subscribed?: JournalEvent }>; lastClosed?: JournalEvent }>()
 
@@ -1344,10 +1358,10 @@ export class ConnectionStates {
     const out: JournalEvent[] = []
     let subscribed = false
     for (const c of state.open.values()) {
-      if (c.open) out.push({ ...c.open, time: hour } as JournalEvent)
-      if (c.subscribed) { out.push({ ...c.subscribed, time: hour } as JournalEvent); subscribed = true }
+      if (c.open) out.push({ ...c.open, time: hour, restated: true } as JournalEvent)
+      if (c.subscribed) { out.push({ ...c.subscribed, time: hour, restated: true } as JournalEvent); subscribed = true }
     }
-    if (!subscribed && state.lastClosed) out.push({ ...state.lastClosed, time: hour } as JournalEvent)
+    if (!subscribed && state.lastClosed) out.push({ ...state.lastClosed, time: hour, restated: true } as JournalEvent)
     return out
   }
 
@@ -1377,6 +1391,8 @@ export class JournalWriter {
 
   /** Encodes (throwing on a bad event) and appends one event; settles like {@link JournalFileWriter.append}. */
   append(event: JournalEvent): Promise<void> {
+    // A restated event read from another journal is state this writer restates itself.
+    if (isRestated(event)) return Promise.resolve()
     const restated = this.states.restate(event)
     const record = restated.length === 0 ? encodeJournalRecord(event) : Buffer.concat([...restated, event].map(encodeJournalRecord))
     this.states.note(event)
@@ -1439,6 +1455,7 @@ export class JournalBuilder {
   private readonly states = new ConnectionStates()
 
   async append(event: JournalEvent): Promise<void> {
+    if (isRestated(event)) return
     const restated = this.states.restate(event)
     const record = restated.length === 0 ? encodeJournalRecord(event) : Buffer.concat([...restated, event].map(encodeJournalRecord))
     this.states.note(event)
@@ -1596,7 +1613,7 @@ export function eventFromJson(obj: unknown): JournalEvent {
       return e
     }
     case 'connecting': return { kind: 'connecting', replica, connection, time: time('time') }
-    case 'open': return { kind: 'open', replica, connection, time: time('time') }
+    case 'open': return { kind: 'open', replica, connection, time: time('time'), ...restatedFromJson(o) }
     case 'subscribed': {
       const t = time('time')
       const list = o.instruments
@@ -1606,7 +1623,7 @@ export function eventFromJson(obj: unknown): JournalEvent {
         if (!v.isWellFormed()) throw new JournalJsonError(`instruments[${i}]`, 'has a lone surrogate')
         return v
       })
-      return { kind: 'subscribed', replica, connection, time: t, instruments }
+      return { kind: 'subscribed', replica, connection, time: t, instruments, ...restatedFromJson(o) }
     }
     case 'closed': {
       const e: JournalEvent = { kind: 'closed', replica, connection, time: time('time') }
@@ -1616,7 +1633,7 @@ export function eventFromJson(obj: unknown): JournalEvent {
         e.closeCode = c
       }
       if (o.reason !== undefined) e.reason = str('reason')
-      return e
+      return { ...e, ...restatedFromJson(o) }
     }
     case 'error': return { kind: 'error', replica, connection, time: time('time'), message: str('message') }
     case 'sequence-break':
@@ -1624,6 +1641,12 @@ export function eventFromJson(obj: unknown): JournalEvent {
     case 'checksum-mismatch':
       return { kind: 'checksum-mismatch', replica, connection, time: time('time'), instrument: str('instrument'), expected: str('expected'), computed: str('computed') }
   }
+}
+
+function restatedFromJson(o: Record<string, unknown>): { restated?: true } {
+  if (o.restated === undefined) return {}
+  if (o.restated !== true) throw new JournalJsonError('restated', 'must be true when present')
+  return { restated: true }
 }
 
 function safeInt(v: bigint, field: string): number {
@@ -1634,6 +1657,7 @@ function safeInt(v: bigint, field: string): number {
 /** The JSONL object of an event, members in sorted order (so `JSON.stringify` of it is RFC 8785 canonical). */
 export function eventToJson(e: JournalEvent): Record<string, unknown> {
   const o: Record<string, unknown> = { kind: e.kind, replica: e.replica, connection: e.connection }
+  if (isRestated(e)) o.restated = true
   switch (e.kind) {
     case 'frame': {
       o.receive_time = formatTime(e.receiveTime)

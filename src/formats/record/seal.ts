@@ -9,7 +9,7 @@ import { PipeError, UsageError } from '../../core/errors.js'
 import { createIncrementalHash } from '../../transforms/hash.js'
 import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { HOUR_NS, readJournalRange, journalFilePath, type JournalBatch } from './journal.js'
+import { HOUR_NS, journalFilePath, journalRangeFor, readJournalRange, type JournalBatch } from './journal.js'
 import { signDetached } from './jws.js'
 import type { PrivateSigningJwk } from './keys.js'
 import {
@@ -240,11 +240,6 @@ async function hashLines(rawPath: string, wanted: Set<number>): Promise<Map<numb
     data = carry
   }
   return out
-}
-
-/** The journal events sealing an hour reads: the hour, widened by the pairing window on both sides. */
-export function journalRangeFor(hourStart: bigint, windowNs: bigint = PAIRING_WINDOW_NS): { start: bigint; end: bigint } {
-  return { start: hourStart - windowNs, end: hourStart + HOUR_NS + windowNs }
 }
 
 /**

@@ -36,10 +36,14 @@ export interface FrameEvent {
 }
 
 export interface ConnectingEvent { kind: 'connecting'; replica: Replica; connection: string; time: bigint }
-export interface OpenEvent { kind: 'open'; replica: Replica; connection: string; time: bigint }
-export interface SubscribedEvent { kind: 'subscribed'; replica: Replica; connection: string; time: bigint; instruments: string[] }
+/**
+ * `restated`: not a new event but the state carried into an hour file, written by the journal writer at the
+ * top of each hour file with the hour's start as its time (docs/journal.md).
+ */
+export interface OpenEvent { kind: 'open'; replica: Replica; connection: string; time: bigint; restated?: true }
+export interface SubscribedEvent { kind: 'subscribed'; replica: Replica; connection: string; time: bigint; instruments: string[]; restated?: true }
 /** `closeCode` only when the venue sent a close frame carrying a status code (RFC 6455, 7.4). */
-export interface ClosedEvent { kind: 'closed'; replica: Replica; connection: string; time: bigint; closeCode?: number; reason?: string }
+export interface ClosedEvent { kind: 'closed'; replica: Replica; connection: string; time: bigint; closeCode?: number; reason?: string; restated?: true }
 export interface ErrorEvent { kind: 'error'; replica: Replica; connection: string; time: bigint; message: string }
 /** The replica saw a break in a venue sequence (ids as the venue writes them, as text). */
 export interface SequenceBreakEvent { kind: 'sequence-break'; replica: Replica; connection: string; time: bigint; instrument: string; afterId: string; beforeId: string }

@@ -1,0 +1,585 @@
+/**
+ * `pipe run verify`: the ten checks of record-format-1.md ("What a verifier checks") over chains built
+ * with test/helpers/sealed-hour.ts. A passing two-day chain (two roots too), then at least one failing
+ * case per check, each asserting the check number and code of what it breaks (exactly, where one change
+ * breaks one rule), the --from boundary, and the pipeline's JSON and exit codes.
+ */
+import { createRequire } from 'node:module'
+import { cp, mkdir, mkdtemp, readFile, rm, truncate, unlink, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { createBLAKE3 } from 'hash-wasm'
+import t from 'tap'
+import { captureIO } from './helpers/io.js'
+import { runPipeline } from '../src/core/runner.js'
+import { writeJwksFile, type PublicJwks } from '../src/formats/record/keys.js'
+import { tableSchema } from '../src/formats/record/tables.js'
+import { formatTime } from '../src/formats/record/time.js'
+import type { TableRow } from '../src/formats/record/types.js'
+import { checkManifestBytes, RecordVerifier, VERIFY_CODES, type VerifyFinding, type VerifyOptions } from '../src/formats/record/verify.js'
+import { registry } from '../src/registry.js'
+import { verifyPipeline } from '../pipelines/verify.js'
+import { HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
+
+const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
+
+type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
+
+const S = 1_000_000_000n
+const T0 = BigInt(Date.UTC(2026, 9, 3, 22)) * 1_000_000n // 2026-10-03T22:00:00Z
+const { key, jwks } = await testKey(1)
+const other = await testKey(2)
+const lineHash = await createBLAKE3()
+const b3 = (s: string): string => {
+  lineHash.init()
+  lineHash.update(s)
+  return lineHash.digest('hex')
+}
+
+const base = await mkdtemp(join(tmpdir(), 'pipe-verify-'))
+t.teardown(() => rm(base, { recursive: true, force: true }))
+let seq = 0
+async function freshRoot(): Promise<string> {
+  const dir = join(base, `root-${seq++}`)
+  await mkdir(dir)
+  return dir
+}
+
+async function verify(roots: string[], opts: Partial<VerifyOptions> = {}): Promise<{ findings: VerifyFinding[]; hours: number; days: number; chains: number }> {
+  const findings: VerifyFinding[] = []
+  const v = new RecordVerifier({ roots, jwks, report: (f) => findings.push(f), ...opts })
+  for await (const _ of v.run()) {
+    // one item per hour
+  }
+  return { findings, ...v.summary }
+}
+
+const key2 = (f: VerifyFinding) => `${f.check} ${f.code}`
+const dump = (fs: VerifyFinding[]) => JSON.stringify(fs, null, 1)
+
+/** The findings are exactly `expected` ("check code", each as often as listed). */
+function exactly(t: Tap, findings: VerifyFinding[], expected: string[]): void {
+  t.same(findings.map(key2).sort(), [...expected].sort(), dump(findings))
+  for (const f of findings) t.equal(VERIFY_CODES[f.code], f.check, `${f.code} is listed under check ${f.check}`)
+}
+
+/** Each of `expected` is among the findings. */
+function includes(t: Tap, findings: VerifyFinding[], expected: string[]): void {
+  const got = findings.map(key2)
+  for (const e of expected) t.ok(got.includes(e), `${e} found in ${dump(findings)}`)
+}
+
+/** Three trades a second apart; the third is received by replica b only. */
+function frames(start: bigint, id = 100): TestFrame[] {
+  return [trade(start + 1n * S, id), trade(start + 2n * S, id + 1), trade(start + 3n * S, id + 2, { replicas: ['b'] })]
+}
+
+/** One sealed hour, the whole chain: no daily manifest is due (its day is the chain's last, still open). */
+async function oneHour(o: Partial<SealHourOptions> = {}) {
+  const root = await freshRoot()
+  const h = await sealHour({ root, hourStart: T0, frames: frames(T0), previous: null, key, ...o })
+  return { root, h, raw: join(h.dir, 'raw.jsonl.zst'), table: join(h.dir, 'trades.parquet') }
+}
+
+/** A trade id that two lines carry with different prices: a conflict. */
+function conflictFrames(start: bigint): TestFrame[] {
+  return [trade(start + 1n * S, 500, { price: '1.5' }), trade(start + 2n * S, 500, { price: '2.5', replicas: ['b'] }), trade(start + 3n * S, 501)]
+}
+
+const conflictOf = (tradeId = '500', hashes?: string[]) => (lines: readonly string[]) => [
+  { instrument: 'BTCUSDT', trade_id: tradeId, lines: [0, 1].map((i) => ({ raw_index: i, blake3: hashes?.[i] ?? b3(lines[i]!) })) },
+]
+
+/** Two days: 2026-10-03 hours 22, 23 and 2026-10-04 hours 00, 01 (one with a conflict), with daily manifests. */
+async function twoDays(root: string) {
+  const runs = (start: bigint) => ({ a: [{ instrument: 'BTCUSDT', connection: 'a-1', start_time: formatTime(start), end_time: formatTime(start + HOUR_NS) }] })
+  const day1 = await sealHours({ root }, T0, 2, null, key, (i, s) => frames(s, 100 + 3 * i))
+  const h2 = await sealHour({ root, hourStart: T0 + 2n * HOUR_NS, frames: conflictFrames(T0 + 2n * HOUR_NS), previous: day1[1]!.blake3, key, conflicts: conflictOf(), gapFreeRuns: runs(T0 + 2n * HOUR_NS) })
+  const h3 = await sealHour({ root, hourStart: T0 + 3n * HOUR_NS, frames: frames(T0 + 3n * HOUR_NS, 200), previous: h2.blake3, key })
+  const d1 = await sealDay({ root, date: '2026-10-03', hours: day1, previous: null, key })
+  const d2 = await sealDay({ root, date: '2026-10-04', hours: [h2, h3], previous: d1.blake3, key })
+  return { hours: [...day1, h2, h3], days: [d1, d2] }
+}
+
+async function flipBit(path: string, at: (bytes: Buffer) => number, bit = 1): Promise<void> {
+  const bytes = await readFile(path)
+  const i = at(bytes)
+  bytes[i] = bytes[i]! ^ bit
+  await writeFile(path, bytes)
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+t.test('a two-day chain of four hours passes, and so do two identical roots holding it', async (t) => {
+  const root = await freshRoot()
+  await twoDays(root)
+  const r = await verify([root])
+  exactly(t, r.findings, [])
+  t.match(r, { hours: 4, days: 2, chains: 1 })
+  const copy = await freshRoot()
+  await cp(root, copy, { recursive: true })
+  const both = await verify([root, copy])
+  exactly(t, both.findings, [])
+  t.match(both, { hours: 4, days: 2, chains: 1 })
+  exactly(t, (await verify([root, `${root}/`])).findings, [])
+})
+
+t.test('large raw files go through the worker thread with the same results', async (t) => {
+  const { root, raw } = await oneHour()
+  exactly(t, (await verify([root], { inProcessMaxBytes: 0 })).findings, [])
+  await truncate(raw, 100)
+  includes(t, (await verify([root], { inProcessMaxBytes: 0 })).findings, ['2 file.size', '2 file.blake3', '3 raw.zstd-truncated'])
+})
+
+t.test('check 1: manifests are canonical JSON of format_version 1', async (t) => {
+  t.test('not canonical (a space), even when signed', async (t) => {
+    const { root, h } = await oneHour()
+    const spaced = Buffer.from(h.bytes.toString('utf8').replace('{"', '{ "'))
+    await writeManifest(h.dir, h.manifest, key, spaced)
+    exactly(t, (await verify([root])).findings, ['1 manifest.not-canonical'])
+  })
+  t.test('an unknown major is rejected', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.format_version = 2 } })
+    exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+  })
+  t.test('a member of the wrong shape', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { delete (m as Partial<typeof m>).replica_agreement } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['1 manifest.field'])
+    t.match(r.findings[0]!.detail, /replica_agreement: missing/)
+  })
+  t.test('not JSON', async (t) => {
+    const { root, h } = await oneHour()
+    await writeManifest(h.dir, h.manifest, key, Buffer.from(h.bytes.toString('utf8').slice(0, -1)))
+    exactly(t, (await verify([root])).findings, ['1 manifest.not-json'])
+  })
+  t.test('a daily manifest too', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.format_version = 3 } })
+    exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+  })
+  t.test('checkManifestBytes reports duplicate keys as not canonical', async (t) => {
+    const c = checkManifestBytes(Buffer.from('{"format_version":1,"format_version":1}'), 'daily')
+    t.equal(c.findings[0]?.code, 'manifest.not-canonical')
+  })
+})
+
+t.test('check 2: every listed file exists with its size and BLAKE3', async (t) => {
+  t.test('bit flip in the raw file', async (t) => {
+    const { root, raw } = await oneHour()
+    await flipBit(raw, (b) => b.length - 20)
+    includes(t, (await verify([root])).findings, ['2 file.blake3'])
+  })
+  t.test('bit flip in a table', async (t) => {
+    const { root, table } = await oneHour()
+    await flipBit(table, (b) => b.length - 30)
+    includes(t, (await verify([root])).findings, ['2 file.blake3'])
+  })
+  t.test('a listed file is missing', async (t) => {
+    const { root, table } = await oneHour()
+    await unlink(table)
+    exactly(t, (await verify([root])).findings, ['2 file.missing'])
+  })
+  t.test('a truncated raw file', async (t) => {
+    const { root, raw } = await oneHour()
+    await truncate(raw, 60)
+    const r = await verify([root])
+    includes(t, r.findings, ['2 file.size', '2 file.blake3'])
+    t.ok(r.findings.some((f) => f.check === 3 && f.code.startsWith('raw.zstd-')), dump(r.findings))
+  })
+  t.test('a listed name that leaves the directory', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files.push({ name: '../x', size: 1, blake3: '0'.repeat(64), rows: 0 }) } })
+    exactly(t, (await verify([root])).findings, ['2 file.name'])
+  })
+})
+
+t.test('check 3: the raw file', async (t) => {
+  t.test('lines out of frame-time order', async (t) => {
+    const f = frames(T0)
+    const { root } = await oneHour({ frames: [f[1]!, f[0]!, f[2]!] })
+    const r = await verify([root])
+    exactly(t, r.findings, ['3 raw.frame-time-decreasing'])
+    t.equal(r.findings[0]!.line, 2)
+    t.match(r.findings[0]!.path, /raw\.jsonl\.zst$/)
+  })
+  t.test('a line that is not canonical', async (t) => {
+    const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace('{"', '{ "') : l) })
+    const r = await verify([root])
+    exactly(t, r.findings, ['3 raw.line-not-canonical'])
+    t.equal(r.findings[0]!.line, 1)
+  })
+  t.test('the line count differs from the listed rows', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files[0]!.rows++ } })
+    exactly(t, (await verify([root])).findings, ['3 raw.row-count'])
+  })
+  t.test('a frame time outside the hour', async (t) => {
+    const { root } = await oneHour({ frames: [trade(T0 - S, 99), ...frames(T0)] })
+    exactly(t, (await verify([root])).findings, ['3 raw.frame-time-outside-hour'])
+  })
+  t.test('the raw file is not listed', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files.shift() } })
+    exactly(t, (await verify([root])).findings, ['3 raw.unlisted'])
+  })
+  t.test('the raw file is not zstd', async (t) => {
+    const { root, h, raw } = await oneHour()
+    const plain = Buffer.from('{}\n')
+    await writeFile(raw, plain)
+    h.manifest.files[0] = { ...h.manifest.files[0]!, size: plain.length, blake3: b3('{}\n') }
+    await writeManifest(h.dir, h.manifest, key)
+    includes(t, (await verify([root])).findings, ['3 raw.not-zstd'])
+  })
+})
+
+t.test('check 4: the tables', async (t) => {
+  t.test('a table of the channel is not listed', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files = m.files.filter((f) => f.name !== 'trades.parquet') } })
+    exactly(t, (await verify([root])).findings, ['4 table.missing'])
+  })
+  t.test('a changed column type', async (t) => {
+    const { root } = await oneHour({
+      writeTable: async (table, path, rows) => {
+        const schema = tableSchema(table).map((e) => (e.name === 'price' ? { name: 'price', type: 'BYTE_ARRAY' as const, repetition_type: 'REQUIRED' as const, converted_type: 'UTF8' as const } : e))
+        const bytes = new Uint8Array(parquetWriteBuffer({ schema: schema as never, columnData: columns(rows) }))
+        await writeFile(path, bytes)
+        return bytes
+      },
+    })
+    const r = await verify([root])
+    t.ok(r.findings.length > 0 && r.findings.every((f) => f.check === 4 && f.code === 'table.schema' && /column price/.test(f.detail)), dump(r.findings))
+  })
+  t.test('a wrong row count', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files[1]!.rows++ } })
+    exactly(t, (await verify([root])).findings, ['4 table.row-count'])
+  })
+  t.test('raw_index repeating (rows of one frame) is fine', async (t) => {
+    const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, raw_index: 0, receive_time: rows[0]!.receive_time } : r)) })
+    exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('raw_index decreasing', async (t) => {
+    const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 2 ? { ...r, raw_index: 0, receive_time: rows[0]!.receive_time } : r)) })
+    exactly(t, (await verify([root])).findings, ['4 table.raw-index-decreasing'])
+  })
+  t.test('a raw_index with no line', async (t) => {
+    const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 2 ? { ...r, raw_index: 7 } : r)) })
+    exactly(t, (await verify([root])).findings, ['4 table.raw-index-missing'])
+  })
+  t.test('a wrong receive_time', async (t) => {
+    const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, receive_time: r.receive_time + 1n } : r)) })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.receive-time'])
+    t.match(r.findings[0]!.detail, /row 1: receive_time .* is not the frame time .* of raw line 2/)
+  })
+})
+
+function columns(rows: TableRow[]) {
+  return [
+    { name: 'raw_index', data: rows.map((r) => BigInt(r.raw_index)) },
+    { name: 'instrument', data: rows.map((r) => r.instrument) },
+    { name: 'trade_id', data: rows.map((r) => r.trade_id) },
+    { name: 'side', data: rows.map((r) => r.side) },
+    { name: 'price', data: rows.map((r) => r.price) },
+    { name: 'size', data: rows.map((r) => Number(r.size)) },
+    { name: 'exchange_time', data: rows.map((r) => r.exchange_time) },
+    { name: 'receive_time', data: rows.map((r) => r.receive_time) },
+  ]
+}
+
+t.test('check 5: the hash chain', async (t) => {
+  t.test('a broken link', async (t) => {
+    const root = await freshRoot()
+    const [h0] = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealHour({ root, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS), previous: h0!.blake3.replace(/^./, (c) => (c === '0' ? '1' : '0')), key })
+    exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+  })
+  t.test('a null link inside the chain', async (t) => {
+    const root = await freshRoot()
+    await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealHour({ root, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS), previous: null, key })
+    exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+  })
+  t.test('a skipped hour', async (t) => {
+    const root = await freshRoot()
+    const [h0] = await sealHours({ root }, T0 - HOUR_NS, 1, null, key, (_, s) => frames(s))
+    await sealHour({ root, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS), previous: h0!.blake3, key })
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.hour-skipped'])
+    t.match(r.findings[0]!.detail, /hour 2026-10-03T22 has no manifest/)
+  })
+  t.test('a daily manifest missing an hour', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 2, null, key, (i, s) => frames(s, 100 + 3 * i))
+    await sealDay({ root, date: '2026-10-03', hours: hours.slice(0, 1), previous: null, key })
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.daily-hours'])
+    t.match(r.findings[0]!.detail, /hour 23 has an hourly manifest but the daily manifest does not list it/)
+  })
+  t.test('a daily manifest with a wrong hash or status', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 2, null, key, (i, s) => frames(s, 100 + 3 * i))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.hours[0]!.status = 'partial'; m.hours[1]!.blake3 = '0'.repeat(64) } })
+    exactly(t, (await verify([root])).findings, ['5 chain.daily-hours', '5 chain.daily-hours'])
+  })
+  t.test('daily manifests chain', async (t) => {
+    const root = await freshRoot()
+    const { days } = await twoDays(root)
+    await sealDay({ root, date: '2026-10-04', hours: [], previous: days[0]!.blake3.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), key, edit: (m) => { m.hours = days[1]!.manifest.hours } })
+    exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+  })
+  t.test('a day without its daily manifest inside the chain', async (t) => {
+    const root = await freshRoot()
+    const { days } = await twoDays(root)
+    await unlink(days[0]!.path)
+    await unlink(`${days[0]!.path}.sig`)
+    exactly(t, (await verify([root])).findings, ['5 chain.day-skipped'])
+  })
+  t.test('a missing day: its hours and its daily manifest', async (t) => {
+    const root = await freshRoot()
+    const d1 = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    const day1 = await sealDay({ root, date: '2026-10-03', hours: d1, previous: null, key })
+    const d3 = await sealHours({ root }, T0 + 26n * HOUR_NS, 1, d1[0]!.blake3, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-05', hours: d3, previous: day1.blake3, key })
+    exactly(t, (await verify([root])).findings, ['5 chain.hour-skipped', '5 chain.day-skipped'])
+  })
+  t.test('a fork: one manifest path held with different bytes in two roots, reported once', async (t) => {
+    const { root } = await oneHour()
+    const copy = await freshRoot()
+    await cp(root, copy, { recursive: true })
+    await sealHour({ root: copy, hourStart: T0, frames: frames(T0, 300), previous: null, key })
+    const r = await verify([root, copy])
+    exactly(t, r.findings, ['5 chain.fork'])
+    t.match(r.findings[0]!.detail, /held with 2 different contents/)
+  })
+  t.test('a copy in a second root whose table differs is checked again there', async (t) => {
+    const { root } = await oneHour()
+    const copy = await freshRoot()
+    await cp(root, copy, { recursive: true })
+    const table = join(copy, 'recorder=rec-1/venue=binance/channel=trades/date=2026-10-03/hour=22/trades.parquet')
+    await flipBit(table, (b) => b.length - 30)
+    const r = await verify([root, copy])
+    includes(t, r.findings, ['2 file.blake3'])
+    t.ok(r.findings.every((f) => f.path.startsWith(copy)), dump(r.findings))
+  })
+  t.test('a manifest in another hour directory', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.interval = { start_time: formatTime(T0 + HOUR_NS), end_time: formatTime(T0 + 2n * HOUR_NS) } } })
+    exactly(t, (await verify([root])).findings, ['5 chain.interval'])
+  })
+  t.test('a manifest of another channel', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.recorder = 'rec-2' } })
+    exactly(t, (await verify([root])).findings, ['5 chain.identity'])
+  })
+})
+
+t.test('--from/--to: the chain link at the --from boundary', async (t) => {
+  const root = await freshRoot()
+  const { hours, days } = await twoDays(root)
+  const r = await verify([root], { from: '2026-10-04' })
+  exactly(t, r.findings, [])
+  t.match(r, { hours: 2, days: 1 })
+  t.match(await verify([root], { to: '2026-10-03' }), { hours: 2, days: 1, findings: [] })
+
+  // The earlier day is held: the link into --from is checked against it.
+  const tampered = await freshRoot()
+  await cp(root, tampered, { recursive: true })
+  const h23 = join(tampered, 'recorder=rec-1/venue=binance/channel=trades/date=2026-10-03/hour=23/manifest.json')
+  await writeManifest(join(h23, '..'), { ...hours[1]!.manifest, replica_agreement: { both: 9, one_only: 9, conflict: 0 } }, key)
+  const d1 = join(tampered, 'recorder=rec-1/venue=binance/channel=trades/date=2026-10-03')
+  await writeManifest(d1, { ...days[0]!.manifest, hours: [] }, key)
+  exactly(t, (await verify([tampered], { from: '2026-10-04' })).findings, ['5 chain.previous-hash', '5 chain.previous-hash'])
+
+  // The earlier day is not held: accepted with --from, a skipped hour and day without.
+  const pruned = await freshRoot()
+  await cp(root, pruned, { recursive: true })
+  await rm(d1.replace(tampered, pruned), { recursive: true })
+  exactly(t, (await verify([pruned], { from: '2026-10-04' })).findings, [])
+  exactly(t, (await verify([pruned])).findings, ['5 chain.hour-skipped', '5 chain.day-skipped'])
+})
+
+t.test('check 6: signatures', async (t) => {
+  t.test('signed by a key the JWK Set does not hold', async (t) => {
+    const { root } = await oneHour({ signWith: other.key })
+    exactly(t, (await verify([root])).findings, ['6 sig.unknown-key'])
+  })
+  t.test('signed by a key that expired before the hour ended', async (t) => {
+    const { root } = await oneHour()
+    const expired = await testKey(1, '2020-01-01T00:00:00.000000000Z', '2026-10-03T22:30:00.000000000Z')
+    exactly(t, (await verify([root], { jwks: expired.jwks })).findings, ['6 sig.key-not-valid-at-time'])
+    const notYet = await testKey(1, '2026-10-03T23:00:00.000000001Z')
+    exactly(t, (await verify([root], { jwks: notYet.jwks })).findings, ['6 sig.key-not-valid-at-time'])
+    const atEnd = await testKey(1, '2026-10-03T23:00:00.000000000Z')
+    exactly(t, (await verify([root], { jwks: atEnd.jwks })).findings, [])
+  })
+  t.test('a daily manifest is judged at the next day 00:00', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key })
+    const until = await testKey(1, '2020-01-01T00:00:00.000000000Z', '2026-10-04T00:00:00.000000000Z')
+    const r = await verify([root], { jwks: until.jwks })
+    exactly(t, r.findings, ['6 sig.key-not-valid-at-time'])
+    t.match(r.findings[0]!.path, /date=2026-10-03\/manifest\.json\.sig$/)
+  })
+  t.test('a missing signature', async (t) => {
+    const { root, h } = await oneHour()
+    await unlink(`${h.path}.sig`)
+    exactly(t, (await verify([root])).findings, ['6 sig.missing'])
+  })
+  t.test('bit flip in the signature', async (t) => {
+    const { root, h } = await oneHour()
+    await flipBit(`${h.path}.sig`, (b) => b.length - 20)
+    exactly(t, (await verify([root])).findings, ['6 sig.bad-signature'])
+  })
+  t.test('bit flip in a daily manifest: its signature, and the next day\'s link', async (t) => {
+    const root = await freshRoot()
+    const { days } = await twoDays(root)
+    await flipBit(days[0]!.path, (b) => b.indexOf('"date":"2026-10-03"') + 17) // 2026-10-03 -> 2026-10-02
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.interval', '6 sig.bad-signature', '5 chain.previous-hash'])
+    t.match(r.findings.find((f) => f.check === 6)!.path, /date=2026-10-03\/manifest\.json\.sig$/)
+  })
+  t.test('bit flip in the manifest', async (t) => {
+    const { root, h } = await oneHour()
+    await flipBit(h.path, (b) => b.indexOf('"covered_ns":3') + 13)
+    exactly(t, (await verify([root])).findings, ['6 sig.bad-signature'])
+  })
+})
+
+t.test('check 7: each receipt pairs offset and bound, bound ≥ |offset|', async (t) => {
+  t.test('bound below the offset', async (t) => {
+    const { root } = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'], offset: -500_000n, bound: 400_000n })] })
+    const r = await verify([root])
+    exactly(t, r.findings, ['7 clock.bound-below-offset'])
+    t.equal(r.findings[0]!.line, 1)
+  })
+  t.test('an offset without a bound', async (t) => {
+    const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace(/"clock_error_bound":\d+,/g, '') : l) })
+    includes(t, (await verify([root])).findings, ['7 clock.pair', '7 clock.pair'])
+  })
+})
+
+t.test('check 8: the clock summaries and clock_offset_unknown', async (t) => {
+  t.test('a wrong error_bound_max', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.replicas[0]!.clock!.error_bound_max! += 1 } })
+    exactly(t, (await verify([root])).findings, ['8 clock.summary'])
+  })
+  t.test('a wrong unbounded count', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.replicas[1]!.clock!.unbounded = 1 } })
+    exactly(t, (await verify([root])).findings, ['8 clock.summary'])
+  })
+  t.test('source without error_bound_max', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { delete m.replicas[0]!.clock!.error_bound_max } })
+    includes(t, (await verify([root])).findings, ['8 clock.summary'])
+  })
+  t.test('clock on a replica without receipts, none on one with', async (t) => {
+    const a = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'] })], edit: (m) => { m.replicas[1]!.clock = { unbounded: 0 } } })
+    exactly(t, (await verify([a.root])).findings, ['8 clock.summary'])
+    const b = await oneHour({ edit: (m) => { delete m.replicas[1]!.clock } })
+    exactly(t, (await verify([b.root])).findings, ['8 clock.summary'])
+  })
+  t.test('unbounded receipts: no source, no error_bound_max', async (t) => {
+    const { root, h } = await oneHour({ frames: [trade(T0 + S, 1, { bound: null }), ...frames(T0).slice(1)] })
+    t.same(h.manifest.completeness.reasons, ['clock_offset_unknown'])
+    exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('clock_offset_unknown listed with every line bounded', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.completeness = { status: 'partial', reasons: ['clock_offset_unknown'] } } })
+    exactly(t, (await verify([root])).findings, ['8 clock.reason'])
+  })
+  t.test('clock_offset_unknown missing with a line unbounded', async (t) => {
+    const { root } = await oneHour({ frames: [trade(T0 + S, 1, { bound: null })], edit: (m) => { m.completeness = { status: 'complete', reasons: [] } } })
+    exactly(t, (await verify([root])).findings, ['8 clock.reason'])
+  })
+})
+
+t.test('check 9: gap_free_runs', async (t) => {
+  const run = (o: Partial<{ start: bigint; end: bigint; connection: string }> = {}) => ({
+    a: [{ instrument: 'BTCUSDT', connection: o.connection ?? 'a-1', start_time: formatTime(o.start ?? T0), end_time: formatTime(o.end ?? T0 + HOUR_NS) }],
+  })
+  t.test('within the hour, a known connection', async (t) => {
+    exactly(t, (await verify([(await oneHour({ gapFreeRuns: run() })).root])).findings, [])
+  })
+  t.test('outside the hour', async (t) => {
+    exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ start: T0 - 1n }) })).root])).findings, ['9 runs.outside-hour'])
+    exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ end: T0 + HOUR_NS + 1n }) })).root])).findings, ['9 runs.outside-hour'])
+  })
+  t.test('not ending after its start', async (t) => {
+    exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ start: T0 + S, end: T0 + S }) })).root])).findings, ['9 runs.end-not-after-start'])
+  })
+  t.test('naming an unknown connection (or another replica\'s)', async (t) => {
+    exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ connection: 'a-9' }) })).root])).findings, ['9 runs.unknown-connection'])
+    exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ connection: 'b-1' }) })).root])).findings, ['9 runs.unknown-connection'])
+  })
+})
+
+t.test('check 10: conflicts', async (t) => {
+  const hour = (conflicts: SealHourOptions['conflicts']) => oneHour({ frames: conflictFrames(T0), conflicts })
+  t.test('a valid conflict passes', async (t) => {
+    exactly(t, (await verify([(await hour(conflictOf())).root])).findings, [])
+  })
+  t.test('a line with a wrong hash', async (t) => {
+    const r = await verify([(await hour((lines) => conflictOf('500', [b3(lines[0]!), b3(lines[0]!)])(lines))).root])
+    exactly(t, r.findings, ['10 conflict.blake3'])
+    t.equal(r.findings[0]!.line, 2)
+  })
+  t.test('a hash of the line with its newline is wrong', async (t) => {
+    exactly(t, (await verify([(await hour((lines) => conflictOf('500', [b3(lines[0]! + '\n'), b3(lines[1]!)])(lines))).root])).findings, ['10 conflict.blake3'])
+  })
+  t.test('a raw_index beyond the file', async (t) => {
+    const r = await verify([(await hour((lines) => [{ instrument: 'BTCUSDT', trade_id: '500', lines: [{ raw_index: 0, blake3: b3(lines[0]!) }, { raw_index: 3, blake3: b3('x') }] }])).root])
+    exactly(t, r.findings, ['10 conflict.raw-index'])
+  })
+  t.test('lines that do not carry the trade id', async (t) => {
+    exactly(t, (await verify([(await hour(conflictOf('501'))).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
+  })
+})
+
+// ---------------------------------------------------------------------------------------------------
+// The pipeline: JSON output, text output, exit codes
+
+const io = captureIO
+
+async function keysFile(set: PublicJwks = jwks): Promise<string> {
+  const path = join(base, `jwks-${seq++}.json`)
+  await writeJwksFile(path, set)
+  return path
+}
+
+t.test('pipe run verify: JSON, text and exit codes', async (t) => {
+  const root = await freshRoot()
+  await twoDays(root)
+  const keys = await keysFile()
+  const empty = await freshRoot()
+
+  const pass = io(true)
+  const ok = await runPipeline(registry, verifyPipeline as never, { root: [root], keys }, pass.settings, false)
+  t.equal(ok.exitCode, 0, pass.err())
+  const doc = JSON.parse(pass.out()) as Record<string, unknown>
+  t.match(doc, { ok: true, hours: 4, days: 2, chains: 1, findings: [] })
+
+  const bad = await oneHour({ edit: (m) => { m.files[0]!.rows++ } })
+  const fail = io(true)
+  const failed = await runPipeline(registry, verifyPipeline as never, { root: [bad.root], keys }, fail.settings, false)
+  t.equal(failed.exitCode, 1)
+  const fdoc = JSON.parse(fail.out()) as { ok: boolean; hours: number; findings: VerifyFinding[] }
+  t.equal(fdoc.ok, false)
+  t.same(Object.keys(fdoc.findings[0]!).sort(), ['check', 'code', 'detail', 'line', 'path'])
+  t.match(fdoc.findings[0], { check: 3, code: 'raw.row-count', line: null, path: join(bad.h.dir, 'raw.jsonl.zst') })
+
+  const text = io(false)
+  t.equal((await runPipeline(registry, verifyPipeline as never, { root: [bad.root], keys }, text.settings, false)).exitCode, 1)
+  t.match(text.out(), /hour=22\/raw\.jsonl\.zst: file: raw\.row-count \[check 3\]: the raw file has 3 lines, the manifest lists 4 rows/)
+  t.match(text.out(), /verify: FAILED, hours 1, days 1, chains 1, findings 1/)
+
+  for (const [what, options] of [
+    ['a bad --from', { root: [root], keys, from: '2026-13-01' }],
+    ['--from after --to', { root: [root], keys, from: '2026-10-04', to: '2026-10-03' }],
+    ['no --keys', { root: [root] }],
+    ['a JWK Set that is not one', { root: [root], keys: join(root, 'recorder=rec-1/venue=binance/channel=trades/date=2026-10-03/manifest.json') }],
+    ['a root that does not exist', { root: [join(base, 'nope')], keys }],
+    ['a root with no chain', { root: [empty], keys }],
+    ['nothing in range', { root: [root], keys, from: '2030-01-01' }],
+  ] as const) {
+    const u = io(true)
+    const r = await runPipeline(registry, verifyPipeline as never, options as never, u.settings, false)
+    t.equal(r.exitCode, 2, `${what}: ${u.err()}`)
+  }
+})

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { mkdir, readFile } from 'node:fs/promises'
-import { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } from '../src/formats/record/keys.js'
 import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
@@ -10,7 +9,6 @@ import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
 import type { StageUse } from '../src/core/stage.js'
 import { registry } from '../src/registry.js'
-import { runDemo } from '../src/demo.js'
 
 const RUN_FLAGS = new Set(['_', '$0', 'target', 'json', 'progress', 'help', 'version'])
 
@@ -123,6 +121,7 @@ async function main(argv: string[]): Promise<number> {
       .option('key', { type: 'string', describe: 'rotate: the current private key file' })
       .option('valid-from', { type: 'string', describe: 'new: when the key becomes valid (nine-digit UTC time; default now)' })
       .option('at', { type: 'string', describe: 'rotate: when the successor takes over (default now)' }), async (args) => {
+      const { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } = await import('../src/formats/record/keys.js')
       const now = formatTime(BigInt(Date.now()) * 1_000_000n)
       await mkdir(String(args.out), { recursive: true })
       if (args.action === 'new') {
@@ -137,6 +136,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`key ${rotated.privateJwk.kid} succeeds the old key\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
     })
     .command('demo', 'Make a sample raw file and verify it (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
+      const { runDemo } = await import('../src/demo.js')
       exitCode = await runDemo(String(args.out))
     })
     .demandCommand(1, 'name a command: list, stages, describe, run, key, demo')

@@ -4,8 +4,8 @@ import { PipeError, UsageError } from '../src/core/errors.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
-import { readJwksFile, type PublicJwks } from '../src/formats/record/keys.js'
-import { dayStartNs, RecordVerifier, type VerifyFinding } from '../src/formats/record/verify.js'
+import type { PublicJwks } from '../src/formats/record/keys.js'
+import { dayStartNs } from '../src/formats/record/time.js'
 
 const date = z
   .string()
@@ -14,6 +14,7 @@ const date = z
 
 async function loadKeys(path: string): Promise<PublicJwks> {
   try {
+    const { readJwksFile } = await import('../src/formats/record/keys.js')
     return await readJwksFile(path)
   } catch (err) {
     if (err instanceof PipeError && err.exitCode !== 2) {
@@ -52,6 +53,8 @@ export const verifyRecordStage = defineStage({
       })
       if (!info.isDirectory()) throw new UsageError('env.not-a-directory', '--root: not a directory', { location: { file: root } })
     }
+    // Loaded here: the checks pull in the Parquet and JWS libraries, which other commands need not load.
+    const { RecordVerifier } = await import('../src/formats/record/verify.js')
     const verifier = new RecordVerifier({
       roots: o.roots,
       jwks,

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { childEnv } from './helpers/io.js'
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -6,7 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
-const run = (args: string[], input?: string | Buffer) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', input, timeout: 60_000 })
+const run = (args: string[], input?: string | Buffer) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', input, timeout: 60_000, env: childEnv() })
 const dir = mkdtempSync(join(tmpdir(), 'pipe-cli-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -96,7 +97,7 @@ t.test('SIGINT during a file-writing run leaves no file under its final name', a
   const out = join(dir, 'endless.bin')
   const endless = join(dir, 'endless.json')
   writeFileSync(endless, JSON.stringify({ stages: [{ stage: 'file', options: { path: '/dev/zero' } }, { stage: 'atomic-file', options: { path: out } }] }))
-  const child = spawn(process.execPath, [cli, 'run', endless], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [cli, 'run', endless], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() })
   let stderr = ''
   child.stderr.on('data', (d: Buffer) => { stderr += d })
   // Wait until the temporary file exists and is growing, so the signal lands mid-write.

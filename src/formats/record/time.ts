@@ -472,3 +472,14 @@ export function formatTime(ns: bigint): string {
   }
   return formatTimeParts(Number(sec), Number(nsec));
 }
+
+const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
+
+/** 00:00 UTC of a `YYYY-MM-DD` calendar date in ns, or null when it is not one. */
+export function dayStartNs(date: string): bigint | null {
+  const m = DATE_RE.exec(date)
+  if (!m) return null
+  const ms = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!)
+  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== date) return null
+  return BigInt(ms) * 1_000_000n
+}

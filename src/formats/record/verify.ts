@@ -30,7 +30,7 @@ import { verifyDetached } from './jws.js'
 import { manifestSigningInstant, type PublicJwks } from './keys.js'
 import { COMPLETENESS_REASONS, FORMAT_VERSION, type CompletenessReason, type DailyManifest, type HourlyManifest } from './manifest.js'
 import { checkSchema, readTableForCheck, tableFileName } from './tables.js'
-import { formatTime, tryParseTime } from './time.js'
+import { dayStartNs, formatTime, tryParseTime } from './time.js'
 import { CHANNEL_TABLES, type Channel, type Replica, type TableName } from './types.js'
 
 // ---------------------------------------------------------------------------------------------------
@@ -291,16 +291,6 @@ function section<S extends z.ZodType>(schema: S, m: Record<string, unknown>, key
 
 const NS_PER_HOUR = 3_600_000_000_000n
 const NS_PER_DAY = 86_400_000_000_000n
-const DATE_RE = /^(\d{4})-(\d{2})-(\d{2})$/
-
-/** 00:00 UTC of a `YYYY-MM-DD` calendar date in ns, or null when it is not one. */
-export function dayStartNs(date: string): bigint | null {
-  const m = DATE_RE.exec(date)
-  if (!m) return null
-  const ms = Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!)
-  if (Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 10) !== date) return null
-  return BigInt(ms) * 1_000_000n
-}
 
 function dateOf(ns: bigint): string {
   return new Date(Number(ns / 1_000_000n)).toISOString().slice(0, 10)

@@ -214,10 +214,47 @@ function parseSnapshot(w: JsonObject): FrameClass {
   return { kind: 'rows', table: 'book_snapshots', rows, exchangeTime: null, sequences: [{ sequence: 'book', instrument: sym, first: L, last: L, snapshot: true }] }
 }
 
+/**
+ * A raw-stream trade exactly as Binance writes it: no whitespace, no escapes, the documented keys once each
+ * in the documented order, integers without leading zeros, a plain symbol and plain decimal texts.
+ */
+const PLAIN_TRADE_RE = /^\{"e":"trade","E":(0|[1-9][0-9]*),"s":"([A-Z0-9]+)","t":(0|[1-9][0-9]*),"p":"([0-9.]+)","q":"([0-9.]+)","T":(0|[1-9][0-9]*),"m":(true|false)(?:,"M":(?:true|false))?\}$/
+
+/**
+ * The class of a plain trade ({@link PLAIN_TRADE_RE}) without building its JSON tree, or null to take the
+ * general path. Gives exactly what the general path gives for such a payload; anything it would refuse
+ * (a decimal DECIMAL(38, 18) cannot hold, a time beyond int64) goes the general path, which says why.
+ */
+function plainTrade(text: string, mult: bigint): FrameClass | null {
+  const m = PLAIN_TRADE_RE.exec(text)
+  if (m === null) return null
+  const p = m[4]!
+  const q = m[5]!
+  if (toDecimal38_18(p) === null || toDecimal38_18(q) === null) return null
+  const eNs = BigInt(m[1]!) * mult
+  const tNs = BigInt(m[6]!) * mult
+  if (eNs > INT64_MAX || tNs > INT64_MAX) return null
+  const exchangeTime = eNs < tNs ? eNs : tNs
+  const s = m[2]!
+  const tText = m[3]!
+  const id = BigInt(tText)
+  return {
+    kind: 'rows',
+    table: 'trades',
+    rows: [{ instrument: s, trade_id: tText, side: m[7] === 'true' ? 'sell' : 'buy', price: p, size: q, exchange_time: exchangeTime }],
+    exchangeTime,
+    sequences: [{ sequence: 'trades', instrument: s, first: id, last: id, snapshot: false }],
+  }
+}
+
 function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean, mult: bigint): FrameClass {
   if (binary) return { kind: 'unrepresentable', code: 'not-json', reason: 'binary frame; Binance spot streams send JSON text frames' }
   const text = decodeUtf8(payload)
   if (text === null) return { kind: 'unrepresentable', code: 'not-json', reason: 'payload is not UTF-8' }
+  if (channel === 'trades') {
+    const fast = plainTrade(text, mult)
+    if (fast !== null) return fast
+  }
   let v: JsonValue
   try {
     v = readJson(text)

@@ -55,7 +55,8 @@ interface Pending {
   /** Receive time of its first receipt: the pairing window runs from here. */
   firstTime: bigint
   replica: Replica
-  key: string
+  /** Hash of the payload bytes and kind: the bucket of byKey it waits in. */
+  key: number
   done: boolean
   seq: number
 }
@@ -71,7 +72,8 @@ interface Pending {
  */
 export class FramePairer {
   private readonly windowNs: bigint
-  private readonly byKey = new Map<string, Pending[]>()
+  /** Unpaired frames by {@link payloadHash}; frames in one bucket are told apart by their bytes. */
+  private readonly byKey = new Map<number, Pending[]>()
   private readonly fifo: Pending[] = []
   private fifoHead = 0
   private readonly ready: Pending[] = []
@@ -95,9 +97,15 @@ export class FramePairer {
       receipt.clockOffset = event.clockOffset!
       receipt.clockErrorBound = event.clockErrorBound!
     }
-    const key = (event.binary ? 'b' : 't') + Buffer.from(event.payload.buffer, event.payload.byteOffset, event.payload.byteLength).toString('latin1')
+    const key = payloadHash(event.payload, event.binary)
     const list = this.byKey.get(key)
-    const partner = list?.find((p) => p.replica !== event.replica)
+    let partner: Pending | undefined
+    if (list) {
+      for (let i = 0; i < list.length; i++) {
+        const p = list[i]!
+        if (p.replica !== event.replica && p.frame.binary === event.binary && sameBytes(p.frame.payload, event.payload)) { partner = p; break }
+      }
+    }
     if (partner) {
       partner.frame.receipts.push(receipt)
       partner.frame.receipts.sort((x, y) => (x.replica < y.replica ? -1 : 1))
@@ -145,6 +153,28 @@ export class FramePairer {
     while (this.ready.length > 0 && (watermark === null || this.ready[0]!.frame.frameTime < watermark)) out.push(heapPop(this.ready).frame)
     return out
   }
+}
+
+/**
+ * FNV-1a over the frame kind, the length and the first and last 48 payload bytes (all of a shorter one):
+ * equal frames hash equal; frames that differ only in the middle share a bucket and are told apart there.
+ */
+function payloadHash(bytes: Uint8Array, binary: boolean): number {
+  let h = binary ? 0x050c5d1f : 0x811c9dc5
+  const n = bytes.length
+  if (n <= 96) {
+    for (let i = 0; i < n; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193)
+  } else {
+    for (let i = 0; i < 48; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193)
+    for (let i = n - 48; i < n; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193)
+  }
+  return (h ^ n) >>> 0
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b)
 }
 
 const before = (a: Pending, b: Pending) => a.frame.frameTime < b.frame.frameTime || (a.frame.frameTime === b.frame.frameTime && a.seq < b.seq)

@@ -48,6 +48,7 @@ const RAW_BATCH_BYTES = 1 << 20
 
 const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
 const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
+const isLastHourOfDay = (ns: bigint) => formatTime(ns).slice(11, 13) === '23'
 const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: string }, hourStart: bigint) =>
   join(root, dayDir(o.recorder, o.venue, o.channel, dateOf(hourStart)), `hour=${formatTime(hourStart).slice(11, 13)}`)
 
@@ -100,23 +101,43 @@ class RawFileWriter {
     return new RawFileWriter(path, await createIncrementalHash('blake3'))
   }
 
-  async write(line: string): Promise<void> {
+  /** Adds one line; returns a promise only when the compressor asks to wait (backpressure). */
+  write(line: string): Promise<void> | undefined {
     this.pending.push(line)
     this.pendingBytes += line.length + 1
     this.rows++
-    if (this.pendingBytes >= RAW_BATCH_BYTES) await this.flush()
+    if (this.pendingBytes >= RAW_BATCH_BYTES) return this.flush()
+    return undefined
   }
 
-  private async flush(): Promise<void> {
-    if (this.pending.length === 0) return
-    const ok = this.compress.write(this.pending.join('\n') + '\n')
+  private flush(): Promise<void> | undefined {
+    const lines = this.pending
+    if (lines.length === 0) return undefined
+    // One pass from the strings into one buffer (UTF-8), rather than joining them into a string first.
+    let size = lines.length
+    for (let i = 0; i < lines.length; i++) size += lines[i]!.length
+    let buf = Buffer.allocUnsafe(size * 3 <= RAW_BATCH_BYTES * 4 ? size * 3 : size)
+    let pos = 0
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i]!
+      if (buf.length - pos < line.length * 3 + 1) {
+        const bigger = Buffer.allocUnsafe(Math.max(buf.length * 2, pos + line.length * 3 + 1))
+        buf.copy(bigger, 0, 0, pos)
+        buf = bigger
+      }
+      pos += buf.write(line, pos, 'utf8')
+      buf[pos++] = 10
+    }
+    const ok = this.compress.write(buf.subarray(0, pos))
     this.pending = []
     this.pendingBytes = 0
-    if (!ok) await new Promise((resolve) => this.compress.once('drain', resolve))
+    if (!ok) return new Promise((resolve) => this.compress.once('drain', resolve))
+    return undefined
   }
 
   async finish(): Promise<FileEntry> {
-    await this.flush()
+    const wait = this.flush()
+    if (wait) await wait
     this.compress.end()
     await finished(this.file)
     const fh = await open(this.path, 'r+')
@@ -126,7 +147,20 @@ class RawFileWriter {
   }
 }
 
-interface TradeSeen { fingerprint: string; lines: number[] }
+/**
+ * What the hour has seen of one trade id. The fingerprint is made flat (see {@link flat}) so that it does not
+ * keep the payload text its price was sliced from alive for the rest of the hour.
+ */
+interface TradeSeen { fingerprint: string; lines: number[]; order: number }
+
+/**
+ * A string's own flat copy: reading a character makes V8 flatten a concatenation into one sequential string,
+ * dropping its references to the parts (and to the larger strings the parts were sliced from).
+ */
+function flat(s: string): string {
+  s.charCodeAt(0)
+  return s
+}
 
 /** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
 class HourStats {
@@ -140,8 +174,13 @@ class HourStats {
   offsetUnknown = false
   readonly unrepresentable: number[] = []
   readonly gaps: SequenceGap[] = []
-  readonly trades = new Map<string, TradeSeen>()
-
+  /**
+   * Trades seen, by instrument and trade id. A trade id seen on one line so far is held as one flat string,
+   * `order NUL raw_index NUL fingerprint`, the least memory a million trades an hour can take; one seen on
+   * a second line becomes a {@link TradeSeen}.
+   */
+  readonly trades = new Map<string, Map<string, string | TradeSeen>>()
+  private tradeOrder = 0
   add(frame: MergedFrame): void {
     if (this.earliest === null) this.earliest = frame.frameTime
     this.latest = frame.frameTime
@@ -163,24 +202,36 @@ class HourStats {
   /** Channel trades: a trade id carried with different values by different lines is a conflict. */
   trade(row: TableRow): void {
     if (row.trade_id === null) return
-    const key = `${row.instrument}\u0000${row.trade_id}`
-    const fingerprint = `${row.side}\u0000${row.price}\u0000${row.size}\u0000${row.exchange_time}`
-    const seen = this.trades.get(key)
-    if (!seen) this.trades.set(key, { fingerprint, lines: [row.raw_index] })
-    else if (seen.lines[seen.lines.length - 1] !== row.raw_index) {
+    let byId = this.trades.get(row.instrument)
+    if (!byId) this.trades.set(row.instrument, (byId = new Map()))
+    const fingerprint = row.side + '\u0000' + row.price + '\u0000' + row.size + '\u0000' + row.exchange_time
+    const seen = byId.get(row.trade_id)
+    if (seen === undefined) {
+      byId.set(row.trade_id, flat(this.tradeOrder++ + '\u0000' + row.raw_index + '\u0000' + fingerprint))
+    } else if (typeof seen === 'string') {
+      const a = seen.indexOf('\u0000')
+      const b = seen.indexOf('\u0000', a + 1)
+      const first = Number(seen.slice(a + 1, b))
+      if (first === row.raw_index) return
+      const previous = seen.slice(b + 1)
+      byId.set(row.trade_id, { fingerprint: previous !== fingerprint ? '\u0001conflict' : previous, lines: [first, row.raw_index], order: Number(seen.slice(0, a)) })
+    } else if (seen.lines[seen.lines.length - 1] !== row.raw_index) {
       if (seen.fingerprint !== fingerprint) seen.fingerprint = '\u0001conflict'
       seen.lines.push(row.raw_index)
     }
   }
 
   conflictKeys(): { instrument: string; tradeId: string; lines: number[] }[] {
-    const out: { instrument: string; tradeId: string; lines: number[] }[] = []
-    for (const [key, seen] of this.trades) {
-      if (seen.fingerprint !== '\u0001conflict') continue
-      const [instrument, tradeId] = key.split('\u0000') as [string, string]
-      out.push({ instrument, tradeId, lines: seen.lines })
+    const out: { instrument: string; tradeId: string; lines: number[]; order: number }[] = []
+    for (const [instrument, byId] of this.trades) {
+      for (const [tradeId, seen] of byId) {
+        if (typeof seen === 'string' || seen.fingerprint !== '\u0001conflict') continue
+        out.push({ instrument, tradeId, lines: seen.lines, order: seen.order })
+      }
     }
-    return out.sort((x, y) => x.lines[0]! - y.lines[0]!)
+    // First-seen order among keys whose first lines tie, as one map in insertion order would give.
+    out.sort((x, y) => x.lines[0]! - y.lines[0]! || x.order - y.order)
+    return out.map(({ instrument, tradeId, lines }) => ({ instrument, tradeId, lines }))
   }
 }
 
@@ -192,28 +243,60 @@ class HourStats {
  */
 const SEQUENCE_REORDER_SPANS = 256
 
+interface PendingSpans {
+  list: { span: SequenceSpan; inHour: boolean }[]
+  /** The list is in the order judge's sort would give it (it was sorted and holds no snapshot). */
+  sorted: boolean
+  snapshots: number
+}
+
 class SequenceChecker {
-  private readonly pending = new Map<string, { span: SequenceSpan; inHour: boolean }[]>()
+  private readonly pending = new Map<string, PendingSpans>()
   private readonly states = new Map<string, SequenceState>()
 
   constructor(private readonly venue: VenueAdapter, private readonly onGap: (gap: SequenceGap) => void) {}
 
   add(span: SequenceSpan, inHour: boolean): void {
     const key = `${span.sequence}\u0000${span.instrument}`
-    let list = this.pending.get(key)
-    if (!list) this.pending.set(key, (list = []))
-    list.push({ span, inHour })
-    if (list.length > SEQUENCE_REORDER_SPANS) this.judge(key, list, list.length - SEQUENCE_REORDER_SPANS)
+    let p = this.pending.get(key)
+    if (!p) this.pending.set(key, (p = { list: [], sorted: false, snapshots: 0 }))
+    const list = p.list
+    const item = { span, inHour }
+    if (span.snapshot) p.snapshots++
+    if (p.sorted && p.snapshots === 0) {
+      // The list is sorted by first id: insert after every span with an equal or smaller first id, which is
+      // where the stable sort in judge would put a span pushed at the end.
+      const first = span.first
+      let lo = 0
+      let hi = list.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (list[mid]!.span.first <= first) lo = mid + 1
+        else hi = mid
+      }
+      if (lo === list.length) list.push(item)
+      else list.splice(lo, 0, item)
+    } else {
+      list.push(item)
+      p.sorted = false
+    }
+    if (list.length > SEQUENCE_REORDER_SPANS) this.judge(key, p, list.length - SEQUENCE_REORDER_SPANS)
   }
 
   flush(): void {
-    for (const [key, list] of this.pending) this.judge(key, list, list.length)
+    for (const [key, p] of this.pending) this.judge(key, p, p.list.length)
   }
 
-  private judge(key: string, list: { span: SequenceSpan; inHour: boolean }[], count: number): void {
-    // Snapshots keep their place: only row-carrying updates are reordered among themselves.
-    list.sort((x, y) => (x.span.snapshot || y.span.snapshot ? 0 : x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0))
-    for (const { span, inHour } of list.splice(0, count)) {
+  private judge(key: string, p: PendingSpans, count: number): void {
+    const list = p.list
+    if (!(p.sorted && p.snapshots === 0)) {
+      // Snapshots keep their place: only row-carrying updates are reordered among themselves.
+      list.sort((x, y) => (x.span.snapshot || y.span.snapshot ? 0 : x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0))
+      p.sorted = p.snapshots === 0
+    }
+    const judged = count === 1 ? [list.shift()!] : list.splice(0, count)
+    for (const { span, inHour } of judged) {
+      if (span.snapshot) p.snapshots--
       const verdict = this.venue.sequence(this.states.get(key), span)
       this.states.set(key, verdict.state)
       if (inHour && verdict.verdict === 'gap') this.onGap({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })
@@ -223,12 +306,14 @@ class SequenceChecker {
 
 /** BLAKE3 of chosen raw lines (without their newline), read back from the written file. */
 async function hashLines(rawPath: string, wanted: Set<number>): Promise<Map<number, string>> {
-  const { zstdDecode, decodeOptions } = await import('../../transforms/zstd.js')
+  // In-process: a rare path over one hour's file, not worth a worker thread (which a TypeScript loader in
+  // scripts and tests cannot reach either).
+  const { zstdDecodeInProcess, decodeOptions } = await import('../../transforms/zstd.js')
   const out = new Map<number, string>()
   let index = 0
   let carry = Buffer.alloc(0)
   const source = createReadStream(rawPath) as AsyncIterable<Uint8Array>
-  for await (const chunk of zstdDecode(decodeOptions.parse({}))(source, { signal: new AbortController().signal })) {
+  for await (const chunk of zstdDecodeInProcess(source, decodeOptions.parse({}))) {
     let data = Buffer.concat([carry, chunk])
     let pos = 0
     for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
@@ -256,7 +341,10 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   const where = { file: finalDir }
   if (await exists(join(finalDir, 'manifest.json'))) {
     const manifest = JSON.parse(await readFile(join(finalDir, 'manifest.json'), 'utf8')) as HourlyManifest
-    return { status: 'already-sealed', dir: finalDir, manifest }
+    const result: SealHourResult = { status: 'already-sealed', dir: finalDir, manifest }
+    // A seal stopped between renaming hour 23 into place and writing the day finishes the day now.
+    if (isLastHourOfDay(start) && !(await exists(join(dirname(finalDir), 'manifest.json')))) result.daily = await sealDay(o, dateOf(start))
+    return result
   }
   const chain = await chainHours(o.root, ids)
   let previous: string | null = null
@@ -280,7 +368,7 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
     await rename(temp, finalDir)
     await fsyncDir(dayPath)
     const result: SealHourResult = { status: 'sealed', dir: finalDir, manifest }
-    if (formatTime(start).slice(11, 13) === '23') result.daily = await sealDay(o, dateOf(start))
+    if (isLastHourOfDay(start)) result.daily = await sealDay(o, dateOf(start))
     return result
   } catch (err) {
     await rm(temp, { recursive: true, force: true })
@@ -306,27 +394,36 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   const pairer = new FramePairer(window)
   const sequences = new SequenceChecker(o.venue, (gap) => stats.gaps.push(gap))
 
-  const onFrame = async (frame: MergedFrame) => {
-    if (frame.frameTime >= end) return
+  const trades = o.channel === 'trades'
+  /** Handles one frame; returns a promise only when a writer asks to wait. */
+  const onFrame = (frame: MergedFrame): Promise<unknown> | undefined => {
+    if (frame.frameTime >= end) return undefined
     const cls = o.venue.classify(o.channel, frame.payload, frame.binary)
     const inHour = frame.frameTime >= start
     if (cls.kind === 'rows') for (const span of cls.sequences) sequences.add(span, inHour)
-    if (!inHour) return // frames of the previous hour only seed the sequence state
+    if (!inHour) return undefined // frames of the previous hour only seed the sequence state
     const rawIndex = raw.rows
-    await raw.write(envelopeLine(frame, cls.kind === 'rows' ? cls.exchangeTime : null))
+    const wait = raw.write(envelopeLine(frame, cls.kind === 'rows' ? cls.exchangeTime : null))
     stats.add(frame)
     if (cls.kind === 'unrepresentable') stats.unrepresentable.push(rawIndex)
-    if (cls.kind !== 'rows') return
+    if (cls.kind !== 'rows') return wait
     const buffer = buffers.get(cls.table)
-    if (!buffer) { stats.unrepresentable.push(rawIndex); return }
-    for (const row of cls.rows) {
-      const full: TableRow = { ...row, raw_index: rawIndex, receive_time: frame.frameTime }
+    if (!buffer) { stats.unrepresentable.push(rawIndex); return wait }
+    const rows = cls.rows
+    for (let i = 0; i < rows.length; i++) {
+      // The class is made for this call alone: its rows become table rows in place (the same properties in
+      // the same order as a copy with raw_index and receive_time added).
+      const full = rows[i] as TableRow
+      full.raw_index = rawIndex
+      full.receive_time = frame.frameTime
       buffer.push(full)
-      if (o.channel === 'trades') stats.trade(full)
+      if (trades) stats.trade(full)
     }
     if (buffer.length >= ROWS_PER_WRITE) {
-      await writers.get(cls.table)!.write(buffer.splice(0))
+      const written = writers.get(cls.table)!.write(buffer.splice(0))
+      return wait ? Promise.all([wait, written]) : written
     }
+    return wait
   }
 
   try {
@@ -342,13 +439,20 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
         if (t < end && e.kind !== 'frame') coverage[e.replica].add(e)
         if (e.kind === 'frame') {
           if (t < end) coverage[e.replica].add(e)
-          for (const f of pairer.push(e)) await onFrame(f)
+          const frames = pairer.push(e)
+          for (let i = 0; i < frames.length; i++) {
+            const wait = onFrame(frames[i]!)
+            if (wait) await wait
+          }
         } else if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
           checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
         }
       }
     }
-    for (const f of pairer.flush()) await onFrame(f)
+    for (const f of pairer.flush()) {
+      const wait = onFrame(f)
+      if (wait) await wait
+    }
     sequences.flush()
 
     const files: FileEntry[] = [await raw.finish()]

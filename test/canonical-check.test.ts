@@ -1,5 +1,6 @@
 import canonicalize from 'canonicalize';
 import t from 'tap';
+import { seededRandom } from '../src/sim/random.js';
 import {
   CanonicalChecker,
   compareCanonicalStrings,
@@ -16,18 +17,8 @@ import {
 // ---------------------------------------------------------------------------
 // Helpers
 
-// Seeded PRNG (xorshift32) so that every failure reproduces.
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-}
+// Seeded, so that every failure reproduces.
+const rng = seededRandom;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { seededRandom } from '../src/sim/random.js';
 import {
   describeTimeError,
   formatTime,
@@ -15,18 +16,8 @@ import {
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
 
-// Seeded PRNG (xorshift32) so failures reproduce.
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s / 0x100000000;
-  };
-}
+// Seeded, so that every failure reproduces.
+const rng = seededRandom;
 
 /** Independent oracle: regex + Date for the calendar, BigInt for the instant. */
 function oracle(s: string): bigint | null {

@@ -227,3 +227,14 @@ t.test('connect, snapshot request, registry', async (t) => {
   t.throws(() => getVenue('kraken'), /unknown venue "kraken"; known: binance/)
   t.same(venueNames(), ['binance'])
 })
+
+t.test('an unrepresentable trade still states its place in the trade sequence', async (t) => {
+  const payload = Buffer.from('{"e":"trade","E":1759500000123,"s":"BTCUSDT","t":42,"p":"60000.1234567890123456789","q":"0.1","T":1759500000120,"m":true,"M":true}')
+  const cls = binanceSpot.classify('trades', payload, false)
+  t.equal(cls.kind, 'unrepresentable')
+  if (cls.kind !== 'unrepresentable') return
+  t.equal(cls.code, 'decimal')
+  t.same(cls.sequences, [{ sequence: 'trades', instrument: 'BTCUSDT', first: 42n, last: 42n, snapshot: false }])
+  const broken = binanceSpot.classify('trades', Buffer.from('{"e":"trade","E":1,"s":"BTCUSDT","p":"1","q":"1","T":1,"m":true}'), false)
+  t.equal(broken.kind === 'unrepresentable' ? broken.sequences : 'rows', undefined, 'no span when the trade id itself is missing')
+})

@@ -84,7 +84,8 @@ export type FrameClass =
    */
   | { kind: 'rows'; table: TableName; rows: ParsedRow[]; exchangeTime: bigint | null; sequences: SequenceSpan[] }
   /** No rows: the frame is kept in the raw file only, and the hour is `partial` (`unrepresentable_value`). */
-  | { kind: 'unrepresentable'; code: UnrepresentableCode; reason: string }
+  /** `sequences` when the frame's sequence ids parsed although the rest did not: it still counts for gaps. */
+  | { kind: 'unrepresentable'; code: UnrepresentableCode; reason: string; sequences?: SequenceSpan[] }
 
 /** What a recorder opens for a channel: one websocket URL and the text frames to send once it is open. */
 export interface ConnectPlan {

@@ -67,7 +67,19 @@ const UINT_RE = /^(0|[1-9][0-9]*)$/
 const MAX_STREAMS = 1024
 
 class Bad extends Error {
+  /** The frame's place in its venue sequence, when that much parsed: the frame still counts for gaps. */
+  sequences?: SequenceSpan[]
   constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
+}
+
+/** Runs `parse`; a Bad it throws carries `span`, since the frame's sequence ids parsed before it failed. */
+function withSpan<T>(span: SequenceSpan, parse: () => T): T {
+  try {
+    return parse()
+  } catch (err) {
+    if (err instanceof Bad) err.sequences = [span]
+    throw err
+  }
 }
 
 function uint(o: JsonObject, key: string, what: string): JsonNumber {
@@ -163,8 +175,9 @@ function parseTrade(d: JsonObject, mult: bigint): FrameClass {
   const E = uint(d, 'E', what)
   const s = symbol(d, what)
   const t = uint(d, 't', what)
-  const p = decimal(d['p'], 'trade: p')
-  const q = decimal(d['q'], 'trade: q')
+  const id = BigInt(t.text)
+  const span: SequenceSpan = { sequence: 'trades', instrument: s, first: id, last: id, snapshot: false }
+  const [p, q] = withSpan(span, () => [decimal(d['p'], 'trade: p'), decimal(d['q'], 'trade: q')] as const)
   const T = uint(d, 'T', what)
   const m = d['m']
   if (typeof m !== 'boolean') throw new Bad('structure', `trade: m is ${m === undefined ? 'missing' : 'not a boolean'}`)
@@ -173,13 +186,12 @@ function parseTrade(d: JsonObject, mult: bigint): FrameClass {
   const eNs = timeNs(E, mult, 'trade: E')
   const tNs = timeNs(T, mult, 'trade: T')
   const exchangeTime = eNs < tNs ? eNs : tNs
-  const id = BigInt(t.text)
   return {
     kind: 'rows',
     table: 'trades',
     rows: [{ instrument: s, trade_id: t.text, side: m ? 'sell' : 'buy', price: p, size: q, exchange_time: exchangeTime }],
     exchangeTime,
-    sequences: [{ sequence: 'trades', instrument: s, first: id, last: id, snapshot: false }],
+    sequences: [span],
   }
 }
 
@@ -190,11 +202,14 @@ function parseDepthUpdate(d: JsonObject, mult: bigint): FrameClass {
   const U = BigInt(uint(d, 'U', what).text)
   const u = BigInt(uint(d, 'u', what).text)
   if (U > u) throw new Bad('structure', `depthUpdate: U ${U} is after u ${u}`)
-  const exchangeTime = timeNs(E, mult, 'depthUpdate: E')
+  const span: SequenceSpan = { sequence: 'book', instrument: s, first: U, last: u, snapshot: false }
+  const exchangeTime = withSpan(span, () => timeNs(E, mult, 'depthUpdate: E'))
   const rows: ParsedRow[] = []
-  levels(d, 'b', what, 'bid', s, exchangeTime, rows)
-  levels(d, 'a', what, 'ask', s, exchangeTime, rows)
-  return { kind: 'rows', table: 'book_deltas', rows, exchangeTime, sequences: [{ sequence: 'book', instrument: s, first: U, last: u, snapshot: false }] }
+  withSpan(span, () => {
+    levels(d, 'b', what, 'bid', s, exchangeTime, rows)
+    levels(d, 'a', what, 'ask', s, exchangeTime, rows)
+  })
+  return { kind: 'rows', table: 'book_deltas', rows, exchangeTime, sequences: [span] }
 }
 
 function parseSnapshot(w: JsonObject): FrameClass {
@@ -305,7 +320,7 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
     }
     return out
   } catch (err) {
-    if (err instanceof Bad) return { kind: 'unrepresentable', code: err.code, reason: err.message }
+    if (err instanceof Bad) return { kind: 'unrepresentable', code: err.code, reason: err.message, ...(err.sequences ? { sequences: err.sequences } : {}) }
     throw err
   }
 }

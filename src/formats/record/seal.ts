@@ -400,7 +400,8 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     if (frame.frameTime >= end) return undefined
     const cls = o.venue.classify(o.channel, frame.payload, frame.binary)
     const inHour = frame.frameTime >= start
-    if (cls.kind === 'rows') for (const span of cls.sequences) sequences.add(span, inHour)
+    const spans = cls.kind === 'control' ? undefined : cls.sequences
+    if (spans) for (const span of spans) sequences.add(span, inHour)
     if (!inHour) return undefined // frames of the previous hour only seed the sequence state
     const rawIndex = raw.rows
     const wait = raw.write(envelopeLine(frame, cls.kind === 'rows' ? cls.exchangeTime : null))

@@ -14,7 +14,7 @@ import { signDetached } from './jws.js'
 import type { PrivateSigningJwk } from './keys.js'
 import {
   COMPLETENESS_REASONS, FORMAT_VERSION, dayDir, manifestBytes,
-  type ChecksumFailure, type CompletenessReason, type Conflict, type DailyManifest, type FileEntry, type HourlyManifest, type ReplicaSummary, type SequenceGap,
+  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type FileEntry, type HourlyManifest, type ReplicaSummary, type SequenceGap,
 } from './manifest.js'
 import { FramePairer, PAIRING_WINDOW_NS, type MergedFrame } from './merge.js'
 import { envelopeLine } from './raw-writer.js'
@@ -148,18 +148,43 @@ class RawFileWriter {
 }
 
 /**
- * What the hour has seen of one trade id. The fingerprint is made flat (see {@link flat}) so that it does not
- * keep the payload text its price was sliced from alive for the rest of the hour.
+ * The trade ids of one instrument seen so far. Venues number trades in sequence, so numeric ids are held
+ * as sorted disjoint intervals — a million trades an hour take a handful of intervals, not a million map
+ * entries (that map was most of the sealer's peak memory). Other ids fall back to a set.
  */
-interface TradeSeen { fingerprint: string; lines: number[]; order: number }
+export class TradeIdSet {
+  private readonly starts: number[] = []
+  private readonly ends: number[] = []
+  private readonly others = new Set<string>()
 
-/**
- * A string's own flat copy: reading a character makes V8 flatten a concatenation into one sequential string,
- * dropping its references to the parts (and to the larger strings the parts were sliced from).
- */
-function flat(s: string): string {
-  s.charCodeAt(0)
-  return s
+  /** Adds an id; true when it was already there. */
+  add(id: string): boolean {
+    if (!/^(0|[1-9][0-9]{0,14})$/.test(id)) {
+      if (this.others.has(id)) return true
+      this.others.add(id)
+      return false
+    }
+    const n = Number(id)
+    const { starts, ends } = this
+    const last = ends.length - 1
+    if (last >= 0 && n === ends[last]! + 1) { ends[last] = n; return false }
+    let lo = 0
+    let hi = starts.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (starts[mid]! <= n) lo = mid + 1
+      else hi = mid
+    }
+    const i = lo - 1 // the last interval starting at or before n
+    if (i >= 0 && n <= ends[i]!) return true
+    const joinsLeft = i >= 0 && ends[i] === n - 1
+    const joinsRight = lo < starts.length && starts[lo] === n + 1
+    if (joinsLeft && joinsRight) { ends[i] = ends[lo]!; starts.splice(lo, 1); ends.splice(lo, 1) }
+    else if (joinsLeft) ends[i] = n
+    else if (joinsRight) starts[lo] = n
+    else { starts.splice(lo, 0, n); ends.splice(lo, 0, n) }
+    return false
+  }
 }
 
 /** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
@@ -174,13 +199,10 @@ class HourStats {
   offsetUnknown = false
   readonly unrepresentable: number[] = []
   readonly gaps: SequenceGap[] = []
-  /**
-   * Trades seen, by instrument and trade id. A trade id seen on one line so far is held as one flat string,
-   * `order NUL raw_index NUL fingerprint`, the least memory a million trades an hour can take; one seen on
-   * a second line becomes a {@link TradeSeen}.
-   */
-  readonly trades = new Map<string, Map<string, string | TradeSeen>>()
-  private tradeOrder = 0
+  /** Trade ids seen, by instrument; and those seen on more than one line, which may be in conflict. */
+  private readonly tradeIds = new Map<string, TradeIdSet>()
+  readonly repeated = new Map<string, Set<string>>()
+
   add(frame: MergedFrame): void {
     if (this.earliest === null) this.earliest = frame.frameTime
     this.latest = frame.frameTime
@@ -199,40 +221,17 @@ class HourStats {
     if (!bounded) this.offsetUnknown = true
   }
 
-  /** Channel trades: a trade id carried with different values by different lines is a conflict. */
+  /** Channel trades: notes the trade ids that more than one line carries (candidates for conflicts). */
   trade(row: TableRow): void {
     if (row.trade_id === null) return
-    let byId = this.trades.get(row.instrument)
-    if (!byId) this.trades.set(row.instrument, (byId = new Map()))
-    const fingerprint = row.side + '\u0000' + row.price + '\u0000' + row.size + '\u0000' + row.exchange_time
-    const seen = byId.get(row.trade_id)
-    if (seen === undefined) {
-      byId.set(row.trade_id, flat(this.tradeOrder++ + '\u0000' + row.raw_index + '\u0000' + fingerprint))
-    } else if (typeof seen === 'string') {
-      const a = seen.indexOf('\u0000')
-      const b = seen.indexOf('\u0000', a + 1)
-      const first = Number(seen.slice(a + 1, b))
-      if (first === row.raw_index) return
-      const previous = seen.slice(b + 1)
-      byId.set(row.trade_id, { fingerprint: previous !== fingerprint ? '\u0001conflict' : previous, lines: [first, row.raw_index], order: Number(seen.slice(0, a)) })
-    } else if (seen.lines[seen.lines.length - 1] !== row.raw_index) {
-      if (seen.fingerprint !== fingerprint) seen.fingerprint = '\u0001conflict'
-      seen.lines.push(row.raw_index)
-    }
+    let ids = this.tradeIds.get(row.instrument)
+    if (!ids) this.tradeIds.set(row.instrument, (ids = new TradeIdSet()))
+    if (!ids.add(row.trade_id)) return
+    let repeated = this.repeated.get(row.instrument)
+    if (!repeated) this.repeated.set(row.instrument, (repeated = new Set()))
+    repeated.add(row.trade_id)
   }
 
-  conflictKeys(): { instrument: string; tradeId: string; lines: number[] }[] {
-    const out: { instrument: string; tradeId: string; lines: number[]; order: number }[] = []
-    for (const [instrument, byId] of this.trades) {
-      for (const [tradeId, seen] of byId) {
-        if (typeof seen === 'string' || seen.fingerprint !== '\u0001conflict') continue
-        out.push({ instrument, tradeId, lines: seen.lines, order: seen.order })
-      }
-    }
-    // First-seen order among keys whose first lines tie, as one map in insertion order would give.
-    out.sort((x, y) => x.lines[0]! - y.lines[0]! || x.order - y.order)
-    return out.map(({ instrument, tradeId, lines }) => ({ instrument, tradeId, lines }))
-  }
 }
 
 /**
@@ -304,27 +303,23 @@ class SequenceChecker {
   }
 }
 
-/** BLAKE3 of chosen raw lines (without their newline), read back from the written file. */
-async function hashLines(rawPath: string, wanted: Set<number>): Promise<Map<number, string>> {
+/** Calls `each` with every line (without its newline) of a written raw file, in order. */
+async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) => Promise<void>): Promise<void> {
   // In-process: a rare path over one hour's file, not worth a worker thread (which a TypeScript loader in
   // scripts and tests cannot reach either).
   const { zstdDecodeInProcess, decodeOptions } = await import('../../transforms/zstd.js')
-  const out = new Map<number, string>()
   let index = 0
   let carry = Buffer.alloc(0)
   const source = createReadStream(rawPath) as AsyncIterable<Uint8Array>
   for await (const chunk of zstdDecodeInProcess(source, decodeOptions.parse({}))) {
-    let data = Buffer.concat([carry, chunk])
+    const data = Buffer.concat([carry, chunk])
     let pos = 0
     for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
-      if (wanted.has(index)) out.set(index, await blake3Hex(data.subarray(pos, nl)))
-      index++
+      await each(data.subarray(pos, nl), index++)
       pos = nl + 1
     }
     carry = Buffer.from(data.subarray(pos))
-    data = carry
   }
-  return out
 }
 
 /**
@@ -467,7 +462,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     files.sort((x, y) => (x.name < y.name ? -1 : 1))
 
     const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
-    const conflicts = await conflictsOf(stats, join(dir, 'raw.jsonl.zst'))
+    const conflicts = await conflictsOf(stats, join(dir, 'raw.jsonl.zst'), o.venue, o.channel)
     const uncovered = uncoveredByBoth(covered.a, covered.b)
     const reasons = new Set<CompletenessReason>()
     if (uncovered.reconnect) reasons.add('reconnect')
@@ -514,11 +509,37 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   }
 }
 
-async function conflictsOf(stats: HourStats, rawPath: string): Promise<Conflict[]> {
-  const keys = stats.conflictKeys()
-  if (keys.length === 0) return []
-  const hashes = await hashLines(rawPath, new Set(keys.flatMap((k) => k.lines)))
-  return keys.map((k) => ({ instrument: k.instrument, trade_id: k.tradeId, lines: k.lines.map((i) => ({ raw_index: i, blake3: hashes.get(i)! })) }))
+/**
+ * The conflicts among the trade ids more than one line carried, found by reading those lines back from the
+ * written raw file (only when there are such ids): a trade id whose lines state different side, price, size
+ * or exchange_time, with every line's BLAKE3.
+ */
+async function conflictsOf(stats: HourStats, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
+  if (stats.repeated.size === 0) return []
+  const found = new Map<string, { instrument: string; tradeId: string; first: string; conflict: boolean; lines: ConflictLine[] }>()
+  await eachRawLine(rawPath, async (line, index) => {
+    const doc = JSON.parse(line.toString('utf8')) as { payload: string; payload_encoding: string }
+    const binary = doc.payload_encoding === 'base64'
+    const cls = venue.classify(channel, Buffer.from(doc.payload, binary ? 'base64' : 'utf8'), binary)
+    if (cls.kind !== 'rows') return
+    const onLine = new Set<string>()
+    for (const row of cls.rows) {
+      if (row.trade_id === null || !stats.repeated.get(row.instrument)?.has(row.trade_id)) continue
+      const key = `${row.instrument}\u0000${row.trade_id}`
+      if (onLine.has(key)) continue
+      onLine.add(key)
+      const fingerprint = `${row.side}\u0000${row.price}\u0000${row.size}\u0000${row.exchange_time}`
+      const entry = { raw_index: index, blake3: await blake3Hex(line) }
+      const seen = found.get(key)
+      if (!seen) found.set(key, { instrument: row.instrument, tradeId: row.trade_id, first: fingerprint, conflict: false, lines: [entry] })
+      else {
+        seen.lines.push(entry)
+        if (fingerprint !== seen.first) seen.conflict = true
+      }
+    }
+  })
+  // Map order is first-seen order, which is the order of first lines.
+  return [...found.values()].filter((c) => c.conflict).map((c) => ({ instrument: c.instrument, trade_id: c.tradeId, lines: c.lines }))
 }
 
 /** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */

@@ -26,7 +26,6 @@
  * Golden data is never rewritten: when test/golden/record exists, every file built must equal the stored
  * one and no file may be added or missing; otherwise the script fails and writes nothing.
  */
-import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
@@ -223,6 +222,39 @@ async function exists(path: string): Promise<boolean> {
   return stat(path).then(() => true, () => false)
 }
 
+/**
+ * Builds a tree of golden data into a temporary directory, then: with `check`, compares it with `target`;
+ * without, writes it to `target` if absent, or compares and refuses to rewrite when present. Golden data is
+ * never rewritten: a build that differs is an error.
+ */
+export async function writeOrCheckTree(target: string, build: (dir: string) => Promise<void>, check: boolean, what: string): Promise<number> {
+  const temp = await mkdtemp(join(tmpdir(), 'pipe-golden-'))
+  try {
+    const built = join(temp, 'tree')
+    await build(built)
+    const present = await exists(target)
+    if (check || present) {
+      if (!present) {
+        process.stderr.write(`--check: ${target} does not exist\n`)
+        return 1
+      }
+      const diffs = await compareTrees(target, built)
+      if (diffs.length > 0) {
+        process.stderr.write(`${check ? `${what} differs from a fresh build` : `refusing to rewrite ${what}; a fresh build differs`}:\n${diffs.map((d) => `  ${d}\n`).join('')}`)
+        return 1
+      }
+      process.stdout.write(`${target}: identical to a fresh build (${(await listFiles(built)).length} files)\n`)
+      return 0
+    }
+    await mkdir(dirname(target), { recursive: true })
+    await cp(built, target, { recursive: true, errorOnExist: true, force: false })
+    process.stdout.write(`wrote ${target} (${(await listFiles(target)).length} files)\n`)
+    return 0
+  } finally {
+    await rm(temp, { recursive: true, force: true })
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const check = argv.includes('--check')
   const outIndex = argv.indexOf('--out')
@@ -237,50 +269,12 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(`built ${out}\n`)
     return 0
   }
-  const temp = await mkdtemp(join(tmpdir(), 'pipe-golden-'))
-  try {
-    const built = join(temp, 'record')
-    await buildGolden(built)
-    if (check || (await exists(GOLDEN_DIR))) {
-      if (!(await exists(GOLDEN_DIR))) {
-        process.stderr.write(`--check: ${GOLDEN_DIR} does not exist\n`)
-        return 1
-      }
-      const diffs = await compareTrees(GOLDEN_DIR, built)
-      if (diffs.length > 0) {
-        process.stderr.write(`${check ? 'golden data differs from a fresh build' : 'refusing to rewrite golden data; a fresh build differs'}:\n${diffs.map((d) => `  ${d}\n`).join('')}`)
-        return 1
-      }
-      process.stdout.write(`${GOLDEN_DIR}: identical to a fresh build (${(await listFiles(built)).length} files)\n`)
-      return 0
-    }
-    await mkdir(dirname(GOLDEN_DIR), { recursive: true })
-    await cp(built, GOLDEN_DIR, { recursive: true, errorOnExist: true, force: false })
-    process.stdout.write(`wrote ${GOLDEN_DIR} (${(await listFiles(GOLDEN_DIR)).length} files)\n`)
-    return 0
-  } finally {
-    await rm(temp, { recursive: true, force: true })
-  }
+  return writeOrCheckTree(GOLDEN_DIR, buildGolden, check, 'golden data')
 }
 
-/**
- * Sealing an hour with conflicts decompresses its raw file on a worker thread (seal.ts `hashLines`), and
- * tsx's loader does not reach worker threads, so the worker's .ts module would not load. Run as .ts, the
- * script therefore runs itself again under the TypeScript loader tap uses, which workers inherit.
- */
-export function rerunWithWorkerLoader(scriptUrl: string): number | null {
-  if (!scriptUrl.endsWith('.ts') || process.env.PIPE_RECORD_SCRIPT_CHILD === '1') return null
-  const loader = pathToFileURL(join(REPO, 'node_modules', '@tapjs', 'typescript', 'dist', 'esm', 'import.mjs')).href
-  const env: NodeJS.ProcessEnv = { ...process.env, PIPE_RECORD_SCRIPT_CHILD: '1' }
-  delete env.NODE_OPTIONS
-  const r = spawnSync(process.execPath, [`--import=${loader}`, fileURLToPath(scriptUrl), ...process.argv.slice(2)], { stdio: 'inherit', env })
-  return r.status ?? 1
-}
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const rerun = rerunWithWorkerLoader(import.meta.url)
-  if (rerun !== null) process.exitCode = rerun
-  else main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err: unknown) => {
+  main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err: unknown) => {
     process.stderr.write(`${(err as Error).stack ?? String(err)}\n`)
     process.exitCode = 1
   })

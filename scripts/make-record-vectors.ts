@@ -42,7 +42,7 @@ import { simulateReplicas, type SimIncident } from '../src/sim/replicas.js'
 import { binanceSpot } from '../src/venues/binance.js'
 import {
   CREATED_BY, DAY_START, GOLDEN_DIR, HOUR, KEY_VALID_FROM, MINUTE, REPO, S,
-  compareTrees, goldenKey, listFiles, rerunWithWorkerLoader, writeHashes,
+  goldenKey, writeHashes, writeOrCheckTree,
 } from './make-golden-record.js'
 
 const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
@@ -448,36 +448,13 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write('usage: make-record-vectors.ts [--check]\n')
     return 2
   }
-  const temp = await mkdtemp(join(tmpdir(), 'pipe-vectors-out-'))
-  try {
-    const built = join(temp, 'record')
-    await buildVectors(built)
-    const present = await stat(VECTORS_DIR).then(() => true, () => false)
-    if (check || present) {
-      if (!present) { process.stderr.write(`--check: ${VECTORS_DIR} does not exist\n`); return 1 }
-      const diffs = await compareTrees(VECTORS_DIR, built)
-      if (diffs.length > 0) {
-        process.stderr.write(`${check ? 'vectors differ from a fresh build' : 'refusing to rewrite the vectors; a fresh build differs'}:\n${diffs.map((d) => `  ${d}\n`).join('')}`)
-        return 1
-      }
-      process.stdout.write(`${VECTORS_DIR}: identical to a fresh build (${(await listFiles(built)).length} files)\n`)
-      return 0
-    }
-    await mkdir(dirname(VECTORS_DIR), { recursive: true })
-    await cp(built, VECTORS_DIR, { recursive: true, errorOnExist: true, force: false })
-    process.stdout.write(`wrote ${VECTORS_DIR} (${(await listFiles(VECTORS_DIR)).length} files)\n`)
-    return 0
-  } finally {
-    await rm(temp, { recursive: true, force: true })
-  }
+  return writeOrCheckTree(VECTORS_DIR, buildVectors, check, 'the vectors')
 }
 
 export { FAIL_CASES, REASON_CASES }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  const rerun = rerunWithWorkerLoader(import.meta.url)
-  if (rerun !== null) process.exitCode = rerun
-  else main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err: unknown) => {
+  main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err: unknown) => {
     process.stderr.write(`${(err as Error).stack ?? String(err)}\n`)
     process.exitCode = 1
   })

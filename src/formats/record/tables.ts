@@ -792,6 +792,19 @@ function toBigints(data: DecodedArray): (bigint | null)[] {
   return out
 }
 
+/** Opens a table file and reads its footer; either failing is `record.table-unreadable`. */
+async function openTable(path: string): Promise<{ f: Awaited<ReturnType<typeof openFile>>; metadata: FileMetaData }> {
+  const f = await openFile(path).catch((err: unknown) => {
+    throw unreadable(path, err)
+  })
+  try {
+    return { f, metadata: await parquetMetadataAsync(f.file, { parsers: rawTimestamps, geoparquet: false }) }
+  } catch (err) {
+    await f.close()
+    throw unreadable(path, err)
+  }
+}
+
 /**
  * Reads what check 4 needs from a table file: first the footer (`kind: 'schema'`), then one item per
  * row group with each row's `raw_index` and `receive_time` (`kind: 'rows'`). Only those two column
@@ -799,16 +812,8 @@ function toBigints(data: DecodedArray): (bigint | null)[] {
  * is not Parquet hyparquet can read.
  */
 export async function* readTableForCheck(path: string): AsyncGenerator<TableCheckItem, void, undefined> {
-  const f = await openFile(path).catch((err: unknown) => {
-    throw unreadable(path, err)
-  })
+  const { f, metadata } = await openTable(path)
   try {
-    let metadata: FileMetaData
-    try {
-      metadata = await parquetMetadataAsync(f.file, { parsers: rawTimestamps, geoparquet: false })
-    } catch (err) {
-      throw unreadable(path, err)
-    }
     const rowsReadable = flatIntColumn(metadata, 'raw_index') && flatIntColumn(metadata, 'receive_time')
     yield { kind: 'schema', metadata, columns: describeColumns(metadata), rows: Number(metadata.num_rows), rowGroups: metadata.row_groups.length, rowsReadable }
     if (!rowsReadable) return
@@ -870,16 +875,8 @@ export interface ReadTableRow {
  * schema of its table; `trade_id` is null for the book tables.
  */
 export async function* readTableRows(path: string): AsyncGenerator<ReadTableRow[], void, undefined> {
-  const f = await openFile(path).catch((err: unknown) => {
-    throw unreadable(path, err)
-  })
+  const { f, metadata } = await openTable(path)
   try {
-    let metadata: FileMetaData
-    try {
-      metadata = await parquetMetadataAsync(f.file, { parsers: rawTimestamps, geoparquet: false })
-    } catch (err) {
-      throw unreadable(path, err)
-    }
     const names = new Set(topLevelElements(metadata.schema).map((e) => e.name))
     const hasTradeId = names.has('trade_id')
     // hyparquet converts DECIMAL to float64; without the annotation it hands over the 16 stored bytes.

@@ -18,9 +18,10 @@
  *   other hours   complete
  *
  * Usage:
- *   npx tsx scripts/make-golden-record.ts           write test/golden/record (refuses to change existing bytes)
- *   npx tsx scripts/make-golden-record.ts --check   build into a temporary directory and compare byte for byte
- *   npx tsx scripts/make-golden-record.ts --out DIR build into DIR (must not exist), for inspection
+ *   npm run golden:record                              write test/golden/record (refuses to change existing bytes)
+ *   npm run golden:record -- --check                   build into a temporary directory and compare byte for byte
+ *   npm run golden:record -- --out DIR                 build into DIR (must not exist), for inspection
+ * (It runs the built script, dist/scripts/: the sealer works on worker threads, which tsx cannot load.)
  *
  * Output: root/ (the sealed chain), jwks.json (the public key), hashes.txt (sha256sum format, every file).
  * Golden data is never rewritten: when test/golden/record exists, every file built must equal the stored

@@ -16,8 +16,9 @@
  * A `_fail` case passes when verify exits 1, reports every pair of `findings`, and nothing outside
  * `findings` and `allowed`. `hashes.txt` lists the sha256 of every file (sha256sum format).
  *
- * Usage: npx tsx scripts/make-record-vectors.ts [--check]. Like the golden script, it never rewrites
- * existing bytes: when test/vectors/record exists, a fresh build must be identical to it.
+ * Usage: npm run vectors:record [-- --check] (runs the built script: the sealer's worker threads need it).
+ * Like the golden script, it never rewrites existing bytes: when test/vectors/record exists, a fresh build
+ * must be identical to it.
  */
 import { createHash } from 'node:crypto'
 import { cp, mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'

@@ -1,5 +1,9 @@
 import t from 'tap'
 import {
+  DECIMAL_BYTES,
+  compareDecimal16,
+  encodeDecimalTextInto,
+  isDecimal38Text,
   DECIMAL38_MAX_UNSCALED, DECIMAL38_MIN_UNSCALED, decimalToText, decodeDecimal16, encodeDecimal16, encodeDecimal16Into,
   isDecimal38, jsonNumberToPlainDecimal, toDecimal38_18,
 } from '../src/formats/record/decimal.js'
@@ -155,4 +159,42 @@ t.test('JSON number source text to plain decimal (for venues that send numbers)'
   for (const [src, want] of cases) t.equal(jsonNumberToPlainDecimal(src), want, src)
   t.equal(toDecimal38_18(jsonNumberToPlainDecimal('1.5e-7')!), 150_000_000_000n)
   t.equal(toDecimal38_18(jsonNumberToPlainDecimal('1e-19')!), null, 'still refused when DECIMAL(38, 18) cannot hold it')
+})
+
+t.test('text straight to 16 bytes equals the bigint path, and byte order equals value order', async (t) => {
+  const rand = seededRandom(38)
+  const digits = (n: number) => Array.from({ length: n }, () => String(Math.floor(rand() * 10))).join('')
+  const texts = ['0', '-0', '-0.000', '1', '-1', '0.000000000000000001', '-0.000000000000000001', '99999999999999999999.999999999999999999',
+    '-99999999999999999999.999999999999999999', '100000000000000000000', '0.0000000000000000001', '1.0000000000000000000000', '007.5', '.5', '5.', '1e5', '', '-', '+1', '1.2.3']
+  for (let i = 0; i < 3000; i++) {
+    const int = digits(1 + Math.floor(rand() * 22))
+    const frac = rand() < 0.2 ? '' : '.' + digits(1 + Math.floor(rand() * 20))
+    texts.push((rand() < 0.3 ? '-' : '') + int + frac)
+  }
+  let agree = 0
+  const values: { bytes: Uint8Array; value: bigint }[] = []
+  for (const text of texts) {
+    const expected = toDecimal38_18(text)
+    const out = new Uint8Array(DECIMAL_BYTES + 3).fill(0xaa)
+    const ok = encodeDecimalTextInto(text, out, 3)
+    if (isDecimal38Text(text) !== (expected !== null)) t.fail(`isDecimal38Text(${JSON.stringify(text)}) disagrees with toDecimal38_18`)
+    if (expected === null) {
+      if (!ok && out.every((b) => b === 0xaa)) agree++
+      else t.fail(`${JSON.stringify(text)} is refused by toDecimal38_18 but encoded`)
+      continue
+    }
+    if (ok && Buffer.from(out.subarray(3)).equals(Buffer.from(encodeDecimal16(expected)))) agree++
+    else t.fail(`${JSON.stringify(text)}: ${Buffer.from(out.subarray(3)).toString('hex')} vs ${Buffer.from(encodeDecimal16(expected)).toString('hex')}`)
+    values.push({ bytes: out.subarray(3), value: expected })
+  }
+  t.equal(agree, texts.length, 'every text: same bytes, or refused by both')
+  let ordered = 0
+  for (let i = 1; i < values.length; i++) {
+    const a = values[i - 1]!
+    const b = values[i]!
+    const byBytes = Math.sign(compareDecimal16(a.bytes, 0, b.bytes, 0))
+    const byValue = a.value < b.value ? -1 : a.value > b.value ? 1 : 0
+    if (byBytes === byValue) ordered++
+  }
+  t.equal(ordered, values.length - 1, 'compareDecimal16 orders as the values do')
 })

@@ -3,6 +3,7 @@ import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 import type { JournalBatch } from '../formats/record/journal.js'
 import { parseHourName } from '../formats/record/journal.js'
+import { RAW_FILE_NAME } from '../formats/record/manifest.js'
 import { CHANNELS, type Channel } from '../formats/record/types.js'
 import { findVenue, venueNames } from '../venues/index.js'
 import { VERSION } from '../core/version.js'
@@ -41,7 +42,7 @@ export const sealSink = defineStage({
       ctx.summary.sealed = result.status
       ctx.summary.status = m.completeness.status
       ctx.summary.reasons = m.completeness.reasons
-      ctx.summary.frames = m.files.find((f) => f.name === 'raw.jsonl.zst')?.rows ?? 0
+      ctx.summary.frames = m.files.find((f) => f.name === RAW_FILE_NAME)?.rows ?? 0
       ctx.summary.gaps = m.sequence_gaps.length
       ctx.summary.dir = result.dir
       if (result.daily) ctx.summary.daily = result.daily.date

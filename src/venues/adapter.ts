@@ -102,6 +102,12 @@ export interface SnapshotRequest {
 export interface VenueAdapter {
   /** The venue's name as it appears in storage paths (`venue=<venue>`). */
   readonly name: string
+  /**
+   * For an adapter that does not live in src/venues: the URL of a module that registers it
+   * (`registerVenue`) when imported. The sealer classifies frames on a worker thread, which imports it
+   * there to find the adapter by name.
+   */
+  readonly module?: string
   /** Channels the venue serves; `classify` and `connect` throw a RangeError for others. */
   readonly channels: readonly Channel[]
   /** Classify one frame of `channel` (`binary`: it arrived as a binary websocket frame). */

@@ -41,7 +41,7 @@
  *   first applied one satisfies `U <= L + 1 <= u` ({@link binanceBookSequence}).
  */
 import type { Channel } from '../formats/record/types.js'
-import { toDecimal38_18 } from '../formats/record/decimal.js'
+import { isDecimal38Text } from '../formats/record/decimal.js'
 import {
   decodeUtf8, isJsonObject, JsonNumber, JsonReadError, readJson,
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
@@ -97,7 +97,7 @@ function str(o: JsonObject, key: string, what: string): string {
 
 function decimal(v: JsonValue | undefined, what: string): string {
   if (typeof v !== 'string') throw new Bad('structure', `${what} is ${v === undefined ? 'missing' : 'not a string'}`)
-  if (toDecimal38_18(v) === null) throw new Bad('decimal', `${what} ${JSON.stringify(v)} is not a decimal DECIMAL(38, 18) holds exactly`)
+  if (!isDecimal38Text(v)) throw new Bad('decimal', `${what} ${JSON.stringify(v)} is not a decimal DECIMAL(38, 18) holds exactly`)
   return v
 }
 
@@ -245,7 +245,7 @@ function plainTrade(text: string, mult: bigint): FrameClass | null {
   if (m === null) return null
   const p = m[4]!
   const q = m[5]!
-  if (toDecimal38_18(p) === null || toDecimal38_18(q) === null) return null
+  if (!isDecimal38Text(p) || !isDecimal38Text(q)) return null
   const eNs = BigInt(m[1]!) * mult
   const tNs = BigInt(m[6]!) * mult
   if (eNs > INT64_MAX || tNs > INT64_MAX) return null

@@ -9,6 +9,9 @@ import type { Channel, Replica } from './types.js'
 
 export const FORMAT_VERSION = 1
 
+/** The raw file's name in an hour directory ("Layout"). */
+export const RAW_FILE_NAME = 'raw.jsonl.zst'
+
 export type CompletenessStatus = 'complete' | 'partial' | 'missing'
 export type CompletenessReason =
   | 'reconnect' | 'sequence_gap' | 'checksum_failure' | 'clock_offset_unknown' | 'journal_torn'

@@ -27,6 +27,8 @@ export interface MergedFrame {
 export const PAIRING_WINDOW_NS = 5_000_000_000n
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+/** What a push that makes no frame final returns (most pushes): shared, so frozen. */
+const NONE: MergedFrame[] = Object.freeze([]) as unknown as MergedFrame[]
 
 /**
  * Whether a replica's clock estimate can stand in a receipt: the format's numbers are integers within
@@ -34,8 +36,9 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
  * bound together, exactly as when the replica had none (check 7 then holds by construction).
  */
 export function clockFits(offset: bigint | undefined, bound: bigint | undefined): boolean {
+  // Within ±(2^53 − 1) both convert to numbers exactly; comparing numbers allocates no bigint.
   return offset !== undefined && bound !== undefined && bound >= 0n && bound <= MAX_SAFE &&
-    offset >= -MAX_SAFE && offset <= MAX_SAFE && bound >= (offset < 0n ? -offset : offset)
+    offset >= -MAX_SAFE && offset <= MAX_SAFE && Number(bound) >= Math.abs(Number(offset))
 }
 
 /** The "Raw file" rule: earliest receive_time among receipts with clock_error_bound, or among all. */
@@ -59,6 +62,8 @@ interface Pending {
   key: number
   done: boolean
   seq: number
+  /** Frame time as nanoseconds after the pairer's first input: ordering by a number is several times cheaper than by bigint. */
+  order: number
 }
 
 /**
@@ -79,6 +84,8 @@ export class FramePairer {
   private readonly ready: Pending[] = []
   private seq = 0
   private lastTime: bigint | null = null
+  /** The first input's receive time, which {@link Pending.order} counts from. */
+  private base = 0n
 
   constructor(windowNs: bigint = PAIRING_WINDOW_NS) {
     this.windowNs = windowNs
@@ -90,6 +97,7 @@ export class FramePairer {
     if (this.lastTime !== null && t < this.lastTime) {
       throw new Error(`frames must come in receive-time order: ${t} after ${this.lastTime}`)
     }
+    if (this.lastTime === null) this.base = t
     this.lastTime = t
     this.expire(t - this.windowNs)
     const receipt: Receipt = { replica: event.replica, connection: event.connection, receiveTime: t }
@@ -107,11 +115,12 @@ export class FramePairer {
       }
     }
     if (partner) {
-      partner.frame.receipts.push(receipt)
-      partner.frame.receipts.sort((x, y) => (x.replica < y.replica ? -1 : 1))
+      // Receipts are kept in replica order (a before b).
+      if (receipt.replica < partner.frame.receipts[0]!.replica) partner.frame.receipts.unshift(receipt)
+      else partner.frame.receipts.push(receipt)
       this.finish(partner)
     } else {
-      const pending: Pending = { frame: { payload: event.payload, binary: event.binary, receipts: [receipt], frameTime: t }, firstTime: t, replica: event.replica, key, done: false, seq: this.seq++ }
+      const pending: Pending = { frame: { payload: event.payload, binary: event.binary, receipts: [receipt], frameTime: t }, firstTime: t, replica: event.replica, key, done: false, seq: this.seq++, order: 0 }
       if (list) list.push(pending)
       else this.byKey.set(key, [pending])
       this.fifo.push(pending)
@@ -128,6 +137,7 @@ export class FramePairer {
   private finish(p: Pending): void {
     p.done = true
     p.frame.frameTime = frameTimeOf(p.frame.receipts)
+    p.order = this.orderOf(p.frame.frameTime)
     const list = this.byKey.get(p.key)!
     list.splice(list.indexOf(p), 1)
     if (list.length === 0) this.byKey.delete(p.key)
@@ -149,9 +159,18 @@ export class FramePairer {
   }
 
   private release(watermark: bigint | null): MergedFrame[] {
+    const before = watermark === null ? Infinity : this.orderOf(watermark)
+    if (this.ready.length === 0 || this.ready[0]!.order >= before) return NONE
     const out: MergedFrame[] = []
-    while (this.ready.length > 0 && (watermark === null || this.ready[0]!.frame.frameTime < watermark)) out.push(heapPop(this.ready).frame)
+    while (this.ready.length > 0 && this.ready[0]!.order < before) out.push(heapPop(this.ready).frame)
     return out
+  }
+
+  private orderOf(t: bigint): number {
+    const order = Number(t - this.base)
+    // Exact while within 2^53 ns (104 days) of the first input: far beyond the hour and window a seal reads.
+    if (!Number.isSafeInteger(order)) throw new Error(`frame times more than 2^53 ns apart: ${this.base} and ${t}`)
+    return order
   }
 }
 
@@ -174,10 +193,10 @@ function payloadHash(bytes: Uint8Array, binary: boolean): number {
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a === b) return true
   if (a.length !== b.length) return false
-  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(b)
+  return (a instanceof Buffer ? a : Buffer.from(a.buffer, a.byteOffset, a.byteLength)).equals(b)
 }
 
-const before = (a: Pending, b: Pending) => a.frame.frameTime < b.frame.frameTime || (a.frame.frameTime === b.frame.frameTime && a.seq < b.seq)
+const before = (a: Pending, b: Pending) => a.order < b.order || (a.order === b.order && a.seq < b.seq)
 
 function heapPush(h: Pending[], p: Pending): void {
   h.push(p)

@@ -1,26 +1,23 @@
 import { randomBytes } from 'node:crypto'
-import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { createReadStream } from 'node:fs'
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { finished } from 'node:stream/promises'
-import { CompressStream } from 'zstd-napi'
 import { fsyncDir, writeFileAtomic } from '../../core/atomic-write.js'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { createIncrementalHash } from '../../transforms/hash.js'
-import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/adapter.js'
+import type { VenueAdapter } from '../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
 import { HOUR_NS, journalFilePath, journalRangeFor, readJournalRange, type JournalBatch } from './journal.js'
 import { signDetached } from './jws.js'
 import type { PrivateSigningJwk } from './keys.js'
 import {
-  COMPLETENESS_REASONS, FORMAT_VERSION, dayDir, manifestBytes,
-  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type FileEntry, type HourlyManifest, type ReplicaSummary, type SequenceGap,
+  COMPLETENESS_REASONS, FORMAT_VERSION, RAW_FILE_NAME, dayDir, manifestBytes,
+  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary,
 } from './manifest.js'
 import { FramePairer, PAIRING_WINDOW_NS, type MergedFrame } from './merge.js'
-import { envelopeLine } from './raw-writer.js'
-import { TableWriter, tableFileName } from './tables.js'
+import { HourFramesWriter } from './hour-frames.js'
 import { formatTime } from './time.js'
-import { CHANNEL_TABLES, REPLICAS, eventTime, type Channel, type JournalEvent, type Replica, type TableName, type TableRow } from './types.js'
+import { REPLICAS, eventTime, type Channel, type Replica } from './types.js'
 
 export interface SealHourOptions {
   root: string
@@ -43,8 +40,6 @@ export interface SealHourResult {
   daily?: DailyManifest
 }
 
-const ROWS_PER_WRITE = 8192
-const RAW_BATCH_BYTES = 1 << 20
 
 const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
 const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
@@ -54,12 +49,6 @@ const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: 
 
 async function exists(path: string): Promise<boolean> {
   return stat(path).then(() => true, (err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return false; throw err })
-}
-
-async function blake3File(path: string): Promise<string> {
-  const hash = await createIncrementalHash('blake3')
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer)
-  return hash.digestHex()
 }
 
 export async function blake3Hex(bytes: Uint8Array): Promise<string> {
@@ -81,225 +70,38 @@ async function chainHours(root: string, o: { recorder: string; venue: string; ch
   return hours
 }
 
-/** Writes raw.jsonl.zst: lines in, zstd out, hashing and counting the stored bytes. */
-class RawFileWriter {
-  private readonly compress = new CompressStream({ compressionLevel: 3 })
-  private readonly file
-  private pending: string[] = []
-  private pendingBytes = 0
-  rows = 0
-  private size = 0
-  private digest = ''
-
-  private constructor(readonly path: string, private readonly hash: Awaited<ReturnType<typeof createIncrementalHash>>) {
-    this.file = createWriteStream(path, { flags: 'wx' })
-    this.compress.on('data', (chunk: Buffer) => { this.hash.update(chunk); this.size += chunk.byteLength })
-    this.compress.pipe(this.file)
-  }
-
-  static async open(path: string): Promise<RawFileWriter> {
-    return new RawFileWriter(path, await createIncrementalHash('blake3'))
-  }
-
-  /** Adds one line; returns a promise only when the compressor asks to wait (backpressure). */
-  write(line: string): Promise<void> | undefined {
-    this.pending.push(line)
-    this.pendingBytes += line.length + 1
-    this.rows++
-    if (this.pendingBytes >= RAW_BATCH_BYTES) return this.flush()
-    return undefined
-  }
-
-  private flush(): Promise<void> | undefined {
-    const lines = this.pending
-    if (lines.length === 0) return undefined
-    // One pass from the strings into one buffer (UTF-8), rather than joining them into a string first.
-    let size = lines.length
-    for (let i = 0; i < lines.length; i++) size += lines[i]!.length
-    let buf = Buffer.allocUnsafe(size * 3 <= RAW_BATCH_BYTES * 4 ? size * 3 : size)
-    let pos = 0
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i]!
-      if (buf.length - pos < line.length * 3 + 1) {
-        const bigger = Buffer.allocUnsafe(Math.max(buf.length * 2, pos + line.length * 3 + 1))
-        buf.copy(bigger, 0, 0, pos)
-        buf = bigger
-      }
-      pos += buf.write(line, pos, 'utf8')
-      buf[pos++] = 10
-    }
-    const ok = this.compress.write(buf.subarray(0, pos))
-    this.pending = []
-    this.pendingBytes = 0
-    if (!ok) return new Promise((resolve) => this.compress.once('drain', resolve))
-    return undefined
-  }
-
-  async finish(): Promise<FileEntry> {
-    const wait = this.flush()
-    if (wait) await wait
-    this.compress.end()
-    await finished(this.file)
-    const fh = await open(this.path, 'r+')
-    await fh.sync().finally(() => fh.close())
-    this.digest = this.hash.digestHex()
-    return { name: 'raw.jsonl.zst', size: this.size, blake3: this.digest, rows: this.rows }
-  }
-}
-
-/**
- * The trade ids of one instrument seen so far. Venues number trades in sequence, so numeric ids are held
- * as sorted disjoint intervals — a million trades an hour take a handful of intervals, not a million map
- * entries (that map was most of the sealer's peak memory). Other ids fall back to a set.
- */
-export class TradeIdSet {
-  private readonly starts: number[] = []
-  private readonly ends: number[] = []
-  private readonly others = new Set<string>()
-
-  /** Adds an id; true when it was already there. */
-  add(id: string): boolean {
-    if (!/^(0|[1-9][0-9]{0,14})$/.test(id)) {
-      if (this.others.has(id)) return true
-      this.others.add(id)
-      return false
-    }
-    const n = Number(id)
-    const { starts, ends } = this
-    const last = ends.length - 1
-    if (last >= 0 && n === ends[last]! + 1) { ends[last] = n; return false }
-    let lo = 0
-    let hi = starts.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (starts[mid]! <= n) lo = mid + 1
-      else hi = mid
-    }
-    const i = lo - 1 // the last interval starting at or before n
-    if (i >= 0 && n <= ends[i]!) return true
-    const joinsLeft = i >= 0 && ends[i] === n - 1
-    const joinsRight = lo < starts.length && starts[lo] === n + 1
-    if (joinsLeft && joinsRight) { ends[i] = ends[lo]!; starts.splice(lo, 1); ends.splice(lo, 1) }
-    else if (joinsLeft) ends[i] = n
-    else if (joinsRight) starts[lo] = n
-    else { starts.splice(lo, 0, n); ends.splice(lo, 0, n) }
-    return false
-  }
-}
-
 /** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
 class HourStats {
   earliest: bigint | null = null
   latest: bigint | null = null
-  readonly frames = { a: 0, b: 0 }
-  readonly boundMax: Record<Replica, bigint | null> = { a: null, b: null }
-  readonly unbounded = { a: 0, b: 0 }
+  /** By replica, a then b. */
+  readonly frames = [0, 0]
+  readonly boundMax: (bigint | null)[] = [null, null]
+  readonly unbounded = [0, 0]
   both = 0
   oneOnly = 0
   offsetUnknown = false
-  readonly unrepresentable: number[] = []
-  readonly gaps: SequenceGap[] = []
-  /** Trade ids seen, by instrument; and those seen on more than one line, which may be in conflict. */
-  private readonly tradeIds = new Map<string, TradeIdSet>()
-  readonly repeated = new Map<string, Set<string>>()
 
   add(frame: MergedFrame): void {
     if (this.earliest === null) this.earliest = frame.frameTime
     this.latest = frame.frameTime
-    if (frame.receipts.length === 2) this.both++
+    const receipts = frame.receipts
+    if (receipts.length === 2) this.both++
     else this.oneOnly++
     let bounded = false
-    for (const r of frame.receipts) {
-      this.frames[r.replica]++
-      if (r.clockErrorBound === undefined) this.unbounded[r.replica]++
+    for (let i = 0; i < receipts.length; i++) {
+      const r = receipts[i]!
+      const at = r.replica === 'a' ? 0 : 1
+      this.frames[at]!++
+      const bound = r.clockErrorBound
+      if (bound === undefined) this.unbounded[at]!++
       else {
         bounded = true
-        const max = this.boundMax[r.replica]
-        if (max === null || r.clockErrorBound > max) this.boundMax[r.replica] = r.clockErrorBound
+        const max = this.boundMax[at]!
+        if (max === null || bound > max) this.boundMax[at] = bound
       }
     }
     if (!bounded) this.offsetUnknown = true
-  }
-
-  /** Channel trades: notes the trade ids that more than one line carries (candidates for conflicts). */
-  trade(row: TableRow): void {
-    if (row.trade_id === null) return
-    let ids = this.tradeIds.get(row.instrument)
-    if (!ids) this.tradeIds.set(row.instrument, (ids = new TradeIdSet()))
-    if (!ids.add(row.trade_id)) return
-    let repeated = this.repeated.get(row.instrument)
-    if (!repeated) this.repeated.set(row.instrument, (repeated = new Set()))
-    repeated.add(row.trade_id)
-  }
-
-}
-
-/**
- * Spans a reorder window apart in frame time can be out of venue order: two replicas with different
- * latencies make a later trade's frame time earlier than the one before it. So spans wait, per sequence, in
- * a small buffer kept sorted by their first id and are judged smallest first; a true gap survives any
- * reordering, a reordering within the buffer does not make one.
- */
-const SEQUENCE_REORDER_SPANS = 256
-
-interface PendingSpans {
-  list: { span: SequenceSpan; inHour: boolean }[]
-  /** The list is in the order judge's sort would give it (it was sorted and holds no snapshot). */
-  sorted: boolean
-  snapshots: number
-}
-
-class SequenceChecker {
-  private readonly pending = new Map<string, PendingSpans>()
-  private readonly states = new Map<string, SequenceState>()
-
-  constructor(private readonly venue: VenueAdapter, private readonly onGap: (gap: SequenceGap) => void) {}
-
-  add(span: SequenceSpan, inHour: boolean): void {
-    const key = `${span.sequence}\u0000${span.instrument}`
-    let p = this.pending.get(key)
-    if (!p) this.pending.set(key, (p = { list: [], sorted: false, snapshots: 0 }))
-    const list = p.list
-    const item = { span, inHour }
-    if (span.snapshot) p.snapshots++
-    if (p.sorted && p.snapshots === 0) {
-      // The list is sorted by first id: insert after every span with an equal or smaller first id, which is
-      // where the stable sort in judge would put a span pushed at the end.
-      const first = span.first
-      let lo = 0
-      let hi = list.length
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1
-        if (list[mid]!.span.first <= first) lo = mid + 1
-        else hi = mid
-      }
-      if (lo === list.length) list.push(item)
-      else list.splice(lo, 0, item)
-    } else {
-      list.push(item)
-      p.sorted = false
-    }
-    if (list.length > SEQUENCE_REORDER_SPANS) this.judge(key, p, list.length - SEQUENCE_REORDER_SPANS)
-  }
-
-  flush(): void {
-    for (const [key, p] of this.pending) this.judge(key, p, p.list.length)
-  }
-
-  private judge(key: string, p: PendingSpans, count: number): void {
-    const list = p.list
-    if (!(p.sorted && p.snapshots === 0)) {
-      // Snapshots keep their place: only row-carrying updates are reordered among themselves.
-      list.sort((x, y) => (x.span.snapshot || y.span.snapshot ? 0 : x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0))
-      p.sorted = p.snapshots === 0
-    }
-    const judged = count === 1 ? [list.shift()!] : list.splice(0, count)
-    for (const { span, inHour } of judged) {
-      if (span.snapshot) p.snapshots--
-      const verdict = this.venue.sequence(this.states.get(key), span)
-      this.states.set(key, verdict.state)
-      if (inHour && verdict.verdict === 'gap') this.onGap({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })
-    }
   }
 }
 
@@ -375,51 +177,18 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   const tracksRuns = o.channel === 'trades'
   const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
 
-  const raw = await RawFileWriter.open(join(dir, 'raw.jsonl.zst'))
-  const tables = CHANNEL_TABLES[o.channel]
-  const writers = new Map<TableName, TableWriter>()
-  const buffers = new Map<TableName, TableRow[]>()
-  for (const t of tables) {
-    writers.set(t, await TableWriter.open(join(dir, tableFileName(t)), t, { createdBy: o.createdBy }))
-    buffers.set(t, [])
-  }
+  const frames = HourFramesWriter.open({ dir, venue: o.venue.name, ...(o.venue.module ? { venueModule: o.venue.module } : {}), channel: o.channel, createdBy: o.createdBy })
   const stats = new HourStats()
   const checksumFailures: ChecksumFailure[] = []
   const problems = { torn: false, corrupt: false }
   const pairer = new FramePairer(window)
-  const sequences = new SequenceChecker(o.venue, (gap) => stats.gaps.push(gap))
-
-  const trades = o.channel === 'trades'
-  /** Handles one frame; returns a promise only when a writer asks to wait. */
-  const onFrame = (frame: MergedFrame): Promise<unknown> | undefined => {
+  /** Hands one frame on; returns a promise only when the frames' thread asks to wait. */
+  const onFrame = (frame: MergedFrame): Promise<void> | undefined => {
     if (frame.frameTime >= end) return undefined
-    const cls = o.venue.classify(o.channel, frame.payload, frame.binary)
+    // Frames of the previous hour's last pairing window only seed the venue sequences there.
     const inHour = frame.frameTime >= start
-    const spans = cls.kind === 'control' ? undefined : cls.sequences
-    if (spans) for (const span of spans) sequences.add(span, inHour)
-    if (!inHour) return undefined // frames of the previous hour only seed the sequence state
-    const rawIndex = raw.rows
-    const wait = raw.write(envelopeLine(frame, cls.kind === 'rows' ? cls.exchangeTime : null))
-    stats.add(frame)
-    if (cls.kind === 'unrepresentable') stats.unrepresentable.push(rawIndex)
-    if (cls.kind !== 'rows') return wait
-    const buffer = buffers.get(cls.table)
-    if (!buffer) { stats.unrepresentable.push(rawIndex); return wait }
-    const rows = cls.rows
-    for (let i = 0; i < rows.length; i++) {
-      // The class is made for this call alone: its rows become table rows in place (the same properties in
-      // the same order as a copy with raw_index and receive_time added).
-      const full = rows[i] as TableRow
-      full.raw_index = rawIndex
-      full.receive_time = frame.frameTime
-      buffer.push(full)
-      if (trades) stats.trade(full)
-    }
-    if (buffer.length >= ROWS_PER_WRITE) {
-      const written = writers.get(cls.table)!.write(buffer.splice(0))
-      return wait ? Promise.all([wait, written]) : written
-    }
-    return wait
+    if (inHour) stats.add(frame)
+    return frames.frame(frame, inHour)
   }
 
   try {
@@ -449,39 +218,31 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       const wait = onFrame(f)
       if (wait) await wait
     }
-    sequences.flush()
-
-    const files: FileEntry[] = [await raw.finish()]
-    for (const t of tables) {
-      const writer = writers.get(t)!
-      const rest = buffers.get(t)!
-      if (rest.length > 0) await writer.write(rest.splice(0))
-      const { rows, size } = await writer.finish()
-      files.push({ name: tableFileName(t), size, blake3: await blake3File(join(dir, tableFileName(t))), rows })
-    }
-    files.sort((x, y) => (x.name < y.name ? -1 : 1))
+    const written = await frames.finish()
+    written.files.sort((x, y) => (x.name < y.name ? -1 : 1))
 
     const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
-    const conflicts = await conflictsOf(stats, join(dir, 'raw.jsonl.zst'), o.venue, o.channel)
+    const conflicts = await conflictsOf(new Map(written.repeatedTradeIds.map(([instrument, ids]) => [instrument, new Set(ids)])), join(dir, RAW_FILE_NAME), o.venue, o.channel)
     const uncovered = uncoveredByBoth(covered.a, covered.b)
     const reasons = new Set<CompletenessReason>()
     if (uncovered.reconnect) reasons.add('reconnect')
     if (uncovered.down) reasons.add('recorder_down')
-    if (stats.gaps.length > 0) reasons.add('sequence_gap')
+    if (written.sequenceGaps.length > 0) reasons.add('sequence_gap')
     if (checksumFailures.length > 0) reasons.add('checksum_failure')
     if (stats.offsetUnknown) reasons.add('clock_offset_unknown')
     if (problems.torn) reasons.add('journal_torn')
     if (problems.corrupt) reasons.add('journal_corrupt')
-    if (stats.unrepresentable.length > 0) reasons.add('unrepresentable_value')
-    const nothing = raw.rows === 0 && covered.a.coveredNs === 0n && covered.b.coveredNs === 0n
+    if (written.unrepresentable.length > 0) reasons.add('unrepresentable_value')
+    const nothing = written.rawLines === 0 && covered.a.coveredNs === 0n && covered.b.coveredNs === 0n
     const status = nothing && reasons.size > 0 ? 'missing' : reasons.size > 0 ? 'partial' : 'complete'
 
     const replicas: ReplicaSummary[] = REPLICAS.map((r) => {
-      const summary: ReplicaSummary = { replica: r, frames: stats.frames[r], covered_ns: Number(covered[r].coveredNs), reconnect_windows: covered[r].reconnectWindows }
+      const at = r === 'a' ? 0 : 1
+      const summary: ReplicaSummary = { replica: r, frames: stats.frames[at]!, covered_ns: Number(covered[r].coveredNs), reconnect_windows: covered[r].reconnectWindows }
       if (tracksRuns && covered[r].gapFreeRuns.length > 0) summary.gap_free_runs = covered[r].gapFreeRuns
-      if (stats.frames[r] > 0) {
-        const max = stats.boundMax[r]
-        summary.clock = max === null ? { unbounded: stats.unbounded[r] } : { source: 'nts', error_bound_max: Number(max), unbounded: stats.unbounded[r] }
+      if (stats.frames[at]! > 0) {
+        const max = stats.boundMax[at]!
+        summary.clock = max === null ? { unbounded: stats.unbounded[at]! } : { source: 'nts', error_bound_max: Number(max), unbounded: stats.unbounded[at]! }
       }
       return summary
     })
@@ -491,11 +252,11 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       venue: o.venue.name,
       channel: o.channel,
       interval: { start_time: formatTime(start), end_time: formatTime(end) },
-      files,
+      files: written.files,
       ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(stats.earliest), latest: formatTime(stats.latest) } } : {}),
-      sequence_gaps: stats.gaps,
+      sequence_gaps: written.sequenceGaps,
       checksum_failures: checksumFailures.sort((x, y) => (x.receive_time < y.receive_time ? -1 : x.receive_time > y.receive_time ? 1 : 0)),
-      ...(stats.unrepresentable.length > 0 ? { unrepresentable_frames: stats.unrepresentable } : {}),
+      ...(written.unrepresentable.length > 0 ? { unrepresentable_frames: written.unrepresentable } : {}),
       replicas,
       replica_agreement: { both: stats.both, one_only: stats.oneOnly, conflict: conflicts.length },
       ...(conflicts.length > 0 ? { conflicts } : {}),
@@ -504,7 +265,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     }
     return manifest
   } catch (err) {
-    for (const w of writers.values()) await w.abort().catch(() => {})
+    await frames.abort()
     throw err instanceof PipeError ? err : new PipeError('seal.failed', `sealing ${hourLabel(start)} failed: ${(err as Error).message}`, { cause: err })
   }
 }
@@ -514,8 +275,8 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
  * written raw file (only when there are such ids): a trade id whose lines state different side, price, size
  * or exchange_time, with every line's BLAKE3.
  */
-async function conflictsOf(stats: HourStats, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
-  if (stats.repeated.size === 0) return []
+async function conflictsOf(repeated: Map<string, Set<string>>, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
+  if (repeated.size === 0) return []
   const found = new Map<string, { instrument: string; tradeId: string; first: string; conflict: boolean; lines: ConflictLine[] }>()
   await eachRawLine(rawPath, async (line, index) => {
     const doc = JSON.parse(line.toString('utf8')) as { payload: string; payload_encoding: string }
@@ -524,7 +285,7 @@ async function conflictsOf(stats: HourStats, rawPath: string, venue: VenueAdapte
     if (cls.kind !== 'rows') return
     const onLine = new Set<string>()
     for (const row of cls.rows) {
-      if (row.trade_id === null || !stats.repeated.get(row.instrument)?.has(row.trade_id)) continue
+      if (row.trade_id === null || !repeated.get(row.instrument)?.has(row.trade_id)) continue
       const key = `${row.instrument}\u0000${row.trade_id}`
       if (onLine.has(key)) continue
       onLine.add(key)

@@ -20,7 +20,7 @@ import type { ColumnSource } from 'hyparquet-writer'
 import { Compressor, decompress } from 'zstd-napi'
 import { fsyncDir } from '../../core/atomic-write.js'
 import { PipeError } from '../../core/errors.js'
-import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, decodeDecimal16, encodeDecimal16Into, toDecimal38_18 } from './decimal.js'
+import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, compareDecimal16, decodeDecimal16, encodeDecimalTextInto, isDecimal38Text } from './decimal.js'
 import type { TableName, TableRow } from './types.js'
 
 // hyparquet-writer is loaded with require() (require(esm), Node >= 20.19) rather than import: its modules
@@ -122,11 +122,6 @@ export interface TableRowProblem {
   message: string
 }
 
-interface EncodedValues {
-  price: bigint
-  size: bigint
-}
-
 function problem(code: TableRowProblem['code'], field: keyof TableRow, message: string): TableRowProblem {
   return { code, field, message }
 }
@@ -147,7 +142,7 @@ function checkTime(row: TableRow, field: 'exchange_time' | 'receive_time', requi
   return null
 }
 
-function encodeRow(table: TableName, row: TableRow, out: EncodedValues): TableRowProblem | null {
+function checkRow(table: TableName, row: TableRow): TableRowProblem | null {
   if (typeof row !== 'object' || row === null) return problem(TableErrorCode.rowInvalid, 'raw_index', 'row must be an object')
   const ri: unknown = row.raw_index
   if (typeof ri !== 'number' || !Number.isSafeInteger(ri) || ri < 0) return problem(TableErrorCode.rowInvalid, 'raw_index', 'raw_index must be a non-negative safe integer')
@@ -158,9 +153,7 @@ function encodeRow(table: TableName, row: TableRow, out: EncodedValues): TableRo
   for (const field of ['price', 'size'] as const) {
     const v: unknown = row[field]
     if (typeof v !== 'string') return problem(TableErrorCode.rowInvalid, field, `${field} must be the venue's decimal text`)
-    const d = toDecimal38_18(v)
-    if (d === null) return problem(TableErrorCode.unrepresentable, field, `${field} ${JSON.stringify(v)} is not a value DECIMAL(38, 18) holds exactly`)
-    out[field] = d
+    if (!isDecimal38Text(v)) return problem(TableErrorCode.unrepresentable, field, `${field} ${JSON.stringify(v)} is not a value DECIMAL(38, 18) holds exactly`)
   }
   return checkTime(row, 'exchange_time', false) ?? checkTime(row, 'receive_time', true)
 }
@@ -171,7 +164,7 @@ function encodeRow(table: TableName, row: TableRow, out: EncodedValues): TableRo
  * with an unrepresentable value yields no rows).
  */
 export function tableRowProblem(table: TableName, row: TableRow): TableRowProblem | null {
-  return encodeRow(table, row, { price: 0n, size: 0n })
+  return checkRow(table, row)
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -243,109 +236,199 @@ class FileSink extends ByteWriter {
 const utf8 = new TextEncoder()
 
 /**
- * UTF-8 of a column's strings in one growing buffer. hyparquet-writer encodes each string of a column
- * that is not dictionary-encoded into its own ArrayBuffer; for a column of unique values (`trade_id`)
- * that garbage dominated the writer's memory. Views into one buffer cost far less.
+ * One row group's rows, column by column, in flat buffers: what the thread that validates rows hands the
+ * thread that encodes pages (`rowGroupTransferList` names the buffers to move rather than copy). Strings
+ * that repeat (instrument, side) are codes into a small list; `trade_id` is one UTF-8 buffer with end
+ * offsets (-1 for null), because hyparquet-writer would otherwise encode each unique string into its own
+ * ArrayBuffer, garbage that dominated the writer's memory.
  */
-class Utf8Arena {
-  private buf = new Uint8Array(64 * 1024)
-  private used = 0
-  private readonly ends: number[] = [] // -1 for null
-
-  push(v: string | null): void {
-    if (v === null) {
-      this.ends.push(-1)
-      return
-    }
-    const need = this.used + v.length * 3
-    if (need > this.buf.length) {
-      const next = new Uint8Array(Math.max(need, this.buf.length * 2))
-      next.set(this.buf.subarray(0, this.used))
-      this.buf = next
-    }
-    this.used += utf8.encodeInto(v, this.buf.subarray(this.used)).written
-    this.ends.push(this.used)
-  }
-
-  views(): (Uint8Array | null)[] {
-    const out = new Array<Uint8Array | null>(this.ends.length)
-    let start = 0
-    for (let i = 0; i < this.ends.length; i++) {
-      const end = this.ends[i]!
-      if (end < 0) {
-        out[i] = null
-      } else {
-        out[i] = this.buf.subarray(start, end)
-        start = end
-      }
-    }
-    return out
-  }
+export interface RowGroupColumns {
+  table: TableName
+  rows: number
+  /** Estimated uncompressed bytes, for cutting row groups by size. */
+  bytes: number
+  rawIndex: Float64Array
+  instruments: string[]
+  instrumentCodes: Uint32Array
+  tradeIdBytes: Uint8Array
+  tradeIdEnds: Int32Array
+  sides: string[]
+  /** -1 for null. */
+  sideCodes: Int32Array
+  /** DECIMAL(38, 18) as FIXED_LEN_BYTE_ARRAY(16), row after row. */
+  price: Uint8Array
+  size: Uint8Array
+  /** min and max of the unscaled decimals, as hyparquet-writer computes a DECIMAL column's statistics. */
+  priceRange: [bigint, bigint]
+  sizeRange: [bigint, bigint]
+  exchangeTime: BigInt64Array
+  /** 1 where exchange_time is null. */
+  exchangeTimeNull: Uint8Array
+  receiveTime: BigInt64Array
 }
 
-/** One row group's worth of rows, column by column; decimals already as FIXED_LEN_BYTE_ARRAY(16). */
-class ColumnBuffer {
+/** The buffers of a row group, to pass as postMessage's transfer list. */
+export function rowGroupTransferList(g: RowGroupColumns): ArrayBuffer[] {
+  const views = [g.rawIndex, g.instrumentCodes, g.tradeIdBytes, g.tradeIdEnds, g.sideCodes, g.price, g.size, g.exchangeTime, g.exchangeTimeNull, g.receiveTime]
+  return [...new Set(views.map((v) => v.buffer as ArrayBuffer))]
+}
+
+/** Accumulates validated rows into a {@link RowGroupColumns} of a fixed capacity. */
+export class RowGroupBuilder {
   n = 0
   bytes = 0
-  readonly rawIndex: bigint[] = []
-  readonly instrument: string[] = []
-  readonly tradeId = new Utf8Arena()
-  readonly side: (string | null)[] = []
-  readonly price: Uint8Array
-  readonly size: Uint8Array
-  readonly exchangeTime: (bigint | null)[] = []
-  readonly receiveTime: bigint[] = []
-  /** Statistics of the decimal columns, as hyparquet-writer would compute them from the values. */
-  readonly priceRange: [bigint, bigint] = [0n, 0n]
-  readonly sizeRange: [bigint, bigint] = [0n, 0n]
+  private readonly rawIndex: Float64Array
+  private readonly instruments: string[] = []
+  private readonly instrumentIndex = new Map<string, number>()
+  private readonly instrumentCodes: Uint32Array
+  private tradeIdBytes = new Uint8Array(0)
+  private tradeIdUsed = 0
+  private readonly tradeIdEnds: Int32Array
+  private readonly sides: string[] = []
+  private readonly sideCodes: Int32Array
+  private readonly price: Uint8Array
+  private readonly size: Uint8Array
+  /** Rows holding the smallest and largest price and size so far. */
+  private readonly priceRange = [0, 0]
+  private readonly sizeRange = [0, 0]
+  private readonly exchangeTime: BigInt64Array
+  private readonly exchangeTimeNull: Uint8Array
+  private readonly receiveTime: BigInt64Array
 
-  constructor(capacity: number) {
+  constructor(readonly table: TableName, readonly capacity: number) {
+    this.rawIndex = new Float64Array(capacity)
+    this.instrumentCodes = new Uint32Array(capacity)
+    if (table === 'trades') this.tradeIdBytes = new Uint8Array(capacity * 12)
+    this.tradeIdEnds = new Int32Array(table === 'trades' ? capacity : 0)
+    this.sideCodes = new Int32Array(capacity)
     this.price = new Uint8Array(capacity * DECIMAL_BYTES)
     this.size = new Uint8Array(capacity * DECIMAL_BYTES)
+    this.exchangeTime = new BigInt64Array(capacity)
+    this.exchangeTimeNull = new Uint8Array(capacity)
+    this.receiveTime = new BigInt64Array(capacity)
   }
 
-  push(table: TableName, row: TableRow, d: EncodedValues): void {
+  get full(): boolean {
+    return this.n >= this.capacity
+  }
+
+  /** Adds a row that {@link checkRow} accepted. */
+  push(row: TableRow): void {
     const i = this.n++
-    this.rawIndex.push(BigInt(row.raw_index))
-    this.instrument.push(row.instrument)
-    if (table === 'trades') this.tradeId.push(row.trade_id ?? null)
-    this.side.push(row.side ?? null)
-    encodeDecimal16Into(d.price, this.price, i * DECIMAL_BYTES)
-    encodeDecimal16Into(d.size, this.size, i * DECIMAL_BYTES)
-    widen(this.priceRange, d.price, i)
-    widen(this.sizeRange, d.size, i)
-    this.exchangeTime.push(row.exchange_time ?? null)
-    this.receiveTime.push(row.receive_time)
+    this.rawIndex[i] = row.raw_index
+    let code = this.instrumentIndex.get(row.instrument)
+    if (code === undefined) {
+      code = this.instruments.length
+      this.instruments.push(row.instrument)
+      this.instrumentIndex.set(row.instrument, code)
+    }
+    this.instrumentCodes[i] = code
+    if (this.table === 'trades') this.pushTradeId(i, row.trade_id)
+    this.sideCodes[i] = row.side === null ? -1 : this.sideCode(row.side)
+    encodeDecimalTextInto(row.price, this.price, i * DECIMAL_BYTES)
+    encodeDecimalTextInto(row.size, this.size, i * DECIMAL_BYTES)
+    widen(this.priceRange, this.price, i)
+    widen(this.sizeRange, this.size, i)
+    if (row.exchange_time === null) this.exchangeTimeNull[i] = 1
+    else this.exchangeTime[i] = row.exchange_time
+    this.receiveTime[i] = row.receive_time
     // Estimated uncompressed bytes: strings as UTF-16 length (close enough), fixed-width columns exactly.
     this.bytes += 64 + row.instrument.length + (row.trade_id?.length ?? 0) + (row.side?.length ?? 0)
   }
 
-  columnData(table: TableName): ColumnSource[] {
-    const n = this.n
-    const views = (buf: Uint8Array): Uint8Array[] => {
-      const out = new Array<Uint8Array>(n)
-      for (let i = 0; i < n; i++) out[i] = buf.subarray(i * DECIMAL_BYTES, (i + 1) * DECIMAL_BYTES)
-      return out
+  private sideCode(side: string): number {
+    const at = this.sides.indexOf(side)
+    if (at >= 0) return at
+    this.sides.push(side)
+    return this.sides.length - 1
+  }
+
+  private pushTradeId(i: number, id: string | null): void {
+    if (id === null) {
+      this.tradeIdEnds[i] = -1
+      return
     }
-    const cols: ColumnSource[] = [
-      { name: 'raw_index', data: this.rawIndex },
-      { name: 'instrument', data: this.instrument },
-    ]
-    if (table === 'trades') cols.push({ name: 'trade_id', data: this.tradeId.views() })
-    cols.push(
-      { name: 'side', data: this.side },
-      { name: 'price', data: views(this.price) },
-      { name: 'size', data: views(this.size) },
-      { name: 'exchange_time', data: this.exchangeTime },
-      { name: 'receive_time', data: this.receiveTime },
-    )
-    return cols
+    const need = this.tradeIdUsed + id.length * 3
+    if (need > this.tradeIdBytes.length) {
+      const next = new Uint8Array(Math.max(need, this.tradeIdBytes.length * 2))
+      next.set(this.tradeIdBytes.subarray(0, this.tradeIdUsed))
+      this.tradeIdBytes = next
+    }
+    this.tradeIdUsed += utf8.encodeInto(id, this.tradeIdBytes.subarray(this.tradeIdUsed)).written
+    this.tradeIdEnds[i] = this.tradeIdUsed
+  }
+
+  /** The rows so far; the builder is not used after this. */
+  take(): RowGroupColumns {
+    const n = this.n
+    return {
+      table: this.table, rows: n, bytes: this.bytes,
+      rawIndex: this.rawIndex.subarray(0, n), instruments: this.instruments, instrumentCodes: this.instrumentCodes.subarray(0, n),
+      tradeIdBytes: this.tradeIdBytes.subarray(0, this.tradeIdUsed), tradeIdEnds: this.tradeIdEnds.subarray(0, this.table === 'trades' ? n : 0),
+      sides: this.sides, sideCodes: this.sideCodes.subarray(0, n),
+      price: this.price.subarray(0, n * DECIMAL_BYTES), size: this.size.subarray(0, n * DECIMAL_BYTES),
+      priceRange: rangeOf(this.priceRange, this.price), sizeRange: rangeOf(this.sizeRange, this.size),
+      exchangeTime: this.exchangeTime.subarray(0, n), exchangeTimeNull: this.exchangeTimeNull.subarray(0, n), receiveTime: this.receiveTime.subarray(0, n),
+    }
   }
 }
 
-function widen(range: [bigint, bigint], v: bigint, i: number): void {
-  if (i === 0 || v < range[0]) range[0] = v
-  if (i === 0 || v > range[1]) range[1] = v
+function widen(range: number[], values: Uint8Array, i: number): void {
+  const at = i * DECIMAL_BYTES
+  if (i === 0 || compareDecimal16(values, at, values, range[0]! * DECIMAL_BYTES) < 0) range[0] = i
+  if (i === 0 || compareDecimal16(values, at, values, range[1]! * DECIMAL_BYTES) > 0) range[1] = i
+}
+
+function rangeOf(rows: number[], values: Uint8Array): [bigint, bigint] {
+  return [decodeDecimal16(values, rows[0]! * DECIMAL_BYTES), decodeDecimal16(values, rows[1]! * DECIMAL_BYTES)]
+}
+
+/** The column values hyparquet-writer takes, from a row group's flat buffers. */
+function columnData(g: RowGroupColumns): ColumnSource[] {
+  const n = g.rows
+  const decimals = (buf: Uint8Array): Uint8Array[] => {
+    const out = new Array<Uint8Array>(n)
+    for (let i = 0; i < n; i++) out[i] = buf.subarray(i * DECIMAL_BYTES, (i + 1) * DECIMAL_BYTES)
+    return out
+  }
+  const rawIndex = new Array<bigint>(n)
+  const instrument = new Array<string>(n)
+  const side = new Array<string | null>(n)
+  const exchangeTime = new Array<bigint | null>(n)
+  const receiveTime = new Array<bigint>(n)
+  for (let i = 0; i < n; i++) {
+    rawIndex[i] = BigInt(g.rawIndex[i]!)
+    instrument[i] = g.instruments[g.instrumentCodes[i]!]!
+    const s = g.sideCodes[i]!
+    side[i] = s < 0 ? null : g.sides[s]!
+    exchangeTime[i] = g.exchangeTimeNull[i] ? null : g.exchangeTime[i]!
+    receiveTime[i] = g.receiveTime[i]!
+  }
+  const cols: ColumnSource[] = [
+    { name: 'raw_index', data: rawIndex },
+    { name: 'instrument', data: instrument },
+  ]
+  if (g.table === 'trades') {
+    const ids = new Array<Uint8Array | null>(n)
+    let start = 0
+    for (let i = 0; i < n; i++) {
+      const end = g.tradeIdEnds[i]!
+      if (end < 0) ids[i] = null
+      else {
+        ids[i] = g.tradeIdBytes.subarray(start, end)
+        start = end
+      }
+    }
+    cols.push({ name: 'trade_id', data: ids })
+  }
+  cols.push(
+    { name: 'side', data: side },
+    { name: 'price', data: decimals(g.price) },
+    { name: 'size', data: decimals(g.size) },
+    { name: 'exchange_time', data: exchangeTime },
+    { name: 'receive_time', data: receiveTime },
+  )
+  return cols
 }
 
 /**
@@ -366,6 +449,85 @@ function encodingSchema(table: TableName): SchemaElement[] {
 
 type WriterSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema']
 
+/**
+ * Encodes row groups (zstd pages) into one table file, written under a temporary name in the file's
+ * directory as they come; `finish()` writes the footer, fsyncs, renames to the final name and fsyncs the
+ * directory; `abort()` removes the temporary file. It runs wherever the pages are encoded: inside a
+ * {@link TableWriter}, or on the sealer's writer thread. Call `encode` again only once the previous call's
+ * promise (if any) has settled.
+ */
+export class RowGroupEncoder {
+  private readonly sink: FileSink
+  private readonly pq: ParquetWriter
+
+  private constructor(readonly table: TableName, readonly path: string, readonly tempPath: string, private readonly fh: FileHandle, opts: TableWriterOptions) {
+    const zstd = new Compressor()
+    zstd.setParameters({ compressionLevel: opts.zstdLevel ?? 3 })
+    this.sink = new FileSink(fh)
+    this.pq = new ParquetWriter({
+      writer: this.sink,
+      // hyparquet-writer carries its own hyparquet (1.31) whose SchemaElement type differs in details.
+      schema: encodingSchema(table) as WriterSchema,
+      codec: 'ZSTD',
+      compressors: { ZSTD: (input: Uint8Array) => zstd.compress(input) },
+      createdBy: opts.createdBy,
+      // kvMetadata left undefined: the footer carries no key-value metadata.
+    })
+  }
+
+  /** Creates the temporary file next to `path`. */
+  static async open(path: string, table: TableName, opts: TableWriterOptions): Promise<RowGroupEncoder> {
+    if (!TABLE_NAMES.includes(table)) throw new RangeError(`unknown table ${String(table)}`)
+    if (typeof opts.createdBy !== 'string') throw new TypeError('createdBy is required')
+    const tempPath = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`)
+    const fh = await open(tempPath, 'wx', opts.mode ?? 0o666)
+    try {
+      if (opts.mode !== undefined) await fh.chmod(opts.mode)
+      return new RowGroupEncoder(table, path, tempPath, fh, opts)
+    } catch (err) {
+      await fh.close().catch(() => undefined)
+      await unlink(tempPath).catch(() => undefined)
+      throw err
+    }
+  }
+
+  encode(g: RowGroupColumns): void | Promise<void> {
+    const groups = this.pq.row_groups.length
+    const flushed = this.pq.write({ columnData: columnData(g), rowGroupSize: g.rows })
+    // write() has appended the row group's metadata synchronously; it is still ours to amend.
+    const rg = this.pq.row_groups[groups]
+    if (!rg || this.pq.row_groups.length !== groups + 1) throw new Error('table writer: expected exactly one new row group')
+    for (const chunk of rg.columns) {
+      const md = chunk.meta_data
+      const name = md?.path_in_schema[0]
+      const range = name === 'price' ? g.priceRange : name === 'size' ? g.sizeRange : undefined
+      if (md && range) md.statistics = { min_value: range[0], max_value: range[1], null_count: 0n }
+    }
+    return flushed
+  }
+
+  /** Writes the footer and lands the file under its final name; on failure the temporary file is gone. */
+  async finish(): Promise<{ size: number }> {
+    try {
+      this.pq.schema = tableSchema(this.table) as WriterSchema
+      await this.pq.finish()
+      await this.fh.sync()
+      await this.fh.close()
+      await rename(this.tempPath, this.path)
+    } catch (err) {
+      await this.abort()
+      throw err
+    }
+    await fsyncDir(dirname(this.path))
+    return { size: this.sink.offset }
+  }
+
+  async abort(): Promise<void> {
+    await this.fh.close().catch(() => undefined)
+    await unlink(this.tempPath).catch(() => undefined)
+  }
+}
+
 type WriterState = 'open' | 'finishing' | 'finished' | 'failed' | 'aborted'
 
 /**
@@ -380,56 +542,29 @@ type WriterState = 'open' | 'finishing' | 'finished' | 'failed' | 'aborted'
 export class TableWriter {
   readonly table: TableName
   readonly path: string
-  readonly tempPath: string
-  private readonly fh: FileHandle
-  private readonly sink: FileSink
-  private readonly pq: ParquetWriter
-  private readonly rowGroupRows: number
-  private readonly rowGroupBytes: number
-  private cols: ColumnBuffer
+  private readonly cut: RowGroupCutter
+  private readonly encoder: RowGroupEncoder
   private pending: Promise<void> = Promise.resolve()
   private failure: unknown
   private state: WriterState = 'open'
   private count = 0
 
-  private constructor(table: TableName, path: string, tempPath: string, fh: FileHandle, opts: TableWriterOptions) {
-    this.table = table
-    this.path = path
-    this.tempPath = tempPath
-    this.fh = fh
-    this.rowGroupRows = opts.rowGroupRows ?? 32_768
-    this.rowGroupBytes = opts.rowGroupBytes ?? 32 * 1024 * 1024
-    if (!Number.isSafeInteger(this.rowGroupRows) || this.rowGroupRows < 1) throw new RangeError('rowGroupRows must be a positive integer')
-    if (!(this.rowGroupBytes > 0)) throw new RangeError('rowGroupBytes must be positive')
-    const zstd = new Compressor()
-    zstd.setParameters({ compressionLevel: opts.zstdLevel ?? 3 })
-    this.sink = new FileSink(fh)
-    this.pq = new ParquetWriter({
-      writer: this.sink,
-      // hyparquet-writer carries its own hyparquet (1.31) whose SchemaElement type differs in details.
-      schema: encodingSchema(table) as WriterSchema,
-      codec: 'ZSTD',
-      compressors: { ZSTD: (input: Uint8Array) => zstd.compress(input) },
-      createdBy: opts.createdBy,
-      // kvMetadata left undefined: the footer carries no key-value metadata.
-    })
-    this.cols = new ColumnBuffer(this.rowGroupRows)
+  private constructor(encoder: RowGroupEncoder, opts: TableWriterOptions) {
+    this.table = encoder.table
+    this.path = encoder.path
+    this.encoder = encoder
+    this.cut = new RowGroupCutter(encoder.table, opts)
+  }
+
+  /** The temporary file the rows go to until `finish()`. */
+  get tempPath(): string {
+    return this.encoder.tempPath
   }
 
   /** Creates the temporary file next to `path` and returns a writer for `table`. */
   static async open(path: string, table: TableName, opts: TableWriterOptions): Promise<TableWriter> {
-    if (!TABLE_NAMES.includes(table)) throw new RangeError(`unknown table ${String(table)}`)
-    if (typeof opts.createdBy !== 'string') throw new TypeError('createdBy is required')
-    const tempPath = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`)
-    const fh = await open(tempPath, 'wx', opts.mode ?? 0o666)
-    try {
-      if (opts.mode !== undefined) await fh.chmod(opts.mode)
-      return new TableWriter(table, path, tempPath, fh, opts)
-    } catch (err) {
-      await fh.close().catch(() => undefined)
-      await unlink(tempPath).catch(() => undefined)
-      throw err
-    }
+    rowGroupLimits(opts)
+    return new TableWriter(await RowGroupEncoder.open(path, table, opts), opts)
   }
 
   /** Rows accepted so far. */
@@ -445,26 +580,18 @@ export class TableWriter {
   write(rows: TableRow | readonly TableRow[]): Promise<void> {
     if (this.state !== 'open') return Promise.reject(this.stateError('write'))
     const batch: readonly TableRow[] = Array.isArray(rows) ? rows : [rows as TableRow]
-    const decimals: EncodedValues[] = new Array(batch.length)
-    for (let i = 0; i < batch.length; i++) {
-      const d: EncodedValues = { price: 0n, size: 0n }
-      const p = encodeRow(this.table, batch[i]!, d)
-      if (p) return Promise.reject(new PipeError(p.code, `${this.table} row: ${p.message}`, { location: { file: this.path, row: i, field: p.field } }))
-      decimals[i] = d
-    }
     let cut: Promise<void> | undefined
-    for (let i = 0; i < batch.length; i++) {
-      this.cols.push(this.table, batch[i]!, decimals[i]!)
-      if (this.cols.n >= this.rowGroupRows || this.cols.bytes >= this.rowGroupBytes) cut = this.cutRowGroup()
+    try {
+      this.cut.add(batch, this.path, (g) => { cut = this.encodeLater(g) })
+    } catch (err) {
+      return Promise.reject(err)
     }
     this.count += batch.length
     return cut ?? this.pending
   }
 
-  private cutRowGroup(): Promise<void> {
-    const cols = this.cols
-    this.cols = new ColumnBuffer(this.rowGroupRows)
-    const next = this.pending.then(() => this.encodeRowGroup(cols))
+  private encodeLater(g: RowGroupColumns): Promise<void> {
+    const next = this.pending.then(() => this.encoder.encode(g))
     next.catch((err: unknown) => {
       if (this.state === 'open' || this.state === 'finishing') this.state = 'failed'
       this.failure ??= err
@@ -473,43 +600,24 @@ export class TableWriter {
     return next
   }
 
-  private encodeRowGroup(cols: ColumnBuffer): void | Promise<void> {
-    const groups = this.pq.row_groups.length
-    const flushed = this.pq.write({ columnData: cols.columnData(this.table), rowGroupSize: cols.n })
-    // write() has appended the row group's metadata synchronously; it is still ours to amend.
-    const rg = this.pq.row_groups[groups]
-    if (!rg || this.pq.row_groups.length !== groups + 1) throw new Error('table writer: expected exactly one new row group')
-    for (const chunk of rg.columns) {
-      const md = chunk.meta_data
-      const name = md?.path_in_schema[0]
-      const range = name === 'price' ? cols.priceRange : name === 'size' ? cols.sizeRange : undefined
-      if (md && range) md.statistics = { min_value: range[0], max_value: range[1], null_count: 0n }
-    }
-    return flushed
-  }
-
   /** Writes the last row group and the footer, then lands the file under its final name. */
   async finish(): Promise<TableWriteResult> {
     if (this.state !== 'open') throw this.stateError('finish')
     this.state = 'finishing'
+    let size: number
     try {
-      if (this.cols.n > 0) this.cutRowGroup()
+      const last = this.cut.rest()
+      if (last) this.encodeLater(last)
       await this.pending
-      this.pq.schema = tableSchema(this.table) as WriterSchema
-      await this.pq.finish()
-      await this.fh.sync()
-      await this.fh.close()
-      await rename(this.tempPath, this.path)
+      ;({ size } = await this.encoder.finish())
     } catch (err) {
       this.state = 'failed'
       this.failure ??= err
-      await this.fh.close().catch(() => undefined)
-      await unlink(this.tempPath).catch(() => undefined)
+      await this.encoder.abort()
       throw err
     }
     this.state = 'finished'
-    await fsyncDir(dirname(this.path))
-    return { rows: this.count, size: this.sink.offset }
+    return { rows: this.count, size }
   }
 
   /** Stops and removes the temporary file. Does nothing after a successful finish(). */
@@ -517,13 +625,61 @@ export class TableWriter {
     if (this.state === 'finished' || this.state === 'aborted') return
     this.state = 'aborted'
     await this.pending.catch(() => undefined)
-    await this.fh.close().catch(() => undefined)
-    await unlink(this.tempPath).catch(() => undefined)
+    await this.encoder.abort()
   }
 
   private stateError(op: string): unknown {
     if (this.state === 'failed' && this.failure !== undefined) return this.failure
     return new PipeError(TableErrorCode.state, `${op}() on a table writer that is ${this.state}`, { location: { file: this.path } })
+  }
+}
+
+function rowGroupLimits(opts: TableWriterOptions): { rows: number; bytes: number } {
+  const rows = opts.rowGroupRows ?? 32_768
+  const bytes = opts.rowGroupBytes ?? 32 * 1024 * 1024
+  if (!Number.isSafeInteger(rows) || rows < 1) throw new RangeError('rowGroupRows must be a positive integer')
+  if (!(bytes > 0)) throw new RangeError('rowGroupBytes must be positive')
+  return { rows, bytes }
+}
+
+/**
+ * Validates rows and cuts them into row groups by the writer's limits: the half of table writing that
+ * stays with the caller when the pages are encoded elsewhere (the sealer's writer thread).
+ */
+export class RowGroupCutter {
+  private readonly rows: number
+  private readonly bytes: number
+  private group: RowGroupBuilder
+
+  constructor(readonly table: TableName, opts: Pick<TableWriterOptions, 'rowGroupRows' | 'rowGroupBytes'>) {
+    ;({ rows: this.rows, bytes: this.bytes } = rowGroupLimits({ createdBy: '', ...opts }))
+    this.group = new RowGroupBuilder(table, this.rows)
+  }
+
+  /**
+   * Adds a batch, all or nothing: an invalid row throws a PipeError naming `file`, the row's index in the
+   * batch and the field, and nothing of the batch is added. `onGroup` receives each row group that fills.
+   */
+  add(batch: readonly TableRow[], file: string, onGroup: (g: RowGroupColumns) => void): void {
+    for (let i = 0; i < batch.length; i++) {
+      const p = checkRow(this.table, batch[i]!)
+      if (p) throw new PipeError(p.code, `${this.table} row: ${p.message}`, { location: { file, row: i, field: p.field } })
+    }
+    for (let i = 0; i < batch.length; i++) {
+      this.group.push(batch[i]!)
+      if (this.group.full || this.group.bytes >= this.bytes) {
+        onGroup(this.group.take())
+        this.group = new RowGroupBuilder(this.table, this.rows)
+      }
+    }
+  }
+
+  /** The last, partly filled row group, or null when there is none. */
+  rest(): RowGroupColumns | null {
+    if (this.group.n === 0) return null
+    const g = this.group.take()
+    this.group = new RowGroupBuilder(this.table, this.rows)
+    return g
   }
 }
 

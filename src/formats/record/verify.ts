@@ -28,7 +28,7 @@ import { CanonicalChecker, JsonCode } from '../json/canonical-check.js'
 import { checkEnvelope, newEnvelopeResult, type EnvelopeResult } from './envelope.js'
 import { verifyDetached } from './jws.js'
 import { manifestSigningInstant, type PublicJwks } from './keys.js'
-import { COMPLETENESS_REASONS, FORMAT_VERSION, type CompletenessReason, type DailyManifest, type HourlyManifest } from './manifest.js'
+import { COMPLETENESS_REASONS, FORMAT_VERSION, RAW_FILE_NAME, type CompletenessReason } from './manifest.js'
 import { checkSchema, readTableForCheck, tableFileName } from './tables.js'
 import { dayStartNs, formatTime, tryParseTime } from './time.js'
 import { CHANNEL_TABLES, type Channel, type Replica, type TableName } from './types.js'
@@ -1180,7 +1180,7 @@ export class RecordVerifier {
         }
         if ([...actual].some(([name, h]) => primary!.get(name) !== h)) {
           // Findings about bytes equal to the first copy's are not repeated.
-          const rawSame = actual.get(RAW_FILE) !== undefined && actual.get(RAW_FILE) === primary.get(RAW_FILE)
+          const rawSame = actual.get(RAW_FILE_NAME) !== undefined && actual.get(RAW_FILE_NAME) === primary.get(RAW_FILE_NAME)
           rawBytes += (await this.verifyHourContent(chain, dir(root), start, m, entries, false, !rawSame)).rawBytes
         }
       }
@@ -1229,18 +1229,18 @@ export class RecordVerifier {
 
     // Check 3 (and 7, and the facts of 4, 8, 9, 10), with check 2 of the raw file on the same read.
     const raw = this.raw!
-    const rawEntry = byName.get(RAW_FILE)
-    const rawPath = join(dir, RAW_FILE)
+    const rawEntry = byName.get(RAW_FILE_NAME)
+    const rawPath = join(dir, RAW_FILE_NAME)
     let rawRead = false
     if (!rawEntry) {
-      this.report(manifestPath, { check: 3, code: 'raw.unlisted', detail: `the manifest's files do not list ${RAW_FILE}` })
+      this.report(manifestPath, { check: 3, code: 'raw.unlisted', detail: `the manifest's files do not list ${RAW_FILE_NAME}` })
     } else {
       const r = await this.rawPass(rawPath, start, m, { venue: chain.venue, channel, strict: this.opts.strict === true }, rawFindings)
       if ('missing' in r) {
         if (check2) this.report(rawPath, { check: 2, code: 'file.missing', detail: `the manifest lists this file, but it ${r.missing}` })
       } else {
         if (check2) this.compareFile(rawPath, rawEntry, r.size, r.blake3)
-        actual.set(RAW_FILE, r.blake3)
+        actual.set(RAW_FILE_NAME, r.blake3)
         rawBytes = r.decodedBytes
         rawRead = r.complete
         if (rawFindings && r.complete && raw.lines !== rawEntry.rows) {
@@ -1268,7 +1268,7 @@ export class RecordVerifier {
     // Check 2 of any other listed file.
     if (check2) {
       for (const e of entries) {
-        if (e.name === RAW_FILE || tables.some((t) => tableFileName(t) === e.name)) continue
+        if (e.name === RAW_FILE_NAME || tables.some((t) => tableFileName(t) === e.name)) continue
         const h = await this.checkFile(join(dir, e.name), e)
         if (h !== null) actual.set(e.name, h)
       }
@@ -1409,7 +1409,6 @@ async function subdirs(dir: string, key: string): Promise<string[]> {
   return out
 }
 
-const RAW_FILE = 'raw.jsonl.zst'
 
 function hourRelOf(start: bigint): string {
   const iso = new Date(Number(start / 1_000_000n)).toISOString()

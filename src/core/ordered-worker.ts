@@ -1,0 +1,164 @@
+/**
+ * A job on a worker thread that takes a stream of items in order: `open` once, any number of items, then
+ * `finish`, which gives the job's result. Each item is acknowledged once the worker has handled it; the
+ * caller may have at most `maxInFlight` unacknowledged items, which is the flow control that bounds memory.
+ * A failure on the thread (a thrown error, a crash) rejects the caller's next call, keeping a PipeError's
+ * code. Threads that finished a job are kept, unref'd, for the next job of the same module in this
+ * process: starting one and loading its modules costs a few hundred milliseconds.
+ *
+ * The worker module calls {@link serveOrderedJobs} with its handlers; the caller uses {@link OrderedJob}.
+ */
+import { parentPort, Worker } from 'node:worker_threads'
+import { PipeError } from './errors.js'
+
+type ToWorker = { type: 'open'; value: unknown } | { type: 'item'; value: unknown } | { type: 'finish'; value: unknown }
+type FromWorker = { type: 'ack' } | { type: 'finished'; value: unknown } | { type: 'error'; code: string; message: string }
+
+interface Thread {
+  worker: Worker
+  url: string
+  owner: OrderedJob<unknown, unknown, unknown> | null
+}
+
+const idle: Thread[] = []
+
+/**
+ * The module `name` beside `moduleUrl` (an `import.meta.url`): under a TypeScript loader (tests) modules
+ * are .ts and so is the worker; built, both are .js.
+ */
+export function siblingWorkerUrl(moduleUrl: string, name: string): URL {
+  return new URL(`./${name}${moduleUrl.endsWith('.ts') ? '.ts' : '.js'}`, moduleUrl)
+}
+
+function startThread(url: URL): Thread {
+  const thread: Thread = { worker: new Worker(url), url: url.href, owner: null }
+  thread.worker.on('message', (msg: FromWorker) => thread.owner?.onMessage(msg))
+  thread.worker.on('error', (err) => thread.owner?.onFailure(new PipeError('internal.worker-failed', `worker thread failed: ${err.message}`, { cause: err })))
+  thread.worker.on('exit', () => {
+    const at = idle.indexOf(thread)
+    if (at >= 0) idle.splice(at, 1)
+    thread.owner?.onFailure(new PipeError('internal.worker-failed', 'worker thread stopped unexpectedly'))
+  })
+  return thread
+}
+
+export class OrderedJob<Open, Item, Result> {
+  private inFlight = 0
+  private waiters: (() => void)[] = []
+  private failure: PipeError | null = null
+  private finishing: { resolve: (value: Result) => void; reject: (err: PipeError) => void } | null = null
+  private released = false
+
+  private constructor(private readonly thread: Thread, private readonly maxInFlight: number) {
+    thread.owner = this as OrderedJob<unknown, unknown, unknown>
+  }
+
+  /** Starts a job on an idle thread of `url`'s module, or a new one. */
+  static open<Open, Item, Result>(url: URL, open: Open, opts: { maxInFlight?: number } = {}): OrderedJob<Open, Item, Result> {
+    const at = idle.findIndex((t) => t.url === url.href)
+    const thread = at >= 0 ? idle.splice(at, 1)[0]! : startThread(url)
+    thread.worker.ref()
+    const job = new OrderedJob<Open, Item, Result>(thread, opts.maxInFlight ?? 8)
+    job.send({ type: 'open', value: open })
+    return job
+  }
+
+  /** Sends an item (the buffers in `transfer` move to the thread); a promise only when the caller must wait. */
+  post(item: Item, transfer: ArrayBuffer[] = []): Promise<void> | undefined {
+    if (this.failure) return Promise.reject(this.failure)
+    this.inFlight++
+    this.send({ type: 'item', value: item }, transfer)
+    return this.inFlight > this.maxInFlight ? this.drained() : undefined
+  }
+
+  /** Ends the job and gives its result; the thread goes back to the idle ones. */
+  async finish(value: unknown): Promise<Result> {
+    try {
+      if (this.failure) throw this.failure
+      const result = new Promise<Result>((resolve, reject) => { this.finishing = { resolve, reject } })
+      this.send({ type: 'finish', value })
+      const r = await result
+      this.released = true
+      this.thread.owner = null
+      this.thread.worker.unref()
+      idle.push(this.thread)
+      return r
+    } finally {
+      if (!this.released) await this.abort()
+    }
+  }
+
+  /** Stops the thread, whatever it was doing. */
+  async abort(): Promise<void> {
+    this.thread.owner = null
+    await this.thread.worker.terminate()
+  }
+
+  /** @internal Called by the thread's listeners. */
+  onMessage(msg: FromWorker): void {
+    if (msg.type === 'ack') this.inFlight--
+    else if (msg.type === 'finished') this.finishing?.resolve(msg.value as Result)
+    else this.onFailure(new PipeError(msg.code, msg.message))
+    this.wake()
+  }
+
+  /** @internal */
+  onFailure(err: PipeError): void {
+    this.failure ??= err
+    this.finishing?.reject(this.failure)
+    this.wake()
+  }
+
+  private async drained(): Promise<void> {
+    while (this.inFlight > this.maxInFlight / 2) {
+      if (this.failure) throw this.failure
+      await new Promise<void>((r) => { this.waiters.push(r) })
+    }
+    if (this.failure) throw this.failure
+  }
+
+  private send(msg: ToWorker, transfer: ArrayBuffer[] = []): void {
+    this.thread.worker.postMessage(msg, transfer)
+  }
+
+  private wake(): void {
+    const waiting = this.waiters
+    this.waiters = []
+    for (const w of waiting) w()
+  }
+}
+
+export interface OrderedJobHandlers<Open, Item, Finish, Result> {
+  open(value: Open): void | Promise<void>
+  item(value: Item): void | Promise<void>
+  /** The result and the buffers in it to move rather than copy. */
+  finish(value: Finish): Promise<{ result: Result; transfer?: ArrayBuffer[] }>
+}
+
+/**
+ * The worker side: handles messages strictly in order, one job after another. After a failure the
+ * thread only reports it; the caller terminates it.
+ */
+export function serveOrderedJobs<Open, Item, Finish, Result>(handlers: OrderedJobHandlers<Open, Item, Finish, Result>): void {
+  const port = parentPort
+  if (!port) throw new Error('serveOrderedJobs runs on a worker thread')
+  let queue: Promise<void> = Promise.resolve()
+  let failed = false
+  const handle = async (msg: ToWorker): Promise<void> => {
+    if (msg.type === 'open') await handlers.open(msg.value as Open)
+    else if (msg.type === 'item') {
+      await handlers.item(msg.value as Item)
+      port.postMessage({ type: 'ack' } satisfies FromWorker)
+    } else {
+      const { result, transfer } = await handlers.finish(msg.value as Finish)
+      port.postMessage({ type: 'finished', value: result } satisfies FromWorker, transfer ?? [])
+    }
+  }
+  port.on('message', (msg: ToWorker) => {
+    queue = queue.then(() => (failed ? undefined : handle(msg))).catch((err: unknown) => {
+      failed = true
+      const code = err instanceof PipeError ? err.code : 'internal.worker-failed'
+      port.postMessage({ type: 'error', code, message: err instanceof Error ? err.message : String(err) } satisfies FromWorker)
+    })
+  })
+}

@@ -225,8 +225,9 @@ async function exists(path: string): Promise<boolean> {
 
 /**
  * Builds a tree of golden data into a temporary directory, then: with `check`, compares it with `target`;
- * without, writes it to `target` if absent, or compares and refuses to rewrite when present. Golden data is
- * never rewritten: a build that differs is an error.
+ * without, writes it to `target` if absent, or, when present, adds what the build has beyond it (new
+ * cases, and their lines in hashes.txt) and refuses anything else. Golden data is never rewritten: a build
+ * that changes or drops an existing file, or an existing line of hashes.txt, is an error.
  */
 export async function writeOrCheckTree(target: string, build: (dir: string) => Promise<void>, check: boolean, what: string): Promise<number> {
   const temp = await mkdtemp(join(tmpdir(), 'pipe-golden-'))
@@ -240,9 +241,21 @@ export async function writeOrCheckTree(target: string, build: (dir: string) => P
         return 1
       }
       const diffs = await compareTrees(target, built)
-      if (diffs.length > 0) {
+      const added = diffs.filter((d) => d.startsWith(`only in ${built}: `)).map((d) => d.slice(`only in ${built}: `.length))
+      const hashesGrow = diffs.includes('bytes differ: hashes.txt') && (await readFile(join(target, 'hashes.txt'), 'utf8')).trimEnd().split('\n').every(
+        ((next: Set<string>) => (line: string) => next.has(line))(new Set((await readFile(join(built, 'hashes.txt'), 'utf8')).trimEnd().split('\n'))))
+      const onlyAdds = added.length > 0 && diffs.length === added.length + 1 && hashesGrow
+      if (diffs.length > 0 && (check || !onlyAdds)) {
         process.stderr.write(`${check ? `${what} differs from a fresh build` : `refusing to rewrite ${what}; a fresh build differs`}:\n${diffs.map((d) => `  ${d}\n`).join('')}`)
         return 1
+      }
+      if (diffs.length > 0) {
+        for (const f of [...added, 'hashes.txt']) {
+          await mkdir(dirname(join(target, f)), { recursive: true })
+          await cp(join(built, f), join(target, f), { force: f === 'hashes.txt', errorOnExist: f !== 'hashes.txt' })
+        }
+        process.stdout.write(`${target}: added ${added.length} files; every existing file is unchanged\n`)
+        return 0
       }
       process.stdout.write(`${target}: identical to a fresh build (${(await listFiles(built)).length} files)\n`)
       return 0

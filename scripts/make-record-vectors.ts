@@ -326,7 +326,11 @@ const rt = (minute: number, second = 0) => R0 + BigInt(minute) * MINUTE + BigInt
 
 interface ReasonSpec {
   reason: string
+  /** The case folder is reason_<name> (default the reason). */
+  name?: string
   readme: string
+  /** Journal format 2: recorder starts and heartbeats with this interval. */
+  heartbeatIntervalMs?: number
   incidents?: SimIncident[]
   events?: (events: JournalEvent[]) => JournalEvent[]
   journal?: (dir: string) => Promise<void>
@@ -338,6 +342,25 @@ function injectUnrepresentable(events: JournalEvent[]): JournalEvent[] {
   const payload = Buffer.from(text.replace(/"p":"[^"]*"/, '"p":"1.0000000000000000001"'), 'utf8')
   const added = events.filter((e) => e.kind === 'frame' && e.payload === original.payload).map((e) => ({ ...(e as FrameEvent), payload, receiveTime: (e as FrameEvent).receiveTime + 2_000_000n }))
   return sortByTime([...events, ...added])
+}
+
+/** Neither replica's journal can be written 00:20 to 00:21: their events then are lost, and stated. */
+function loseWrites(events: JournalEvent[]): JournalEvent[] {
+  const from = rt(20)
+  const to = rt(21)
+  const out: JournalEvent[] = []
+  const lost = { a: [] as bigint[], b: [] as bigint[] }
+  for (const e of events) {
+    const t = eventTime(e)
+    if (t >= from && t < to) { lost[e.replica].push(t); continue }
+    const l = lost[e.replica]
+    if (t >= to && l.length > 0) {
+      out.push({ kind: 'destination-unavailable', replica: e.replica, time: t, from: l[0]!, to: l[l.length - 1]! + 1n, lostEvents: l.length, message: 'ENOSPC: no space left on device, write' })
+      lost[e.replica] = []
+    }
+    out.push(e)
+  }
+  return out
 }
 
 function sortByTime(events: JournalEvent[]): JournalEvent[] {
@@ -358,15 +381,21 @@ const REASON_CASES: ReasonSpec[] = [
     journal: async (dir) => { const f = journalFilePath(dir, 'a', R0); await truncate(f, (await stat(f)).size - 7) } },
   { reason: 'journal_corrupt', readme: 'One byte flipped in the middle of replica a\'s journal file of the hour.',
     journal: async (dir) => { await flipBit(journalFilePath(dir, 'a', R0), (n) => n >> 1, 4) } },
-  // A whole hour: a shorter outage (a crash journals no close) seals as sequence_gap only today, since the
-  // crashed connection still counts as subscribed until the restart (reported with these vectors).
   { reason: 'recorder_down', readme: 'The recorder is down the whole hour (no events from either replica; they connect anew at 01:00).', incidents: [{ kind: 'outage', start: rt(0), end: rt(60) }] },
+  // A crash journals no close: only a journal with heartbeats (format 2) shows the silence after it.
+  { reason: 'recorder_down', name: 'recorder_down_crash', readme: 'Journal format 2 (heartbeats every 2.5 s): the recorder crashes at 00:20 and restarts at 00:40 (a new process, new connections).',
+    heartbeatIntervalMs: 5000, incidents: [{ kind: 'outage', start: rt(20), end: rt(40) }] },
+  { reason: 'destination_unavailable', readme: 'Journal format 2: neither replica can write its journal 00:20 to 00:21 (disk full); each states what it lost once it can write again.',
+    heartbeatIntervalMs: 5000, events: loseWrites },
   { reason: 'unrepresentable_value', readme: 'At 00:20 both replicas receive a trade frame whose price has 19 fractional digits.', events: injectUnrepresentable },
 ]
 
 async function buildReasonCase(caseDir: string, spec: ReasonSpec, key: Key, work: string): Promise<string[]> {
-  const journal = join(work, `journal-${spec.reason}`)
-  let events = [...simulateReplicas({ channel: 'trades', start: R0 - 10n * S, end: R0 + HOUR + 10n * S, instruments: ['BTCUSDT', 'ETHUSDT'], framesPerSecond: 0.05, seed: 606, incidents: spec.incidents ?? [] })]
+  const journal = join(work, `journal-${spec.name ?? spec.reason}`)
+  let events = [...simulateReplicas({
+    channel: 'trades', start: R0 - 10n * S, end: R0 + HOUR + 10n * S, instruments: ['BTCUSDT', 'ETHUSDT'], framesPerSecond: 0.05, seed: 606, incidents: spec.incidents ?? [],
+    ...(spec.heartbeatIntervalMs !== undefined ? { heartbeatIntervalMs: spec.heartbeatIntervalMs } : {}),
+  })]
   if (spec.events) events = spec.events(events)
   const builder = new JournalBuilder(journal)
   for (const e of events) await builder.append(e)
@@ -424,7 +453,7 @@ async function buildVectors(dir: string): Promise<void> {
       await writeFile(join(caseDir, 'README'), c.readme + '\n')
     }
     for (const spec of REASON_CASES) {
-      const caseDir = join(dir, `reason_${spec.reason}`)
+      const caseDir = join(dir, `reason_${spec.name ?? spec.reason}`)
       await mkdir(caseDir)
       await writeJwksFile(join(caseDir, 'jwks.json'), { keys: [publicJwk] })
       const reasons = await buildReasonCase(caseDir, spec, key, work)

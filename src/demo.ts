@@ -5,6 +5,7 @@ import { runPipeline } from './core/runner.js'
 import { VERSION } from './core/version.js'
 import { JournalBuilder } from './formats/record/journal.js'
 import { newSigningKey, writeJwksFile, writePrivateJwkFile } from './formats/record/keys.js'
+import { RAW_FILE_NAME } from './formats/record/manifest.js'
 import { sealHour } from './formats/record/seal.js'
 import { formatTime } from './formats/record/time.js'
 import { registry } from './registry.js'
@@ -36,7 +37,7 @@ export async function runDemo(outDir: string): Promise<number> {
 
   const builder = new JournalBuilder(journal)
   for (const event of simulateReplicas({
-    channel: 'trades', start: FIRST_HOUR - 10n * S, end: FIRST_HOUR + 3n * HOUR, instruments: ['BTCUSDT', 'ETHUSDT'], framesPerSecond: 8, seed: 2026,
+    channel: 'trades', start: FIRST_HOUR - 10n * S, end: FIRST_HOUR + 3n * HOUR, instruments: ['BTCUSDT', 'ETHUSDT'], framesPerSecond: 8, seed: 2026, heartbeatIntervalMs: 1000,
     incidents: [
       { kind: 'reconnect', replica: 'a', at: FIRST_HOUR + HOUR + 900n * S, closeCode: 1001, pauseNs: 3n * S },
       { kind: 'sequence-gap', instrument: 'BTCUSDT', at: FIRST_HOUR + HOUR + 1800n * S, skip: 4 },
@@ -48,7 +49,7 @@ export async function runDemo(outDir: string): Promise<number> {
   const rows: string[][] = [['hour', 'status', 'frames', 'gaps', 'reconnects', 'reasons']]
   for (let h = FIRST_HOUR; h < FIRST_HOUR + 3n * HOUR; h += HOUR) {
     const { manifest } = await sealHour({ root, journal, recorder: 'demo', venue: binanceSpot, channel: 'trades', hourStart: h, key: privateJwk, createdBy: `pipe ${VERSION}` })
-    const frames = manifest.files.find((f) => f.name === 'raw.jsonl.zst')?.rows ?? 0
+    const frames = manifest.files.find((f) => f.name === RAW_FILE_NAME)?.rows ?? 0
     rows.push([formatTime(h).slice(0, 13), manifest.completeness.status, String(frames), String(manifest.sequence_gaps.length), String(manifest.replicas.reduce((n, r) => n + r.reconnect_windows.length, 0)), manifest.completeness.reasons.join(', ') || '-'])
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))

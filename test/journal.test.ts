@@ -59,6 +59,10 @@ function everyKind(): JournalEvent[] {
     { kind: 'error', replica: 'b', connection: 'b-1', time: T0 + 9n, message: 'read ECONNRESET\nsecond line' },
     { kind: 'sequence-break', replica: 'a', connection: 'a-2', time: T0 + 10n, instrument: 'BTCUSDT', afterId: '100', beforeId: '105' },
     { kind: 'checksum-mismatch', replica: 'b', connection: 'b-2', time: T0 + 11n, instrument: 'ETHUSDT', expected: '-123456789', computed: '987654321' },
+    { kind: 'recorder-start', replica: 'a', time: T0 + 12n, heartbeatIntervalNs: 1_000_000_000n },
+    { kind: 'recorder-start', replica: 'b', time: T0 + 12n, heartbeatIntervalNs: 1n, restated: true },
+    { kind: 'heartbeat', replica: 'b', time: T0 + 13n },
+    { kind: 'destination-unavailable', replica: 'a', time: T0 + 14n, from: T0 - 5n, to: T0 + 14n, lostEvents: 1234, message: 'ENOSPC: no space left on device' },
   ]
 }
 
@@ -329,10 +333,14 @@ t.test('resynchronisation: garbage between records, zero-filled tails, damaged f
 
   t.throws(() => decodeJournal(Buffer.from('{"not":"a journal"}\n'.repeat(4))), { code: 'journal.not-a-journal' })
   t.throws(() => decodeJournal(Buffer.from('{"no')), { code: 'journal.not-a-journal' })
-  const v2 = fileHeader()
-  v2.writeUInt16LE(2, 8)
-  v2.writeUInt32LE(crc32c(v2, 0, 12), 12)
-  t.throws(() => decodeJournal(v2), { code: 'journal.unsupported-version' })
+  const later = fileHeader()
+  later.writeUInt16LE(3, 8)
+  later.writeUInt32LE(crc32c(later, 0, 12), 12)
+  t.throws(() => decodeJournal(later), { code: 'journal.unsupported-version' }, 'a later version is refused')
+  const v1 = fileHeader()
+  v1.writeUInt16LE(1, 8)
+  v1.writeUInt32LE(crc32c(v1, 0, 12), 12)
+  t.same(decodeJournal(Buffer.concat([v1, bytes.subarray(FILE_HEADER_SIZE)])).events.length, events.length, 'a version-1 file reads (its records are version-2 records)')
 })
 
 t.test('the streaming reader gives the same result at any read size', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { CoverageTracker, uncoveredByBoth } from '../src/formats/record/coverage.js'
 import { formatTime } from '../src/formats/record/time.js'
-import type { JournalEvent, Replica } from '../src/formats/record/types.js'
+import { eventTime, type JournalEvent, type Replica } from '../src/formats/record/types.js'
 
 const H = 1_759_500_000_000_000_000n - (1_759_500_000_000_000_000n % 3_600_000_000_000n)
 const S = 1_000_000_000n
@@ -50,10 +50,62 @@ t.test('a sequence break ends a run where the last frame was and starts the next
 
 t.test('no replica running is recorder_down; both in reconnect windows is reconnect; one holding is neither', async (t) => {
   const down = track('a', [])
-  t.same(uncoveredByBoth(down, { ...down, replica: 'b' }), { reconnect: false, down: true })
+  t.same(uncoveredByBoth(down, { ...down, replica: 'b' }), { reconnect: false, destination: false, down: true })
   const a = track('a', [sub('a-1', H - S), closed('a-1', H + 10n * S, 1006), sub('a-2', H + 20n * S)])
   const b = track('b', [sub('b-1', H - S), closed('b-1', H + 15n * S), sub('b-2', H + 30n * S)])
-  t.same(uncoveredByBoth(a, b), { reconnect: true, down: false })
+  t.same(uncoveredByBoth(a, b), { reconnect: true, destination: false, down: false })
   const holds = track('b', [sub('b-1', H - S)])
-  t.same(uncoveredByBoth(a, holds), { reconnect: false, down: false })
+  t.same(uncoveredByBoth(a, holds), { reconnect: false, destination: false, down: false })
+})
+
+const HB = S // a heartbeat interval of 1 s: silence longer than 2 s is the replica down
+const start = (at: bigint, restated = false): JournalEvent => ({ kind: 'recorder-start', replica: 'a', time: at, heartbeatIntervalNs: HB, ...(restated ? { restated: true as const } : {}) })
+const beat = (at: bigint): JournalEvent => ({ kind: 'heartbeat', replica: 'a', time: at })
+const beats = (from: bigint, to: bigint): JournalEvent[] => { const out: JournalEvent[] = []; for (let x = from; x < to; x += S / 2n) out.push(beat(x)); return out }
+/** In time order (stable, so a restatement stays before what follows at the same instant). */
+const ordered = (...xs: JournalEvent[]): JournalEvent[] => xs.sort((x, y) => { const d = eventTime(x) - eventTime(y); return d < 0n ? -1 : d > 0n ? 1 : 0 })
+const restatedSub = (c: string): JournalEvent => ({ kind: 'subscribed', replica: 'a', connection: c, time: H, instruments: ['BTCUSDT'], restated: true })
+
+t.test('liveness: a quiet hour with heartbeats is covered; silence is down and ends nothing', async (t) => {
+  const quiet = track('a', [start(H, true), restatedSub('a-1'), ...beats(H, END)])
+  t.equal(quiet.coveredNs, 3600n * S, 'subscribed and heartbeating all hour: covered, no frame needed')
+  t.same(quiet.uncovered, [])
+  const stalled = track('a', ordered(start(H, true), restatedSub('a-1'), frame('a-1', H + 10n * S), ...beats(H, H + 20n * S), frame('a-1', H + 30n * S), ...beats(H + 30n * S, END)))
+  t.same(stalled.uncovered, [{ start: H + 20n * S - S / 2n + 1n, end: H + 30n * S, reason: 'down' }], 'a silence over 2 intervals is down, from 1 ns after the last record')
+  t.equal(stalled.coveredNs, 3600n * S - (10n * S + S / 2n - 1n))
+  t.equal(stalled.gapFreeRuns.length, 1, 'a stall without a restart ends no run')
+  const small = track('a', [start(H, true), restatedSub('a-1'), ...beats(H, H + 10n * S), ...beats(H + 10n * S - S / 2n + 2n * S, END)])
+  t.same(small.uncovered, [], 'a silence of exactly 2 intervals is still running')
+  t.same(uncoveredByBoth(stalled, { ...stalled, replica: 'b' }), { reconnect: false, destination: false, down: true })
+})
+
+t.test('liveness: a restart ends every connection at the last record; the stretch to the next subscription is down', async (t) => {
+  const cov = track('a', ordered(
+    start(H, true), restatedSub('a-1'), frame('a-1', H + 5n * S), ...beats(H, H + 100n * S),
+    start(H + 130n * S), { kind: 'connecting', replica: 'a', connection: 'a-7', time: H + 130n * S }, sub('a-7', H + 131n * S), frame('a-7', H + 132n * S), ...beats(H + 132n * S, END),
+  ))
+  const last = H + 100n * S - S / 2n
+  t.same(cov.uncovered, [{ start: last + 1n, end: H + 131n * S, reason: 'down' }])
+  t.same(cov.reconnectWindows, [], 'a restart is no reconnect window')
+  t.same(cov.gapFreeRuns.map((r) => [r.connection, r.start_time, r.end_time]), [['a-1', ts(H), ts(H + 5n * S + 1n)], ['a-7', ts(H + 131n * S), ts(END)]])
+  const quick = track('a', ordered(start(H, true), restatedSub('a-1'), ...beats(H, H + 5n * S), frame('a-1', H + 5n * S), start(H + 6n * S), sub('a-2', H + 7n * S), ...beats(H + 7n * S, END)))
+  t.same(quick.uncovered.map((u) => [u.start, u.end, u.reason]), [[H + 5n * S + 1n, H + 7n * S, 'down']], 'a restart within the liveness interval still ends the old connections')
+})
+
+t.test('liveness: silent until the hour ends is down, and runs end at the last frame', async (t) => {
+  const cov = track('a', ordered(start(H, true), restatedSub('a-1'), frame('a-1', H + 60n * S), ...beats(H, H + 600n * S)))
+  t.same(cov.uncovered, [{ start: H + 600n * S - S / 2n + 1n, end: END, reason: 'down' }])
+  t.same(cov.gapFreeRuns.map((r) => r.end_time), [ts(H + 60n * S + 1n)])
+  const v1 = track('a', [restatedSub('a-1'), frame('a-1', H + 60n * S)])
+  t.equal(v1.coveredNs, 3600n * S, 'a journal without recorder-start (format 1) is trusted as it stands')
+})
+
+t.test('destination unavailable: the stretch its record states is uncovered for that reason', async (t) => {
+  const lostFrom = H + 100n * S
+  const lostTo = H + 160n * S
+  const a = track('a', [start(H, true), restatedSub('a-1'), ...beats(H, lostFrom), { kind: 'destination-unavailable', replica: 'a', time: lostTo, from: lostFrom, to: lostTo, lostEvents: 120, message: 'ENOSPC' }, ...beats(lostTo, END)])
+  t.same(a.uncovered.map((u) => [u.start, u.end, u.reason]), [[lostFrom - S / 2n + 1n, lostFrom, 'down'], [lostFrom, lostTo, 'destination']])
+  const b = track('b', [sub('b-1', H - S)])
+  t.same(uncoveredByBoth(a, b), { reconnect: false, destination: false, down: false }, 'the other replica covered it: nothing is missing')
+  t.same(uncoveredByBoth(a, { ...a, replica: 'b' }), { reconnect: false, destination: true, down: true })
 })

@@ -200,26 +200,46 @@ t.test('book: one file per table even with no rows; funding and liquidations', a
   }
 })
 
+/** A recorder process's own records for both replicas (journal format 2): a start, then heartbeats every half interval. */
+function liveness(from: bigint, to: bigint, intervalNs = 10n * S): JournalEvent[] {
+  const out: JournalEvent[] = []
+  for (const replica of ['a', 'b'] as const) {
+    out.push({ kind: 'recorder-start', replica, time: from, heartbeatIntervalNs: intervalNs })
+    for (let x = from + intervalNs / 2n; x < to; x += intervalNs / 2n) out.push({ kind: 'heartbeat', replica, time: x })
+  }
+  return out
+}
+
 t.test('every hour gets a manifest: quiet hour complete, unrecorded hour missing', async (t) => {
-  const { journal, root } = await fresh('quiet')
   // Hour 13: both replicas subscribe and receive two trades. Hour 14: the venue sends nothing, both stay
   // subscribed. Hour 15: trades again.
   const P = H - HOUR
-  await buildJournal(journal, byTime([
+  const venue = [
     ...connect('a', 'a-1', P + 60n * S), ...connect('b', 'b-1', P + 60n * S + MS),
     ev.frame('a', 'a-1', P + 120n * S, tradePayload(P + 120n * S, 1)), ev.frame('b', 'b-1', P + 120n * S + MS, tradePayload(P + 120n * S, 1)),
     ev.frame('a', 'a-1', H + HOUR + 120n * S, tradePayload(H + HOUR + 120n * S, 2)), ev.frame('b', 'b-1', H + HOUR + 120n * S + MS, tradePayload(H + HOUR + 120n * S, 2)),
-  ]))
-  for (const h of [P, H, H + HOUR]) await seal(root, journal, h)
-  const quiet = await readHour(hourDirOf(root, H))
+  ]
+  // A recorder journals its start and heartbeats, so the quiet hour has its file and proof of life.
+  const live = await fresh('quiet')
+  await buildJournal(live.journal, byTime([...liveness(P + 30n * S, H + 2n * HOUR), ...venue]))
+  for (const h of [P, H, H + HOUR]) await seal(live.root, live.journal, h)
+  const quiet = await readHour(hourDirOf(live.root, H))
   t.same(quiet.names, ['manifest.json', 'manifest.json.sig', 'raw.jsonl.zst', 'trades.parquet'])
   t.equal(quiet.lines.length, 0, 'no frames')
   t.same(quiet.manifest.files.map((f) => [f.name, f.rows]), [['raw.jsonl.zst', 0], ['trades.parquet', 0]])
   t.equal(quiet.manifest.frame_time_bounds, undefined)
-  t.same(quiet.manifest.completeness, { status: 'complete', reasons: [] }, 'both replicas stayed subscribed through the quiet hour', { todo: 'SEALER BUG 1: an hour with no journal events is missing/recorder_down' })
-  t.same(quiet.manifest.replicas.map((r) => r.covered_ns), [Number(HOUR), Number(HOUR)], 'covered', { todo: 'SEALER BUG 1' })
+  t.same(quiet.manifest.completeness, { status: 'complete', reasons: [] }, 'both replicas stayed subscribed and alive through the quiet hour')
+  t.same(quiet.manifest.replicas.map((r) => r.covered_ns), [Number(HOUR), Number(HOUR)], 'covered')
   t.same(quiet.manifest.replicas.map((r) => r.clock), [undefined, undefined], 'no receipts, no clock')
-  t.same((await readHour(hourDirOf(root, H + HOUR))).manifest.completeness, { status: 'complete', reasons: [] })
+  t.same((await readHour(hourDirOf(live.root, H + HOUR))).manifest.completeness, { status: 'complete', reasons: [] })
+  await expectVerified(t, live.root)
+
+  // A format-1 journal (no recorder-start, no heartbeats) has no file for the quiet hour: nothing there
+  // shows the replicas were running, so the hour is not claimed.
+  const v1 = await fresh('quiet-v1')
+  await buildJournal(v1.journal, byTime(venue))
+  for (const h of [P, H, H + HOUR]) await seal(v1.root, v1.journal, h)
+  t.same((await readHour(hourDirOf(v1.root, H))).manifest.completeness, { status: 'missing', reasons: ['recorder_down'] })
 
   // An hour nobody recorded (no journal at all around it).
   const empty = await fresh('unrecorded')
@@ -229,6 +249,21 @@ t.test('every hour gets a manifest: quiet hour complete, unrecorded hour missing
   t.same(m.completeness, { status: 'missing', reasons: ['recorder_down'] })
   t.same(m.replicas.map((x) => x.covered_ns), [0, 0])
   await expectVerified(t, empty.root)
+})
+
+t.test('a crash: the replicas fall silent, the restart is a new process, and the hours say so', async (t) => {
+  const { journal, root } = await fresh('crash')
+  // The recorder dies at 14:20:00 without closing anything and restarts at 15:40.
+  const events = sim({ start: H - 10n * S, end: H + 2n * HOUR, framesPerSecond: 1, heartbeatIntervalMs: 1000, incidents: [{ kind: 'outage', start: H + 1200n * S, end: H + HOUR + 2400n * S }] })
+  await buildJournal(journal, events)
+  for (const h of [H, H + HOUR]) await seal(root, journal, h)
+  const crashed = (await readHour(hourDirOf(root, H))).manifest
+  t.same(crashed.completeness, { status: 'partial', reasons: ['recorder_down'] }, 'the connections the crash left open are not taken as covering the rest of the hour')
+  for (const r of crashed.replicas) t.ok(r.covered_ns < 1200e9 && r.covered_ns > 1190e9, `${r.replica} covered until its last record before 14:20 (${r.covered_ns})`)
+  const restarted = (await readHour(hourDirOf(root, H + HOUR))).manifest
+  t.same(restarted.completeness, { status: 'partial', reasons: ['recorder_down'] })
+  t.same(restarted.replicas.map((r) => r.reconnect_windows), [[], []], 'a restart is no reconnect window')
+  for (const r of restarted.replicas) t.ok(r.covered_ns > 1190e9 && r.covered_ns < 1200e9, `${r.replica} covered from the restart at 15:40 (${r.covered_ns})`)
   await expectVerified(t, root)
 })
 

@@ -44,7 +44,7 @@ t.test('trades: order, shared bytes, receive-time spread, clocks, classification
     prev = ti
     lastPer[e.replica] = ti
   }
-  t.same(events.slice(0, 2).map((e) => [e.kind, e.replica, e.connection]), [['connecting', 'a', 'a-1'], ['connecting', 'b', 'b-1']])
+  t.same(events.slice(0, 2).map((e) => [e.kind, e.replica, 'connection' in e ? e.connection : undefined]), [['connecting', 'a', 'a-1'], ['connecting', 'b', 'b-1']])
   t.equal(eventTime(events[0]!), START, 'a connects at the start')
   for (const r of ['a', 'b'] as const) {
     const mine = events.filter((e) => e.replica === r)
@@ -135,7 +135,7 @@ t.test('scripted incidents appear where scripted', async (t) => {
   t.match(b[bClose - 1], { kind: 'error', connection: 'b-1', time: at(10) })
   t.match(b[bClose], { kind: 'closed', connection: 'b-1' })
   t.equal((b[bClose] as { closeCode?: number }).closeCode, undefined, '1006: no close frame, no close code')
-  t.same(b.slice(bClose + 1, bClose + 5).map((e) => [e.kind, e.connection]), [['connecting', 'b-2'], ['open', 'b-2'], ['frame', 'b-2'], ['subscribed', 'b-2']])
+  t.same(b.slice(bClose + 1, bClose + 5).map((e) => [e.kind, 'connection' in e ? e.connection : undefined]), [['connecting', 'b-2'], ['open', 'b-2'], ['frame', 'b-2'], ['subscribed', 'b-2']])
   t.equal(eventTime(b[bClose + 1]!), at(12))
   const bSubscribed = eventTime(b[bClose + 4]!)
   t.notOk(b.some((e) => e.kind === 'frame' && e.receiveTime >= at(10) && e.receiveTime < bSubscribed && !text(e).startsWith('{"result"')), 'b receives nothing while reconnecting')
@@ -166,7 +166,7 @@ t.test('scripted incidents appear where scripted', async (t) => {
   t.notOk(events.some((e) => eventTime(e) >= at(40) && eventTime(e) < at(45)), 'no event while the recorder is down')
   t.notOk(events.some((e) => e.kind === 'closed' && eventTime(e) >= at(39)), 'a crash journals no close')
   const after = events.filter((e) => e.kind === 'connecting' && eventTime(e) >= at(45))
-  t.same(after.map((e) => e.connection).sort(), ['a-3', 'b-3'])
+  t.same(after.map((e) => ('connection' in e ? e.connection : undefined)).sort(), ['a-3', 'b-3'])
   // Unsynchronised: b's receipts carry no clock in [50, 52) s, and do elsewhere.
   const bFrames = events.filter((e): e is FrameEvent => e.kind === 'frame' && e.replica === 'b')
   const inside = bFrames.filter((f) => f.receiveTime >= at(50) && f.receiveTime < at(52))

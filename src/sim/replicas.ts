@@ -36,7 +36,11 @@
  *   frame of that instrument it receives at or after `at` (Binance has no checksum: a synthetic incident
  *   for the sealer's sake). On the book channel the replica then refetches the snapshot.
  * - `outage`: the recorder is down from `start` to `end`: no events at all (a crash journals no close);
- *   at `end` both replicas connect anew.
+ *   at `end` both replicas connect anew (with `heartbeatIntervalMs`, after a `recorder-start` each).
+ *
+ * With `heartbeatIntervalMs` the replicas journal as a recorder process does (journal format 2): a
+ * `recorder-start` at the start and after each outage, and a `heartbeat` whenever a replica has journaled
+ * nothing for half the interval and at the start of each hour.
  * - `unsynchronised`: the replica withholds clock fields on receipts in [`start`, `end`).
  *
  * Event ids: connections are `a-1`, `a-2`, ... and `b-1`, ... in the order a replica opens them.
@@ -76,6 +80,8 @@ export interface ReplicaSimOptions {
   incidents?: SimIncident[]
   /** Journal `sequence-break` events as the recorder would (default true). */
   sequenceBreaks?: boolean
+  /** Journal recorder starts and heartbeats with this interval (default: none, as a version-1 journal). */
+  heartbeatIntervalMs?: number
 }
 
 export const SIM_DEFAULT_INSTRUMENTS: readonly string[] = ['BTCUSDT', 'ETHUSDT']
@@ -172,7 +178,46 @@ interface Book { bids: Map<number, number>; asks: Map<number, number>; mid: numb
 
 /** The merged JournalEvent stream of replicas a and b (module comment). */
 export function* simulateReplicas(opts: ReplicaSimOptions): Generator<JournalEvent, void, undefined> {
-  yield* new Sim(opts).run()
+  const events = new Sim(opts).run()
+  yield* opts.heartbeatIntervalMs === undefined ? events : withLiveness(events, opts, BigInt(Math.round(opts.heartbeatIntervalMs * 1e6)))
+}
+
+const HOUR = 3_600_000_000_000n
+
+/** The events with each replica's recorder starts and heartbeats put in, in time order. */
+function* withLiveness(events: Iterable<JournalEvent>, opts: ReplicaSimOptions, intervalNs: bigint): Generator<JournalEvent> {
+  const outages = (opts.incidents ?? []).filter((i): i is SimOutage => i.kind === 'outage').sort((x, y) => (x.start < y.start ? -1 : 1))
+  const down = (t: bigint) => outages.some((o) => t >= o.start && t < o.end)
+  const half = intervalNs / 2n
+  const next = (t: bigint) => { const beat = t + half; const hour = t - (t % HOUR) + HOUR; return beat < hour ? beat : hour }
+  const replicas: Replica[] = ['a', 'b']
+  const due = new Map<Replica, bigint>()
+  const starts: bigint[] = [opts.start, ...outages.map((o) => o.end).filter((t) => t < opts.end)]
+  function* until(t: bigint): Generator<JournalEvent> {
+    for (;;) {
+      const start = starts[0]
+      const [r, d] = [...due].reduce((m, x) => (x[1] < m[1] ? x : m), ['a', opts.end] as [Replica, bigint])
+      if (start !== undefined && start <= t && start <= d) {
+        starts.shift()
+        for (const replica of replicas) {
+          yield { kind: 'recorder-start', replica, time: start, heartbeatIntervalNs: intervalNs }
+          due.set(replica, next(start))
+        }
+        continue
+      }
+      if (d > t || d >= opts.end) return
+      if (down(d)) { due.delete(r); continue }
+      yield { kind: 'heartbeat', replica: r, time: d }
+      due.set(r, next(d))
+    }
+  }
+  for (const e of events) {
+    const t = e.kind === 'frame' ? e.receiveTime : e.time
+    yield* until(t)
+    yield e
+    if (due.has(e.replica)) due.set(e.replica, next(t))
+  }
+  yield* until(opts.end - 1n)
 }
 
 class Sim {

@@ -1,5 +1,5 @@
 /**
- * The replica journal, format version 1 (docs/journal.md): the crash-safe, append-only log of what one
+ * The replica journal, format version 2 (docs/journal.md): the crash-safe, append-only log of what one
  * replica received and saw, between the recorder and the sealer.
  *
  * A journal file is a 16-byte file header followed by records. Each record is a 16-byte record header
@@ -76,7 +76,10 @@ export function crc32c(buf: Uint8Array, start = 0, end = buf.length, crc = 0): n
 // ---------------------------------------------------------------------------------------------------------
 // Layout constants (docs/journal.md, "File" and "Record").
 
-export const JOURNAL_VERSION = 1
+/** Version 2 added the replica's own records (recorder-start, heartbeat, destination-unavailable). */
+export const JOURNAL_VERSION = 2
+/** Versions this reader reads: version-1 files hold a subset of version 2's records. */
+const READABLE_VERSIONS = [1, 2]
 /** "\x89PJRNL\r\n": a high byte first (not text), CR LF to catch text-mode mangling. */
 export const FILE_MAGIC = Buffer.from([0x89, 0x50, 0x4a, 0x52, 0x4e, 0x4c, 0x0d, 0x0a])
 export const FILE_HEADER_SIZE = 16
@@ -103,6 +106,9 @@ export const RecordKind = {
   ERROR: 6,
   SEQUENCE_BREAK: 7,
   CHECKSUM_MISMATCH: 8,
+  HEARTBEAT: 9,
+  RECORDER_START: 10,
+  DESTINATION_UNAVAILABLE: 11,
 } as const
 
 const KIND_CODE: Record<JournalEvent['kind'], number> = {
@@ -114,6 +120,9 @@ const KIND_CODE: Record<JournalEvent['kind'], number> = {
   'error': RecordKind.ERROR,
   'sequence-break': RecordKind.SEQUENCE_BREAK,
   'checksum-mismatch': RecordKind.CHECKSUM_MISMATCH,
+  'heartbeat': RecordKind.HEARTBEAT,
+  'recorder-start': RecordKind.RECORDER_START,
+  'destination-unavailable': RecordKind.DESTINATION_UNAVAILABLE,
 }
 
 const FRAME_BINARY = 1
@@ -194,8 +203,8 @@ export function encodeJournalRecord(e: JournalEvent): Buffer {
   const code = KIND_CODE[e.kind]
   if (code === undefined) throw new JournalEncodeError('kind', `unknown event kind ${JSON.stringify((e as { kind: unknown }).kind)}`)
   if (e.replica !== 'a' && e.replica !== 'b') throw new JournalEncodeError('replica', `must be "a" or "b", not ${JSON.stringify(e.replica)}`)
-  const connection = checkString(e.connection, 'connection')
-  let size = MIN_BODY_SIZE + strSize(connection)
+  const connection = 'connection' in e ? checkString(e.connection, 'connection') : ''
+  let size = MIN_BODY_SIZE + ('connection' in e ? strSize(connection) : 0)
   let flags = 0
   switch (e.kind) {
     case 'frame': {
@@ -245,6 +254,21 @@ export function encodeJournalRecord(e: JournalEvent): Buffer {
       checkInt64(e.time, 'time')
       size += strSize(checkString(e.instrument, 'instrument')) + strSize(checkString(e.expected, 'expected')) + strSize(checkString(e.computed, 'computed'))
       break
+    case 'heartbeat':
+      checkInt64(e.time, 'time')
+      break
+    case 'recorder-start':
+      checkInt64(e.time, 'time')
+      if (checkInt64(e.heartbeatIntervalNs, 'heartbeatIntervalNs') <= 0n) throw new JournalEncodeError('heartbeatIntervalNs', 'must be positive')
+      size += 8
+      break
+    case 'destination-unavailable':
+      checkInt64(e.time, 'time')
+      if (checkInt64(e.to, 'to') <= checkInt64(e.from, 'from')) throw new JournalEncodeError('to', 'must be after from')
+      size += 8
+      if (!Number.isSafeInteger(e.lostEvents) || e.lostEvents < 0) throw new JournalEncodeError('lostEvents', 'must be a non-negative safe integer')
+      size += 16 + strSize(checkString(e.message, 'message'))
+      break
   }
   if (size > MAX_BODY_SIZE) throw new JournalEncodeError('kind', `the record body would be ${size} bytes, over the cap of ${MAX_BODY_SIZE}`)
   const w = new BodyWriter(size)
@@ -282,6 +306,14 @@ export function encodeJournalRecord(e: JournalEvent): Buffer {
     case 'checksum-mismatch':
       w.str(connection); w.str(e.instrument); w.str(e.expected); w.str(e.computed)
       break
+    case 'heartbeat':
+      break
+    case 'recorder-start':
+      w.i64(e.heartbeatIntervalNs)
+      break
+    case 'destination-unavailable':
+      w.i64(e.from); w.i64(e.to); w.i64(BigInt(e.lostEvents)); w.str(e.message)
+      break
   }
   return w.finish()
 }
@@ -309,7 +341,7 @@ export type JournalProblemReason =
   | 'zero-fill'
   /** torn: a writer found a torn tail when it reopened the file, truncated it, and left a marker record. */
   | 'truncated-on-reopen'
-  /** corrupt: the file header's checksum fails; records are read as version 1. */
+  /** corrupt: the file header's checksum fails; records are read as the current version. */
   | 'file-header'
   /** corrupt: no valid record header where one should start (sync marker or header checksum); resynchronised. */
   | 'record-header'
@@ -374,6 +406,8 @@ export class JournalScanner {
 
   /** Set by {@link startMidFile}: bytes before the first valid record are skipped without a problem. */
   private quiet = false
+  /** The version the file header states, once read (a damaged header reads as the current version). */
+  version = JOURNAL_VERSION
 
   constructor(readonly file: string | undefined = undefined, readonly decode = true) {}
 
@@ -523,9 +557,10 @@ export class JournalScanner {
     const crcOk = crc32c(h, 0, 12) === h.readUInt32LE(12)
     if (crcOk && magicOk) {
       const version = h.readUInt16LE(8)
-      if (version !== JOURNAL_VERSION) {
-        throw new PipeError('journal.unsupported-version', `journal format version ${version} is not supported (this reader reads version ${JOURNAL_VERSION})`, { location: this.file ? { file: this.file } : {} })
+      if (!READABLE_VERSIONS.includes(version)) {
+        throw new PipeError('journal.unsupported-version', `journal format version ${version} is not supported (this reader reads versions ${READABLE_VERSIONS.join(' and ')})`, { location: this.file ? { file: this.file } : {} })
       }
+      this.version = version
       this.headerDone = true
       return pos + FILE_HEADER_SIZE
     }
@@ -539,7 +574,7 @@ export class JournalScanner {
       if (!recordFollows) throw notAJournal(this.file)
     }
     this.headerDone = true
-    this.problem('corrupt', 'file-header', base + pos, FILE_HEADER_SIZE, 'the file header checksum fails; records read as version 1')
+    this.problem('corrupt', 'file-header', base + pos, FILE_HEADER_SIZE, `the file header checksum fails; records read as version ${JOURNAL_VERSION}`)
     return pos + FILE_HEADER_SIZE
   }
 
@@ -603,7 +638,7 @@ export class JournalScanner {
     const replica: Replica = r === 0x61 ? 'a' : r === 0x62 ? 'b' : (() => { throw new DecodeError(`replica byte 0x${(r ?? 0).toString(16)} is neither "a" nor "b"`) })()
     const flags = buf[s + 2]!
     const restated = buf[s + 3]!
-    if (restated > 1 || (restated === 1 && kind !== RecordKind.OPEN && kind !== RecordKind.SUBSCRIBED && kind !== RecordKind.CLOSED)) {
+    if (restated > 1 || (restated === 1 && kind !== RecordKind.OPEN && kind !== RecordKind.SUBSCRIBED && kind !== RecordKind.CLOSED && kind !== RecordKind.RECORDER_START)) {
       throw new DecodeError(`the restated byte is ${restated} on a record of kind ${kind}`)
     }
     const time = dv.getBigInt64(s + 4, true)
@@ -625,9 +660,28 @@ export class JournalScanner {
         ? { kind: 'frame', replica, connection, receiveTime: time, payload, binary }
         : { kind: 'frame', replica, connection, receiveTime: time, payload, binary, clockOffset, clockErrorBound: clockErrorBound! }
     }
+    const str = (what: string) => { const v = this.str(buf, dv, p, e, what); p += 4 + dv.getUint32(p, true); return v }
+    const i64 = (what: string) => { if (p + 8 > e) throw new DecodeError(`${what} past the end of the body`); const v = dv.getBigInt64(p, true); p += 8; return v }
+    if (kind >= RecordKind.HEARTBEAT && kind <= RecordKind.DESTINATION_UNAVAILABLE) {
+      if (flags) throw new DecodeError(`unknown flags 0x${flags.toString(16)}`)
+      let event: JournalEvent
+      if (kind === RecordKind.HEARTBEAT) event = { kind: 'heartbeat', replica, time }
+      else if (kind === RecordKind.RECORDER_START) {
+        const heartbeatIntervalNs = i64('heartbeat interval')
+        if (heartbeatIntervalNs <= 0n) throw new DecodeError(`heartbeat interval ${heartbeatIntervalNs} is not positive`)
+        event = { kind: 'recorder-start', replica, time, heartbeatIntervalNs, ...(restated ? { restated: true } : {}) }
+      } else {
+        const from = i64('from')
+        const to = i64('to')
+        const lost = i64('lost events')
+        if (to <= from || lost < 0n || lost > BigInt(Number.MAX_SAFE_INTEGER)) throw new DecodeError('destination-unavailable: to not after from, or a lost-event count out of range')
+        event = { kind: 'destination-unavailable', replica, time, from, to, lostEvents: Number(lost), message: str('message') }
+      }
+      if (p !== e) throw new DecodeError(`${e - p} bytes after the last field`)
+      return event
+    }
     const connection = this.connection(buf, dv, p, e)
     p = this.strEnd
-    const str = (what: string) => { const v = this.str(buf, dv, p, e, what); p += 4 + dv.getUint32(p, true); return v }
     let event: JournalEvent
     switch (kind) {
       case RecordKind.CONNECTING:
@@ -739,7 +793,7 @@ export interface ReadJournalFileOptions {
  * buffer, and only a record straddling two reads is copied, so frame payloads are subarrays of the read
  * buffers and stay valid for as long as they are held. Problems carry their byte offsets; a torn tail is
  * the last problem. Throws `journal.not-a-journal` or `journal.unsupported-version` for a file that is no
- * version-1 journal.
+ * journal of a version this reader reads (1 or 2).
  */
 export async function* readJournalFile(path: string, opts: ReadJournalFileOptions = {}): AsyncGenerator<JournalFileBatch> {
   yield* readWith(new JournalScanner(path, opts.decode ?? true), path, opts, { size: 0 })
@@ -927,12 +981,12 @@ export async function seekJournalTime(path: string, time: bigint): Promise<numbe
 }
 
 /** Scans a file's checksums without decoding events: the problems, the count of records, and the file size. */
-export async function scanJournalFile(path: string): Promise<{ problems: JournalProblem[]; records: number; size: number }> {
+export async function scanJournalFile(path: string): Promise<{ problems: JournalProblem[]; records: number; size: number; version: number }> {
   const problems: JournalProblem[] = []
   const scanner = new JournalScanner(path, false)
   const state = { size: 0 }
   for await (const b of readWith(scanner, path, {}, state)) problems.push(...b.problems)
-  return { problems, records: scanner.records, size: state.size }
+  return { problems, records: scanner.records, size: state.size, version: scanner.version }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1172,8 +1226,8 @@ export class JournalFileWriter {
   /**
    * Opens `path` for appending, creating it (and its directory) when missing. An existing file is checked:
    * a torn tail is truncated (and fsynced) and a truncation marker appended in its place, so readers still
-   * report the lost bytes; corrupt records are left where they are. A file that is no version-1 journal
-   * is refused.
+   * report the lost bytes; corrupt records are left where they are. A version-1 file gets a version-2
+   * header. A file that is no journal, or of a later version, is refused.
    */
   static async open(path: string, opts: JournalWriterOptions = {}): Promise<JournalFileWriter> {
     const policy = opts.fsync ?? 'interval'
@@ -1223,6 +1277,11 @@ export class JournalFileWriter {
         await writeAll(fh, fileHeader(), 0)
         size = FILE_HEADER_SIZE
         await fh.datasync()
+      } else if (scan.version < JOURNAL_VERSION) {
+        // Every record of an older version is a record of this one: the header is upgraded before the
+        // first record only this version has is appended.
+        await writeAll(fh, fileHeader(), 0)
+        await fh.datasync()
       }
       const report: JournalOpenReport = { path, created: false, sizeBefore: scan.size, truncatedBytes: truncated, problems: scan.problems }
       return new JournalFileWriter(fh, path, size, report, policy, interval)
@@ -1269,6 +1328,9 @@ export class JournalFileWriter {
           else this.dirty = true
           for (const w of waiters) w.resolve()
         } catch (err) {
+          // A batch is all or nothing: complete records of a failed write are cut off again, so that every
+          // rejected append is absent from the file (what a recorder counts as lost is exactly what is).
+          await this.fh.truncate(this.size).catch(() => {})
           this.failed ??= err
           for (const w of waiters) w.reject(err)
         }
@@ -1325,22 +1387,26 @@ async function mkdirDurable(dir: string): Promise<void> {
 }
 
 /**
- * Appends events to a journal directory, each to the file of its replica and the UTC hour of its event time
- * (`receiveTime` for frames, `time` otherwise). Keeps up to `maxOpenFiles` files open (least recently used
- * closed first); reopening a file recovers a torn tail (see {@link JournalFileWriter.open}).
- */
-/**
- * Each replica's connection state as of its latest event, so that every hour file can begin by restating
- * it: the `open` and `subscribed` events of each open connection, or, when none is subscribed, the last
- * `closed` event, each copied with the hour's start as its time. A sealer then learns the state an hour
- * starts in from that hour's file alone (docs/journal.md, "State at the top of each file").
+ * Each replica's state as of its latest event, so that every hour file can begin by restating it: the
+ * recorder's latest `recorder-start` (its heartbeat promise), then the `open` and `subscribed` events of
+ * each open connection, or, when none is subscribed, the last `closed` event, each copied with the hour's
+ * start as its time. A sealer then learns the state an hour starts in from that hour's file alone
+ * (docs/journal.md, "State at the top of each file"). A `recorder-start` that is not a restatement begins
+ * a new process: the connections of the one before are gone and are not restated again.
  */
 export function isRestated(e: JournalEvent): boolean {
-  return (e.kind === 'open' || e.kind === 'subscribed' || e.kind === 'closed') && e.restated === true
+  return (e.kind === 'open' || e.kind === 'subscribed' || e.kind === 'closed' || e.kind === 'recorder-start') && e.restated === true
+}
+
+interface ReplicaState {
+  hour: bigint | null
+  start?: JournalEvent
+  open: Map<string, { open?: JournalEvent; subscribed?: JournalEvent }>
+  lastClosed?: JournalEvent
 }
 
 export class ConnectionStates {
-  private readonly replicas = new Map<Replica, { hour: bigint | null; open: Map<string, { open?: JournalEvent; subscribed?: JournalEvent }>; lastClosed?: JournalEvent }>()
+  private readonly replicas = new Map<Replica, ReplicaState>()
 
   /** The events to write, before `e`, at the top of a new hour file of its replica (none within an hour). */
   restate(e: JournalEvent): JournalEvent[] {
@@ -1355,7 +1421,10 @@ export class ConnectionStates {
       return []
     }
     state.hour = hour
+    // A new process's first event needs no state from the process before it.
+    if (e.kind === 'recorder-start') return []
     const out: JournalEvent[] = []
+    if (state.start) out.push({ ...state.start, time: hour, restated: true } as JournalEvent)
     let subscribed = false
     for (const c of state.open.values()) {
       if (c.open) out.push({ ...c.open, time: hour, restated: true } as JournalEvent)
@@ -1369,12 +1438,43 @@ export class ConnectionStates {
   note(e: JournalEvent): void {
     const state = this.replicas.get(e.replica)
     if (!state) return
-    if (e.kind === 'open') state.open.set(e.connection, { open: e })
+    if (e.kind === 'recorder-start') {
+      state.start = e
+      state.open.clear()
+      delete state.lastClosed
+    } else if (e.kind === 'open') state.open.set(e.connection, { open: e })
     else if (e.kind === 'subscribed') state.open.set(e.connection, { ...state.open.get(e.connection), subscribed: e })
     else if (e.kind === 'closed') { state.open.delete(e.connection); state.lastClosed = e }
   }
 }
 
+export interface JournalDirectoryOptions extends JournalWriterOptions {
+  maxOpenFiles?: number
+  /**
+   * What a failed write does. `fail` (the default): the writer fails and later appends reject. `record-loss`
+   * (a recorder that must keep running): appends keep resolving, the events that could not be written are
+   * counted, writing is tried again at most every `retryMs` (default 1000), and once a write succeeds a
+   * `destination-unavailable` record states the lost stretch and count before the next event.
+   */
+  onWriteError?: 'fail' | 'record-loss'
+  retryMs?: number
+}
+
+/** One replica's liveness: it journals at least one record every interval while it runs. */
+interface Liveness {
+  intervalNs: bigint
+  timer: NodeJS.Timeout
+  lastAppend: bigint
+}
+
+/**
+ * Appends events to a journal directory, each to the file of its replica and the UTC hour of its event time
+ * (`receiveTime` for frames, `time` otherwise). Keeps up to `maxOpenFiles` files open (least recently used
+ * closed first); reopening a file recovers a torn tail (see {@link JournalFileWriter.open}). A recorder calls
+ * {@link startReplica} first: it journals the `recorder-start` and then a heartbeat whenever the replica has
+ * journaled nothing for half an interval, and at each hour's start, so that every hour has its file with the
+ * state restated at its top even when the venue is silent.
+ */
 export class JournalWriter {
   private readonly files = new Map<string, Promise<JournalFileWriter>>()
   /** Files being closed after eviction: a reopen of the same file waits for its close. */
@@ -1382,21 +1482,97 @@ export class JournalWriter {
   /** What opening each file found, in the order they were opened. */
   readonly reports: JournalOpenReport[] = []
   private readonly maxOpen: number
+  private readonly now: () => bigint
+  private readonly liveness = new Map<Replica, Liveness>()
+  /** record-loss: what could not be written, by replica, and when writing may be tried again. */
+  private readonly losses = new Map<Replica, { from: bigint; to: bigint; events: number; message: string; retryAt: number }>()
 
-  constructor(readonly dir: string, private readonly opts: JournalWriterOptions & { maxOpenFiles?: number } = {}) {
+  constructor(readonly dir: string, private readonly opts: JournalDirectoryOptions = {}) {
     this.maxOpen = Math.max(1, opts.maxOpenFiles ?? 4)
+    this.now = opts.now ?? systemNow
   }
 
   private readonly states = new ConnectionStates()
+
+  /**
+   * Journals the start of a recorder process for `replica` and keeps its heartbeat going until
+   * {@link close}. Every connection the replica had before (in an earlier process) counts as gone.
+   */
+  startReplica(replica: Replica, heartbeatIntervalMs = 1000): Promise<void> {
+    if (!(heartbeatIntervalMs >= 2)) throw new RangeError('heartbeatIntervalMs must be at least 2')
+    const intervalNs = BigInt(Math.round(heartbeatIntervalMs * 1e6))
+    const previous = this.liveness.get(replica)
+    if (previous) clearInterval(previous.timer)
+    const started = this.append({ kind: 'recorder-start', replica, time: this.now(), heartbeatIntervalNs: intervalNs })
+    const timer = setInterval(() => this.beat(replica), Math.max(1, Math.floor(heartbeatIntervalMs / 4)))
+    timer.unref()
+    this.liveness.set(replica, { intervalNs, timer, lastAppend: this.now() })
+    return started
+  }
+
+  private beat(replica: Replica): void {
+    const l = this.liveness.get(replica)
+    if (!l) return
+    const now = this.now()
+    if (now - l.lastAppend >= l.intervalNs / 2n || hourStart(now) > hourStart(l.lastAppend)) {
+      void this.append({ kind: 'heartbeat', replica, time: now }).catch(() => {})
+    }
+  }
 
   /** Encodes (throwing on a bad event) and appends one event; settles like {@link JournalFileWriter.append}. */
   append(event: JournalEvent): Promise<void> {
     // A restated event read from another journal is state this writer restates itself.
     if (isRestated(event)) return Promise.resolve()
+    const record = encodeJournalRecord(event)
+    const l = this.liveness.get(event.replica)
+    if (l) l.lastAppend = this.now()
+    const loss = this.losses.get(event.replica)
+    if (loss && Date.now() < loss.retryAt) {
+      this.lose(event, null)
+      return Promise.resolve()
+    }
     const restated = this.states.restate(event)
-    const record = restated.length === 0 ? encodeJournalRecord(event) : Buffer.concat([...restated, event].map(encodeJournalRecord))
+    const records = [...restated.map(encodeJournalRecord), record]
+    if (loss) {
+      // Said before the event that shows writing works again, at that event's time.
+      records.unshift(encodeJournalRecord({ kind: 'destination-unavailable', replica: event.replica, time: eventTime(event), from: loss.from, to: loss.to + 1n, lostEvents: loss.events, message: loss.message }))
+      this.losses.delete(event.replica)
+    }
     this.states.note(event)
     const path = journalFilePath(this.dir, event.replica, eventTime(event))
+    const written = this.file(path).then((w) => w.appendRecord(records.length === 1 ? record : Buffer.concat(records)))
+    if (this.opts.onWriteError !== 'record-loss') return written
+    return written.catch((err: unknown) => {
+      // The file writer is failed for good: the next attempt reopens the file (and recovers a torn tail).
+      const failed = this.files.get(path)
+      this.files.delete(path)
+      void failed?.then((w) => w.close()).catch(() => {})
+      if (loss) this.lose(event, (err as Error).message, loss)
+      else this.lose(event, (err as Error).message)
+    })
+  }
+
+  /**
+   * Counts an event that was not written: `message` is the error of a write that was tried (then writing
+   * waits `retryMs` before it is tried again), null when it was not tried; `unwritten` a loss whose record
+   * went down with this write.
+   */
+  private lose(event: JournalEvent, message: string | null, unwritten?: { from: bigint; to: bigint; events: number }): void {
+    const t = eventTime(event)
+    let loss = this.losses.get(event.replica)
+    if (!loss) this.losses.set(event.replica, (loss = { from: t, to: t, events: 0, message: message ?? '', retryAt: 0 }))
+    for (const [from, to, events] of [[t, t, 1] as const, ...(unwritten ? [[unwritten.from, unwritten.to, unwritten.events] as const] : [])]) {
+      if (from < loss.from) loss.from = from
+      if (to > loss.to) loss.to = to
+      loss.events += events
+    }
+    if (message !== null) {
+      loss.message = message
+      loss.retryAt = Date.now() + (this.opts.retryMs ?? 1000)
+    }
+  }
+
+  private file(path: string): Promise<JournalFileWriter> {
     let file = this.files.get(path)
     if (file) {
       this.files.delete(path) // re-inserted below: most recently used last
@@ -1408,7 +1584,7 @@ export class JournalWriter {
       file = opened
     }
     this.files.set(path, file)
-    return file.then((w) => w.appendRecord(record))
+    return file
   }
 
   private evict(): void {
@@ -1428,7 +1604,10 @@ export class JournalWriter {
     for (const f of [...this.files.values()]) await (await f).flush()
   }
 
+  /** Stops the heartbeats and closes every file. */
   async close(): Promise<void> {
+    for (const l of this.liveness.values()) clearInterval(l.timer)
+    this.liveness.clear()
     const errors: unknown[] = []
     for (const f of [...this.files.values()]) {
       try { await (await f).close() } catch (err) { errors.push(err) }
@@ -1543,12 +1722,15 @@ export class JournalJsonError extends Error {
 const FIELDS: Record<JournalEvent['kind'], { required: readonly string[]; optional: readonly string[] }> = {
   'frame': { required: ['kind', 'replica', 'connection', 'receive_time', 'payload', 'payload_encoding'], optional: ['clock_offset', 'clock_error_bound'] },
   'connecting': { required: ['kind', 'replica', 'connection', 'time'], optional: [] },
-  'open': { required: ['kind', 'replica', 'connection', 'time'], optional: [] },
-  'subscribed': { required: ['kind', 'replica', 'connection', 'time', 'instruments'], optional: [] },
-  'closed': { required: ['kind', 'replica', 'connection', 'time'], optional: ['close_code', 'reason'] },
+  'open': { required: ['kind', 'replica', 'connection', 'time'], optional: ['restated'] },
+  'subscribed': { required: ['kind', 'replica', 'connection', 'time', 'instruments'], optional: ['restated'] },
+  'closed': { required: ['kind', 'replica', 'connection', 'time'], optional: ['close_code', 'reason', 'restated'] },
   'error': { required: ['kind', 'replica', 'connection', 'time', 'message'], optional: [] },
   'sequence-break': { required: ['kind', 'replica', 'connection', 'time', 'instrument', 'after_id', 'before_id'], optional: [] },
   'checksum-mismatch': { required: ['kind', 'replica', 'connection', 'time', 'instrument', 'expected', 'computed'], optional: [] },
+  'heartbeat': { required: ['kind', 'replica', 'time'], optional: [] },
+  'recorder-start': { required: ['kind', 'replica', 'time', 'heartbeat_interval_ns'], optional: ['restated'] },
+  'destination-unavailable': { required: ['kind', 'replica', 'time', 'from', 'to', 'lost_events', 'message'], optional: [] },
 }
 
 const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -1584,8 +1766,24 @@ export function eventFromJson(obj: unknown): JournalEvent {
   }
   const replica = str('replica')
   if (replica !== 'a' && replica !== 'b') throw new JournalJsonError('replica', 'must be "a" or "b"')
+  switch (kind) {
+    case 'heartbeat': return { kind: 'heartbeat', replica, time: time('time') }
+    case 'recorder-start': {
+      const heartbeatIntervalNs = int('heartbeat_interval_ns')
+      if (heartbeatIntervalNs <= 0n) throw new JournalJsonError('heartbeat_interval_ns', 'must be positive')
+      return { kind: 'recorder-start', replica, time: time('time'), heartbeatIntervalNs, ...restatedFromJson(o) }
+    }
+    case 'destination-unavailable': {
+      const from = time('from')
+      const to = time('to')
+      if (to <= from) throw new JournalJsonError('to', 'must be after from')
+      const lost = int('lost_events')
+      if (lost < 0n) throw new JournalJsonError('lost_events', 'must not be negative')
+      return { kind: 'destination-unavailable', replica, time: time('time'), from, to, lostEvents: Number(lost), message: str('message') }
+    }
+  }
   const connection = str('connection')
-  switch (kind as JournalEvent['kind']) {
+  switch (kind as Exclude<JournalEvent['kind'], 'heartbeat' | 'recorder-start' | 'destination-unavailable'>) {
     case 'frame': {
       const receiveTime = time('receive_time')
       const enc = str('payload_encoding')
@@ -1656,9 +1854,18 @@ function safeInt(v: bigint, field: string): number {
 
 /** The JSONL object of an event, members in sorted order (so `JSON.stringify` of it is RFC 8785 canonical). */
 export function eventToJson(e: JournalEvent): Record<string, unknown> {
-  const o: Record<string, unknown> = { kind: e.kind, replica: e.replica, connection: e.connection }
+  const o: Record<string, unknown> = { kind: e.kind, replica: e.replica, ...('connection' in e ? { connection: e.connection } : {}) }
   if (isRestated(e)) o.restated = true
   switch (e.kind) {
+    case 'heartbeat':
+      o.time = formatTime(e.time)
+      break
+    case 'recorder-start':
+      o.time = formatTime(e.time); o.heartbeat_interval_ns = safeInt(e.heartbeatIntervalNs, 'heartbeat_interval_ns')
+      break
+    case 'destination-unavailable':
+      o.time = formatTime(e.time); o.from = formatTime(e.from); o.to = formatTime(e.to); o.lost_events = e.lostEvents; o.message = e.message
+      break
     case 'frame': {
       o.receive_time = formatTime(e.receiveTime)
       if (e.clockOffset !== undefined) {

@@ -227,6 +227,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     const reasons = new Set<CompletenessReason>()
     if (uncovered.reconnect) reasons.add('reconnect')
     if (uncovered.down) reasons.add('recorder_down')
+    if (uncovered.destination) reasons.add('destination_unavailable')
     if (written.sequenceGaps.length > 0) reasons.add('sequence_gap')
     if (checksumFailures.length > 0) reasons.add('checksum_failure')
     if (stats.offsetUnknown) reasons.add('clock_offset_unknown')

@@ -51,7 +51,27 @@ export interface SequenceBreakEvent { kind: 'sequence-break'; replica: Replica; 
 export interface ChecksumMismatchEvent { kind: 'checksum-mismatch'; replica: Replica; connection: string; time: bigint; instrument: string; expected: string; computed: string }
 
 export type ConnectionEvent = ConnectingEvent | OpenEvent | SubscribedEvent | ClosedEvent | ErrorEvent
-export type JournalEvent = FrameEvent | ConnectionEvent | SequenceBreakEvent | ChecksumMismatchEvent
+
+/**
+ * A recorder process began journaling the replica. Every connection of the replica from before it is
+ * gone (the previous process ended, perhaps by a crash), and from here the replica journals at least one
+ * record every `heartbeatIntervalNs` while it runs (heartbeats when nothing else happens), so that silence
+ * in the journal means the replica was not running. `restated` at the top of an hour file, as for
+ * connection events: then it only carries the promise into the hour, and ends nothing.
+ */
+export interface RecorderStartEvent { kind: 'recorder-start'; replica: Replica; time: bigint; heartbeatIntervalNs: bigint; restated?: true }
+/** The replica was running and journaling at `time` (written when nothing else was journaled for a heartbeat interval). */
+export interface HeartbeatEvent { kind: 'heartbeat'; replica: Replica; time: bigint }
+/**
+ * The replica could not write its journal from `from` to `to` (exclusive): its storage refused the writes
+ * (disk full, I/O error) and `lostEvents` events received then were dropped. Written at `time`, once
+ * writing works again.
+ */
+export interface DestinationUnavailableEvent { kind: 'destination-unavailable'; replica: Replica; time: bigint; from: bigint; to: bigint; lostEvents: number; message: string }
+
+/** What the replica says about itself rather than about a connection. */
+export type ReplicaEvent = RecorderStartEvent | HeartbeatEvent | DestinationUnavailableEvent
+export type JournalEvent = FrameEvent | ConnectionEvent | SequenceBreakEvent | ChecksumMismatchEvent | ReplicaEvent
 
 /** The instant an event happened on the replica's clock: receiveTime for frames, time otherwise. */
 export function eventTime(e: JournalEvent): bigint {

@@ -1,0 +1,1031 @@
+/**
+ * The guarded pack part reader ("Limits"; "Encodings" > Parquet tables). Everything the spec caps is
+ * checked before hyparquet parses or decodes anything it governs, so a hostile part is a finding, never a
+ * crash, a hang or a huge allocation:
+ *
+ * 1. the part is at most 4 GiB, starts and ends with PAR1, and its footer is at most 16 MiB;
+ * 2. the footer's Thrift compact bytes are pre-scanned (iteratively, every length checked against the bytes
+ *    left): nesting at most 32, at most 1,024 leaf columns, a schema tree at most 32 deep;
+ * 3. hyparquet parses the footer; every column chunk must lie inside the file;
+ * 4. every page header of every column chunk is read (each at most 4 MiB, pre-scanned the same way) before
+ *    any page is decoded: the pages' uncompressed sizes add up to at most 64× the part's size, no page
+ *    above 256 MiB (ours: one page's buffer), the data pages' values to at most 64 per byte of the part plus
+ *    2^20, and the columns' decoded size estimated from the headers (fixed-width values at their width,
+ *    byte arrays at their page bytes, dictionary-encoded ones at the dictionary's mean entry) to at most 64×
+ *    the part's size plus 64 MiB;
+ * 5. the file's schema is compared with the table's (below).
+ * Then rows are decoded one row group at a time. zstd pages decompress into a buffer of exactly the size
+ * their header states (never the size a frame claims); string cells above 1 MiB or not UTF-8 are refused as
+ * they are decoded; the decoded rows are counted again against the decoded-size limit; and any exception
+ * from hyparquet or zstd becomes a `pack.parquet-unreadable` finding.
+ *
+ * Schema reading ("Readers SHOULD accept another integer width whose values fit, float for float64"): an
+ * int32 column may be stored as INT32 (plain or a signed or unsigned INTEGER annotation) or INT64, an int64
+ * one as INT64 or INT32, each value checked to fit; a float64 column as DOUBLE or FLOAT; a string as
+ * BYTE_ARRAY annotated STRING/UTF8, JSON or ENUM; a list as the three-level LIST (any element name); a struct
+ * as a plain group, its unknown fields ignored. Large string and list types are the same in Parquet. A
+ * column the table does not know is ignored (not even decoded), a missing nullable column or struct field
+ * reads as null, and a missing required one, or another type, is `pack.parquet-schema-mismatch`. A file
+ * may mark a required column OPTIONAL; a null in it is `pack.parquet-value-invalid`.
+ */
+import type { FileHandle } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import {
+  parquetMetadata,
+  parquetRead,
+  parquetSchema,
+  readColumnIndex,
+  readOffsetIndex,
+  type AsyncBuffer,
+  type ColumnMetaData,
+  type Compressors,
+  type FileMetaData,
+  type PageHeader,
+  type ParquetParsers,
+  type SchemaElement,
+  type SchemaTree,
+} from 'hyparquet'
+import { MAX_STRING_CELL_BYTES, type PackField, type PackType, type TableSchema } from './table-schemas.js'
+
+// Deep modules through require(), as parquet-write.ts explains; both packages export their src/*.js.
+const require = createRequire(import.meta.url)
+const { parquetHeader } = require('hyparquet/src/column.js') as typeof import('hyparquet/src/column.js')
+const zstdBinding = require('zstd-napi/binding.js') as typeof import('zstd-napi/binding.js')
+
+/** The spec's limits ("Limits") and the bounds this reader adds (page header, page). */
+export const READ_LIMITS = Object.freeze({
+  partBytes: 4 * 1024 ** 3,
+  footerBytes: 16 * 1024 * 1024,
+  thriftDepth: 32,
+  columns: 1024,
+  schemaDepth: 32,
+  pageHeaderBytes: 4 * 1024 * 1024,
+  pageBytes: 256 * 1024 * 1024,
+  decompressedPerByte: 64,
+  valuesPerByte: 64,
+  valuesExtra: 2 ** 20,
+  decodedPerByte: 64,
+  decodedExtra: 64 * 1024 * 1024,
+  stringBytes: MAX_STRING_CELL_BYTES,
+})
+export type ReadLimits = typeof READ_LIMITS
+
+/** Stable codes of the reader's findings. */
+export const READ_CODES = {
+  /** The part is above 4 GiB. */
+  partTooLarge: 'pack.parquet-part-too-large',
+  /** Too short for Parquet, or without PAR1 at its start and end (a truncated file ends without it). */
+  notParquet: 'pack.parquet-not-parquet',
+  /** The footer's length is above 16 MiB. */
+  footerTooLarge: 'pack.parquet-footer-too-large',
+  /** The footer's or a page header's Thrift nests deeper than 32. */
+  thriftTooDeep: 'pack.parquet-thrift-too-deep',
+  /** More than 1,024 leaf columns. */
+  tooManyColumns: 'pack.parquet-too-many-columns',
+  /** The schema tree nests deeper than 32. */
+  schemaTooDeep: 'pack.parquet-schema-too-deep',
+  /** Structure that cannot be right: lengths past the end, offsets outside the file, counts that disagree. */
+  malformed: 'pack.parquet-malformed',
+  /** A page header above 4 MiB. */
+  pageHeaderTooLarge: 'pack.parquet-page-header-too-large',
+  /** One page's uncompressed size above 256 MiB. */
+  pageTooLarge: 'pack.parquet-page-too-large',
+  /** The pages' uncompressed sizes add up to more than 64× the part's size (the 64x rule). */
+  decompressedTooLarge: 'pack.parquet-decompressed-too-large',
+  /** More data page values than 64 per byte plus 2^20, or decoded columns above 64× the size plus 64 MiB. */
+  decodedTooLarge: 'pack.parquet-decoded-too-large',
+  /** A string cell above 1 MiB. */
+  stringTooLarge: 'pack.parquet-string-too-large',
+  /** A string cell that is not UTF-8. */
+  stringNotUtf8: 'pack.parquet-string-not-utf8',
+  /** A codec, encoding or page type this reader does not decode (codecs: uncompressed, snappy, zstd). */
+  unsupported: 'pack.parquet-unsupported',
+  /** hyparquet or zstd failed on the bytes. */
+  unreadable: 'pack.parquet-unreadable',
+  /** The file's schema is not the table's (a missing required column, another type). */
+  schemaMismatch: 'pack.parquet-schema-mismatch',
+  /** A value the table's schema cannot hold: null in a required column, an integer that does not fit. */
+  valueInvalid: 'pack.parquet-value-invalid',
+} as const
+
+export type ReadCode = (typeof READ_CODES)[keyof typeof READ_CODES]
+
+export interface ParquetFinding {
+  code: ReadCode
+  /** One line naming the column, page or row group. */
+  detail: string
+}
+
+/** A refusal raised while reading; turned into a finding at the API's edge. */
+class Refusal extends Error {
+  constructor(
+    readonly code: ReadCode,
+    readonly detail: string,
+  ) {
+    super(detail)
+  }
+}
+
+function refuse(code: ReadCode, detail: string): never {
+  throw new Refusal(code, detail)
+}
+
+function toFinding(err: unknown): ParquetFinding {
+  if (err instanceof Refusal) return { code: err.code, detail: err.detail }
+  const msg = err instanceof Error ? err.message : String(err)
+  return { code: READ_CODES.unreadable, detail: msg.split('\n')[0]!.slice(0, 300) }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Thrift compact pre-scan
+// ---------------------------------------------------------------------------------------------------
+
+const T_STOP = 0
+const T_TRUE = 1
+const T_FALSE = 2
+const T_BYTE = 3
+const T_I16 = 4
+const T_I32 = 5
+const T_I64 = 6
+const T_DOUBLE = 7
+const T_BINARY = 8
+const T_LIST = 9
+const T_SET = 10
+const T_STRUCT = 12
+
+interface ScanHooks {
+  /** A list opened by field `fid` of the struct at stack depth `depth` (the outermost struct is 1). */
+  onList?(depth: number, fid: number, size: number): void
+  /** A struct opened as an element of a list (at stack depth `depth`) that field `listFid` opened. */
+  onListStruct?(depth: number, listFid: number): void
+  /** An i32 field `fid` of the struct at depth `depth`, itself an element of a list opened by field `listFid` (-1 if none). */
+  onI32?(depth: number, fid: number, listFid: number, value: number): void
+}
+
+type Frame = { struct: true; lastFid: number; listFid: number } | { struct: false; left: number; elemType: number; fid: number }
+
+const OUT_OF_BYTES = Symbol('out of bytes')
+
+/**
+ * Walks one Thrift compact struct in `bytes[start, end)` without recursion and returns where it ends, or
+ * 'truncated' when the bytes run out first (a caller reading a window may read more and try again).
+ * Refuses nesting beyond `maxDepth` (thriftTooDeep), and as malformed a list claiming more elements than
+ * bytes remain, an over-long varint, or a type Parquet does not use.
+ */
+function scanCompact(bytes: Uint8Array, start: number, end: number, maxDepth: number, what: string, hooks: ScanHooks = {}): number | 'truncated' {
+  let pos = start
+  const stack: Frame[] = [{ struct: true, lastFid: 0, listFid: -1 }]
+  const varint = (): number => {
+    let v = 0
+    let mul = 1
+    for (let i = 0; i < 10; i++) {
+      if (pos >= end) throw OUT_OF_BYTES
+      const b = bytes[pos++]!
+      v += (b & 0x7f) * mul
+      if ((b & 0x80) === 0) return v
+      mul *= 128
+    }
+    return refuse(READ_CODES.malformed, `${what}: a varint longer than 10 bytes at byte ${pos}`)
+  }
+  const skip = (n: number): void => {
+    if (pos + n > end) throw OUT_OF_BYTES
+    pos += n
+  }
+  const zigzag = (u: number): number => (u % 2 === 0 ? u / 2 : -(u + 1) / 2)
+  const deeper = (): void => {
+    if (stack.length + 1 > maxDepth) refuse(READ_CODES.thriftTooDeep, `${what}: Thrift nests deeper than ${maxDepth}`)
+  }
+  /** Reads one value; pushes a frame for a container. `fid` is the field's id, or -1 for a list element. */
+  const value = (type: number, fid: number, listFid: number): void => {
+    const depth = stack.length
+    switch (type) {
+      case T_TRUE:
+      case T_FALSE:
+        // A boolean field is its type; a boolean list element is a byte.
+        if (fid < 0) skip(1)
+        return
+      case T_BYTE:
+        return skip(1)
+      case T_I16:
+      case T_I32: {
+        const u = varint()
+        if (type === T_I32 && fid >= 0) hooks.onI32?.(depth, fid, listFid, zigzag(u))
+        return
+      }
+      case T_I64:
+        varint()
+        return
+      case T_DOUBLE:
+        return skip(8)
+      case T_BINARY:
+        return skip(varint())
+      case T_LIST:
+      case T_SET: {
+        skip(1)
+        const b = bytes[pos - 1]!
+        const size = b >> 4 === 15 ? varint() : b >> 4
+        // Every element takes at least one byte (an empty struct is its STOP byte).
+        if (size > end - pos) throw OUT_OF_BYTES
+        deeper()
+        if (fid >= 0) hooks.onList?.(depth, fid, size)
+        stack.push({ struct: false, left: size, elemType: b & 0x0f, fid })
+        return
+      }
+      case T_STRUCT:
+        deeper()
+        if (fid < 0) hooks.onListStruct?.(depth, listFid)
+        stack.push({ struct: true, lastFid: 0, listFid: fid < 0 ? listFid : -1 })
+        return
+      default:
+        refuse(READ_CODES.malformed, `${what}: Thrift type ${type} at byte ${pos - 1}, which Parquet does not use`)
+    }
+  }
+  try {
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!
+      if (top.struct) {
+        skip(1)
+        const b = bytes[pos - 1]!
+        const type = b & 0x0f
+        if (type === T_STOP) {
+          stack.pop()
+          continue
+        }
+        top.lastFid = b >> 4 !== 0 ? top.lastFid + (b >> 4) : zigzag(varint())
+        value(type, top.lastFid, top.listFid)
+      } else if (top.left === 0) {
+        stack.pop()
+      } else {
+        top.left--
+        value(top.elemType, -1, top.fid)
+      }
+    }
+  } catch (err) {
+    if (err === OUT_OF_BYTES) return 'truncated'
+    throw err
+  }
+  return pos
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The file
+// ---------------------------------------------------------------------------------------------------
+
+const MAGIC = 0x31524150 // "PAR1"
+
+/** An open part: bounded reads by position, and an AsyncBuffer for hyparquet that reads the same way. */
+class PartFile {
+  private constructor(
+    private readonly fh: FileHandle,
+    readonly size: number,
+  ) {}
+
+  static async open(path: string): Promise<PartFile> {
+    const fh = await open(path, 'r')
+    try {
+      return new PartFile(fh, (await fh.stat()).size)
+    } catch (err) {
+      await fh.close()
+      throw err
+    }
+  }
+
+  async read(start: number, end: number): Promise<Uint8Array> {
+    if (start < 0 || end > this.size || end < start) refuse(READ_CODES.malformed, `a read of bytes ${start} to ${end} outside the part's ${this.size}`)
+    const buf = new Uint8Array(end - start)
+    let off = 0
+    while (off < buf.length) {
+      const { bytesRead } = await this.fh.read(buf, off, buf.length - off, start + off)
+      if (bytesRead === 0) refuse(READ_CODES.malformed, `the part ended at byte ${start + off} while reading to ${end}`)
+      off += bytesRead
+    }
+    return buf
+  }
+
+  asyncBuffer(): AsyncBuffer {
+    return {
+      byteLength: this.size,
+      slice: async (start: number, end: number = this.size) => {
+        const b = await this.read(start, end)
+        return b.buffer as ArrayBuffer
+      },
+    }
+  }
+
+  close(): Promise<void> {
+    return this.fh.close()
+  }
+}
+
+/** Steps 1 to 3: size, magic, footer length, the pre-scan, hyparquet's parse. */
+async function readFooter(file: PartFile, limits: ReadLimits): Promise<{ metadata: FileMetaData; footerStart: number }> {
+  if (file.size > limits.partBytes) refuse(READ_CODES.partTooLarge, `the part is ${file.size} bytes, above ${limits.partBytes}`)
+  if (file.size < 12) refuse(READ_CODES.notParquet, `${file.size} bytes is too short for Parquet`)
+  const head = await file.read(0, 4)
+  const tail = await file.read(file.size - 8, file.size)
+  const tailView = new DataView(tail.buffer)
+  if (new DataView(head.buffer).getUint32(0, true) !== MAGIC || tailView.getUint32(4, true) !== MAGIC) {
+    refuse(READ_CODES.notParquet, 'no PAR1 magic at the start or the end (not Parquet, or truncated)')
+  }
+  const footerLength = tailView.getUint32(0, true)
+  if (footerLength > limits.footerBytes) refuse(READ_CODES.footerTooLarge, `the footer claims ${footerLength} bytes, above ${limits.footerBytes}`)
+  const footerStart = file.size - 8 - footerLength
+  if (footerStart < 4) refuse(READ_CODES.malformed, `the footer claims ${footerLength} bytes, more than the part holds`)
+  const footer = await file.read(footerStart, file.size)
+  prescanFooter(footer, footerLength, limits)
+  let metadata: FileMetaData
+  try {
+    metadata = parquetMetadata(footer, { geoparquet: false })
+  } catch (err) {
+    return refuse(READ_CODES.unreadable, `footer: ${toFinding(err).detail}`)
+  }
+  checkLayout(metadata, footerStart)
+  return { metadata, footerStart }
+}
+
+/** Step 2: the footer's Thrift, and the shape of its schema from each element's num_children. */
+function prescanFooter(footer: Uint8Array, footerLength: number, limits: ReadLimits): void {
+  // FileMetaData.schema is field 2, a list of SchemaElement (stack depth 3 inside it); num_children is field 5.
+  let declared = -1
+  const numChildren: number[] = []
+  const scanned = scanCompact(footer, 0, footerLength, limits.thriftDepth, 'footer', {
+    onList: (depth, fid, size) => {
+      if (depth === 1 && fid === 2) declared = size
+    },
+    onListStruct: (depth, listFid) => {
+      if (depth === 2 && listFid === 2) numChildren.push(0)
+    },
+    onI32: (depth, fid, listFid, value) => {
+      if (depth === 3 && listFid === 2 && fid === 5) numChildren[numChildren.length - 1] = value
+    },
+  })
+  if (scanned !== footerLength) refuse(READ_CODES.malformed, scanned === 'truncated' ? "the footer's Thrift ends early" : 'the footer has bytes after its Thrift')
+  if (declared < 1 || numChildren.length !== declared) refuse(READ_CODES.malformed, 'the footer has no schema')
+  let leaves = 0
+  const open: number[] = numChildren[0]! > 0 ? [numChildren[0]!] : []
+  for (let i = 1; i < numChildren.length; i++) {
+    if (open.length === 0) refuse(READ_CODES.malformed, `schema element ${i} is outside the root's tree`)
+    open[open.length - 1]!--
+    const n = numChildren[i]!
+    if (n > 0) {
+      open.push(n)
+      if (open.length > limits.schemaDepth) refuse(READ_CODES.schemaTooDeep, `the schema nests deeper than ${limits.schemaDepth}`)
+    } else if (++leaves > limits.columns) {
+      refuse(READ_CODES.tooManyColumns, `more than ${limits.columns} leaf columns`)
+    }
+    while (open.length > 0 && open[open.length - 1] === 0) open.pop()
+  }
+  if (open.length > 0) refuse(READ_CODES.malformed, 'the schema declares more children than it has elements')
+}
+
+/** Every row group has one chunk per leaf column, inside the data; the row groups' rows add up to num_rows. */
+function checkLayout(metadata: FileMetaData, footerStart: number): void {
+  const leaves = metadata.schema.filter((e) => !e.num_children).length - (metadata.schema[0]?.num_children ? 0 : 1)
+  let rows = 0n
+  metadata.row_groups.forEach((rg, g) => {
+    if (rg.columns.length !== leaves) refuse(READ_CODES.malformed, `row group ${g} has ${rg.columns.length} column chunks for ${leaves} leaf columns`)
+    rows += rg.num_rows
+    for (const c of rg.columns) {
+      const md = c.meta_data
+      const name = md?.path_in_schema.join('.') ?? '?'
+      if (!md) return refuse(READ_CODES.unsupported, `row group ${g}: column ${name} has no metadata in the footer (encrypted or external)`)
+      const { start, end } = chunkRange(md)
+      if (!(start >= 4 && end <= footerStart && end >= start)) refuse(READ_CODES.malformed, `row group ${g}: column ${name} spans bytes ${start} to ${end}, outside the part's data`)
+    }
+  })
+  if (rows !== metadata.num_rows) refuse(READ_CODES.malformed, `the row groups hold ${rows} rows, the footer says ${metadata.num_rows}`)
+}
+
+function chunkRange(md: ColumnMetaData): { start: number; end: number } {
+  const data = Number(md.data_page_offset)
+  const dict = md.dictionary_page_offset === undefined ? undefined : Number(md.dictionary_page_offset)
+  const start = dict !== undefined && dict > 0 && dict < data ? dict : data
+  return { start, end: start + Number(md.total_compressed_size) }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Page headers (step 4)
+// ---------------------------------------------------------------------------------------------------
+
+/** One page as its header describes it. */
+export interface PageInfo {
+  offset: number
+  headerBytes: number
+  type: PageHeader['type']
+  /** 1 or 2 for data pages, 0 for a dictionary or index page. */
+  version: 0 | 1 | 2
+  encoding: string | undefined
+  compressedBytes: number
+  uncompressedBytes: number
+  values: number
+}
+
+/** A column chunk's pages, read from their headers. */
+export interface ChunkScan {
+  rowGroup: number
+  column: string
+  meta: ColumnMetaData
+  pages: PageInfo[]
+}
+
+const CODECS_READ: readonly string[] = ['UNCOMPRESSED', 'SNAPPY', 'ZSTD']
+const FIXED_WIDTH: Readonly<Record<string, number>> = { BOOLEAN: 1, INT32: 4, FLOAT: 4, INT64: 8, DOUBLE: 8, INT96: 12 }
+
+/** Reads page headers through a small window that grows only for a large header. */
+class HeaderReader {
+  private buf: Uint8Array = new Uint8Array(0)
+  private bufStart = 0
+
+  constructor(
+    private readonly file: PartFile,
+    private readonly limits: ReadLimits,
+  ) {}
+
+  async at(pos: number, chunkEnd: number, what: string): Promise<{ header: PageHeader; end: number }> {
+    let want = 4096
+    for (;;) {
+      const avail = Math.min(chunkEnd, pos + want)
+      if (!(pos >= this.bufStart && avail <= this.bufStart + this.buf.length)) {
+        this.buf = await this.file.read(pos, avail)
+        this.bufStart = pos
+      }
+      const scanned = scanCompact(this.buf, pos - this.bufStart, avail - this.bufStart, this.limits.thriftDepth, what)
+      if (scanned !== 'truncated') {
+        const reader = { view: new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength), offset: pos - this.bufStart }
+        let header: PageHeader
+        try {
+          header = parquetHeader(reader)
+        } catch (err) {
+          return refuse(READ_CODES.malformed, `${what}: ${toFinding(err).detail}`)
+        }
+        return { header, end: this.bufStart + scanned }
+      }
+      if (avail >= chunkEnd) refuse(READ_CODES.malformed, `${what}: the page header runs past its column chunk`)
+      if (want >= this.limits.pageHeaderBytes) refuse(READ_CODES.pageHeaderTooLarge, `${what}: a page header above ${this.limits.pageHeaderBytes} bytes`)
+      want = Math.min(want * 16, this.limits.pageHeaderBytes)
+    }
+  }
+}
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+
+/** Running totals of step 4, refused as soon as one passes its limit. */
+class PartBudget {
+  uncompressed = 0
+  values = 0
+  decoded = 0
+  private readonly maxUncompressed: number
+  private readonly maxValues: number
+  readonly maxDecoded: number
+
+  constructor(size: number, limits: ReadLimits) {
+    this.maxUncompressed = limits.decompressedPerByte * size
+    this.maxValues = limits.valuesPerByte * size + limits.valuesExtra
+    this.maxDecoded = limits.decodedPerByte * size + limits.decodedExtra
+  }
+
+  addPage(bytes: number, what: string): void {
+    this.uncompressed += bytes
+    if (this.uncompressed > this.maxUncompressed) refuse(READ_CODES.decompressedTooLarge, `${what}: the pages' uncompressed sizes pass ${this.maxUncompressed} bytes, 64x the part's size`)
+  }
+
+  addValues(n: number, what: string): void {
+    this.values += n
+    if (this.values > this.maxValues) refuse(READ_CODES.decodedTooLarge, `${what}: the data pages hold more than ${this.maxValues} values (64 per byte of the part plus 2^20)`)
+  }
+
+  addDecoded(bytes: number, what: string): void {
+    this.decoded += bytes
+    if (this.decoded > this.maxDecoded) refuse(READ_CODES.decodedTooLarge, `${what}: the decoded columns pass ${this.maxDecoded} bytes (64x the part's size plus 64 MiB)`)
+  }
+}
+
+/** The leaf columns' schema elements by dotted path. */
+function leafElements(metadata: FileMetaData): Map<string, SchemaElement> {
+  const out = new Map<string, SchemaElement>()
+  const walk = (node: SchemaTree): void => {
+    if (node.children.length === 0) out.set(node.path.join('.'), node.element)
+    for (const c of node.children) walk(c)
+  }
+  walk(parquetSchema(metadata))
+  return out
+}
+
+/** Step 4 for every column chunk of the part. */
+async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLimits, budget: PartBudget): Promise<ChunkScan[]> {
+  const headers = new HeaderReader(file, limits)
+  const elements = leafElements(metadata)
+  const scans: ChunkScan[] = []
+  for (let g = 0; g < metadata.row_groups.length; g++) {
+    for (const c of metadata.row_groups[g]!.columns) {
+      const md = c.meta_data!
+      const column = md.path_in_schema.join('.')
+      const where = `row group ${g}, column ${column}`
+      if (!CODECS_READ.includes(md.codec)) refuse(READ_CODES.unsupported, `${where}: codec ${md.codec}`)
+      const element = elements.get(column) ?? refuse(READ_CODES.malformed, `${where}: no such leaf column in the schema`)
+      const width = md.type === 'FIXED_LEN_BYTE_ARRAY' ? (element.type_length ?? 0) : (FIXED_WIDTH[md.type] ?? 8)
+      const { start, end } = chunkRange(md)
+      const pages: PageInfo[] = []
+      let dictionaryMean = 0
+      let chunkValues = 0
+      for (let pos = start; pos < end; ) {
+        const what = `${where}, page at byte ${pos}`
+        const { header: h, end: headerEnd } = await headers.at(pos, end, what)
+        if (!isCount(h.compressed_page_size) || !isCount(h.uncompressed_page_size)) refuse(READ_CODES.malformed, `${what}: page sizes missing or negative`)
+        const next = headerEnd + h.compressed_page_size
+        if (next > end) refuse(READ_CODES.malformed, `${what}: the page runs past its column chunk`)
+        if (h.uncompressed_page_size > limits.pageBytes) refuse(READ_CODES.pageTooLarge, `${what}: ${h.uncompressed_page_size} bytes uncompressed, above ${limits.pageBytes}`)
+        budget.addPage(h.uncompressed_page_size, what)
+        const info: PageInfo = { offset: pos, headerBytes: headerEnd - pos, type: h.type, version: 0, encoding: undefined, compressedBytes: h.compressed_page_size, uncompressedBytes: h.uncompressed_page_size, values: 0 }
+        if (h.type === 'DICTIONARY_PAGE') {
+          const n = h.dictionary_page_header?.num_values
+          if (!isCount(n)) refuse(READ_CODES.malformed, `${what}: a dictionary page without its value count`)
+          if (pages.length > 0) refuse(READ_CODES.malformed, `${what}: a dictionary page after the chunk's first page`)
+          info.values = n
+          info.encoding = h.dictionary_page_header!.encoding
+          dictionaryMean = n > 0 ? h.uncompressed_page_size / n : 0
+          budget.addDecoded(h.uncompressed_page_size, what)
+        } else if (h.type === 'DATA_PAGE' || h.type === 'DATA_PAGE_V2') {
+          const v1 = h.data_page_header
+          const v2 = h.data_page_header_v2
+          const n = h.type === 'DATA_PAGE' ? v1?.num_values : v2?.num_values
+          if (!isCount(n)) refuse(READ_CODES.malformed, `${what}: a data page without its value count`)
+          if (v2 && !(isCount(v2.definition_levels_byte_length) && isCount(v2.repetition_levels_byte_length) && v2.definition_levels_byte_length + v2.repetition_levels_byte_length <= Math.min(h.compressed_page_size, h.uncompressed_page_size))) {
+            refuse(READ_CODES.malformed, `${what}: level lengths outside the page`)
+          }
+          info.version = h.type === 'DATA_PAGE' ? 1 : 2
+          info.encoding = (v1 ?? v2)!.encoding
+          info.values = n
+          chunkValues += n
+          budget.addValues(n, what)
+          const dictionaryEncoded = info.encoding === 'PLAIN_DICTIONARY' || info.encoding === 'RLE_DICTIONARY'
+          const bytes = md.type !== 'BYTE_ARRAY' ? n * width : dictionaryEncoded ? n * (8 + dictionaryMean) : n * 8 + h.uncompressed_page_size
+          budget.addDecoded(bytes, what)
+        } else if (h.type !== 'INDEX_PAGE') {
+          refuse(READ_CODES.unsupported, `${what}: page type ${String(h.type)}`)
+        }
+        pages.push(info)
+        pos = next
+      }
+      if (chunkValues !== Number(md.num_values)) refuse(READ_CODES.malformed, `${where}: its data pages hold ${chunkValues} values, its metadata says ${md.num_values}`)
+      scans.push({ rowGroup: g, column, meta: md, pages })
+    }
+  }
+  return scans
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Schema (step 5) and the values read
+// ---------------------------------------------------------------------------------------------------
+
+/** Counts decoded values against the part's decoded-size limit (strings by length, other values 8 bytes). */
+interface DecodedMeter {
+  bytes: number
+  limit: number
+}
+
+/** Turns one decoded value of the file into the row model, or refuses it; `at` names the row for findings. */
+type Convert = (v: unknown, at: () => string) => unknown
+
+const INT32_MIN = -(2 ** 31)
+const INT32_MAX = 2 ** 31 - 1
+const INT64_MIN = -(2n ** 63n)
+const INT64_MAX = 2n ** 63n - 1n
+const STRING_ANNOTATIONS: readonly string[] = ['STRING', 'UTF8', 'JSON', 'ENUM']
+
+function annotation(e: SchemaElement): string | undefined {
+  return e.logical_type?.type ?? e.converted_type
+}
+
+/** An integer leaf with no annotation, or only an integer one (INT_8 ... UINT_64, INTEGER). */
+function plainInteger(e: SchemaElement): boolean {
+  const a = annotation(e)
+  return a === undefined || a === 'INTEGER' || /^U?INT_(8|16|32|64)$/.test(a)
+}
+
+function describe(node: SchemaTree): string {
+  const e = node.element
+  if (node.children.length > 0) return `a group${e.converted_type ? ` (${e.converted_type})` : ''}`
+  const a = annotation(e)
+  return `${e.type}${a ? ` (${a})` : ''}`
+}
+
+/** Compiles the conversion of one expected type from one file node, or returns why they do not match. */
+function compileConvert(expected: PackType, node: SchemaTree, column: string, meter: DecodedMeter): Convert | string {
+  const e = node.element
+  const leaf = node.children.length === 0
+  const count = (n: number, at: () => string): void => {
+    meter.bytes += n
+    if (meter.bytes > meter.limit) refuse(READ_CODES.decodedTooLarge, `${at()}: the decoded rows pass ${meter.limit} bytes (64x the part's size plus 64 MiB)`)
+  }
+  const mismatch = `${column}: expected ${expected.kind}, the file has ${describe(node)}`
+  switch (expected.kind) {
+    case 'string':
+    case 'time':
+      if (!leaf || e.type !== 'BYTE_ARRAY' || !STRING_ANNOTATIONS.includes(annotation(e) ?? '')) return mismatch
+      return (v, at) => {
+        count((v as string).length, at)
+        return v
+      }
+    case 'bool':
+      if (!leaf || e.type !== 'BOOLEAN') return mismatch
+      return (v, at) => {
+        count(8, at)
+        return v
+      }
+    case 'float64':
+      if (!leaf || (e.type !== 'DOUBLE' && e.type !== 'FLOAT') || annotation(e) !== undefined) return mismatch
+      return (v, at) => {
+        count(8, at)
+        return v
+      }
+    case 'int32':
+    case 'int64': {
+      if (!leaf || (e.type !== 'INT32' && e.type !== 'INT64') || !plainInteger(e)) return mismatch
+      const want64 = expected.kind === 'int64'
+      return (v, at) => {
+        count(8, at)
+        const n = typeof v === 'bigint' ? v : BigInt(v as number)
+        if (want64 ? n < INT64_MIN || n > INT64_MAX : n < INT32_MIN || n > INT32_MAX) refuse(READ_CODES.valueInvalid, `${at()}: ${n} does not fit ${expected.kind}`)
+        return want64 ? n : Number(n)
+      }
+    }
+    case 'list': {
+      const repeated = node.children[0]
+      if (leaf || e.converted_type !== 'LIST' || node.children.length !== 1 || repeated?.element.repetition_type !== 'REPEATED' || repeated.children.length !== 1) {
+        return `${column}: expected a three-level LIST, the file has ${describe(node)}`
+      }
+      const element = compileConvert(expected.element, repeated.children[0]!, `${column}[]`, meter)
+      if (typeof element === 'string') return element
+      return (v, at) => {
+        if (!Array.isArray(v)) return refuse(READ_CODES.malformed, `${at()}: a list that did not decode as one`)
+        const out = new Array<unknown>(v.length)
+        for (let i = 0; i < v.length; i++) {
+          const x: unknown = v[i]
+          if (x === null || x === undefined) refuse(READ_CODES.valueInvalid, `${at()}[${i}]: a null list element`)
+          out[i] = element(x, () => `${at()}[${i}]`)
+        }
+        return out
+      }
+    }
+    case 'struct': {
+      if (leaf || e.converted_type === 'LIST' || e.converted_type === 'MAP' || e.logical_type !== undefined) return mismatch
+      const fields = compileFields(expected.fields, node, column, meter)
+      if (typeof fields === 'string') return fields
+      return (v, at) => {
+        if (typeof v !== 'object' || v === null) return refuse(READ_CODES.malformed, `${at()}: a struct that did not decode as one`)
+        return fields(v as Record<string, unknown>, at)
+      }
+    }
+  }
+}
+
+type ConvertFields = (o: Record<string, unknown>, at: () => string) => Record<string, unknown>
+
+/** The fields of a struct (or the columns of a row): each from the file's child of that name, or null when absent and nullable. */
+function compileFields(fields: readonly PackField[], node: SchemaTree, prefix: string, meter: DecodedMeter): ConvertFields | string {
+  const parts: { name: string; nullable: boolean; convert: Convert | null }[] = []
+  for (const f of fields) {
+    const column = prefix === '' ? f.name : `${prefix}.${f.name}`
+    const child = node.children.find((c) => c.element.name === f.name)
+    if (!child) {
+      if (!f.nullable) return `${column}: a required column the file does not have`
+      parts.push({ name: f.name, nullable: true, convert: null })
+      continue
+    }
+    if (child.element.repetition_type === 'REPEATED') return `${column}: a repeated field, not a ${f.type.kind}`
+    const convert = compileConvert(f.type, child, column, meter)
+    if (typeof convert === 'string') return convert
+    parts.push({ name: f.name, nullable: f.nullable, convert })
+  }
+  return (o, at) => {
+    const out: Record<string, unknown> = {}
+    for (const p of parts) {
+      const x = p.convert ? o[p.name] : null
+      if (x === null || x === undefined) {
+        if (!p.nullable) refuse(READ_CODES.valueInvalid, `${at()}.${p.name}: null in a required column`)
+        out[p.name] = null
+      } else {
+        out[p.name] = p.convert!(x, () => `${at()}.${p.name}`)
+      }
+    }
+    return out
+  }
+}
+
+/** Per top-level column: its conversion, or null when the file lacks it (a nullable column, read as null). */
+function compileColumns(schema: TableSchema, metadata: FileMetaData, meter: DecodedMeter): { name: string; nullable: boolean; convert: Convert | null }[] | string {
+  const root = parquetSchema(metadata)
+  const out: { name: string; nullable: boolean; convert: Convert | null }[] = []
+  for (const f of schema.columns) {
+    const child = root.children.find((c) => c.element.name === f.name)
+    if (!child) {
+      if (!f.nullable) return `${f.name}: a required column the file does not have`
+      out.push({ name: f.name, nullable: true, convert: null })
+      continue
+    }
+    if (child.element.repetition_type === 'REPEATED') return `${f.name}: a repeated column, not a ${f.type.kind}`
+    const convert = compileConvert(f.type, child, f.name, meter)
+    if (typeof convert === 'string') return convert
+    out.push({ name: f.name, nullable: f.nullable, convert })
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------------------------------
+
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** hyparquet's string parsers, refusing what the spec does not allow before a string exists. */
+function stringParsers(limits: ReadLimits): Partial<ParquetParsers> {
+  const text = (bytes: Uint8Array): string => {
+    if (bytes === undefined || bytes === null) return bytes
+    if (bytes.length > limits.stringBytes) refuse(READ_CODES.stringTooLarge, `a string cell of ${bytes.length} bytes, above ${limits.stringBytes}`)
+    try {
+      return fatalUtf8.decode(bytes)
+    } catch {
+      return refuse(READ_CODES.stringNotUtf8, 'a string cell that is not UTF-8')
+    }
+  }
+  // A JSON-annotated column is text here: its cells are kept as their exact bytes' string.
+  return { stringFromBytes: text, jsonFromBytes: text }
+}
+
+/** zstd into exactly the page's stated size: a frame claiming more cannot make a larger buffer. */
+function boundedCompressors(): Compressors {
+  const dctx = new zstdBinding.DCtx()
+  return {
+    ZSTD: (input: Uint8Array, outputLength: number) => {
+      const out = new Uint8Array(outputLength)
+      const n = dctx.decompress(out, input)
+      if (n !== outputLength) throw new Error(`a zstd page decompressed to ${n} bytes, its header says ${outputLength}`)
+      return out
+    },
+  }
+}
+
+export interface PartRows {
+  rowGroup: number
+  /** Index in the part of the group's first row. */
+  rowStart: number
+  rows: Record<string, unknown>[]
+}
+
+/** A part whose limits, page headers and schema have been checked: read its rows a row group at a time. */
+export class PackPart {
+  readonly metadata: FileMetaData
+  readonly pages: readonly ChunkScan[]
+  readonly schema: TableSchema
+  private readonly file: PartFile
+  private readonly limits: ReadLimits
+  /** Each column's conversion (null: absent, read as null); they count decoded bytes against the part's limit. */
+  private readonly columns: { name: string; nullable: boolean; convert: Convert | null }[]
+
+  constructor(file: PartFile, metadata: FileMetaData, pages: ChunkScan[], schema: TableSchema, limits: ReadLimits, columns: PackPart['columns']) {
+    this.file = file
+    this.metadata = metadata
+    this.pages = pages
+    this.schema = schema
+    this.limits = limits
+    this.columns = columns
+  }
+
+  get rows(): number {
+    return Number(this.metadata.num_rows)
+  }
+
+  /**
+   * The rows in the table's row model, one row group per item. Throws a PartReadError (its `finding` with a
+   * `pack.parquet-*` code) for anything that fails while decoding; nothing else escapes.
+   */
+  async *rowGroups(): AsyncGenerator<PartRows, void, undefined> {
+    let rowStart = 0
+    for (let g = 0; g < this.metadata.row_groups.length; g++) {
+      const n = Number(this.metadata.row_groups[g]!.num_rows)
+      let rows: Record<string, unknown>[]
+      try {
+        rows = await this.readGroup(rowStart, n)
+      } catch (err) {
+        const f = toFinding(err)
+        throw new PartReadError({ code: f.code, detail: `row group ${g}: ${f.detail}` })
+      }
+      yield { rowGroup: g, rowStart, rows }
+      rowStart += n
+    }
+  }
+
+  private async readGroup(rowStart: number, n: number): Promise<Record<string, unknown>[]> {
+    const rows = new Array<Record<string, unknown>>(n)
+    for (let i = 0; i < n; i++) rows[i] = {}
+    const file = this.file.asyncBuffer()
+    for (const col of this.columns) {
+      if (!col.convert) {
+        for (let i = 0; i < n; i++) rows[i]![col.name] = null
+        continue
+      }
+      const values: unknown[] = []
+      try {
+        // One column per read, so a failure names its column.
+        await parquetRead({
+          file,
+          metadata: this.metadata,
+          rowStart,
+          rowEnd: rowStart + n,
+          columns: [col.name],
+          compressors: boundedCompressors(),
+          parsers: stringParsers(this.limits),
+          onChunk: (chunk) => {
+            for (let i = 0; i < chunk.columnData.length; i++) values.push(chunk.columnData[i])
+          },
+        })
+      } catch (err) {
+        const f = toFinding(err)
+        return refuse(f.code, `column ${col.name}: ${f.detail}`)
+      }
+      if (values.length !== n) refuse(READ_CODES.malformed, `column ${col.name}: ${values.length} values in a row group of ${n} rows`)
+      for (let i = 0; i < n; i++) {
+        const v = values[i]
+        const at = (): string => `row ${rowStart + i}, column ${col.name}`
+        if (v === null || v === undefined) {
+          if (!col.nullable) refuse(READ_CODES.valueInvalid, `${at()}: null in a required column`)
+          rows[i]![col.name] = null
+        } else {
+          rows[i]![col.name] = col.convert(v, at)
+        }
+      }
+    }
+    return rows
+  }
+
+  close(): Promise<void> {
+    return this.file.close()
+  }
+}
+
+/** A finding raised while a PackPart's rows are read. */
+export class PartReadError extends Error {
+  readonly finding: ParquetFinding
+
+  constructor(finding: ParquetFinding) {
+    super(`${finding.detail} (${finding.code})`)
+    this.name = 'PartReadError'
+    this.finding = finding
+  }
+}
+
+export type OpenPartResult = { ok: true; part: PackPart } | { ok: false; findings: ParquetFinding[] }
+
+/** Steps 1 to 4, shared by openPart and partFacts. */
+async function checkedFile(path: string, limits: ReadLimits): Promise<{ file: PartFile; metadata: FileMetaData; pages: ChunkScan[]; budget: PartBudget } | { findings: ParquetFinding[] }> {
+  let file: PartFile
+  try {
+    file = await PartFile.open(path)
+  } catch (err) {
+    return { findings: [{ code: READ_CODES.unreadable, detail: toFinding(err).detail }] }
+  }
+  try {
+    const { metadata } = await readFooter(file, limits)
+    const budget = new PartBudget(file.size, limits)
+    const pages = await scanPages(file, metadata, limits, budget)
+    return { file, metadata, pages, budget }
+  } catch (err) {
+    await file.close().catch(() => undefined)
+    return { findings: [toFinding(err)] }
+  }
+}
+
+/**
+ * Opens a part of `schema`'s table and checks it before anything is decoded: "Limits", every page header,
+ * and the file's schema against the table's. Never throws for what the bytes hold. Close the part after use.
+ */
+export async function openPart(path: string, schema: TableSchema, limits: ReadLimits = READ_LIMITS): Promise<OpenPartResult> {
+  const checked = await checkedFile(path, limits)
+  if ('findings' in checked) return { ok: false, findings: checked.findings }
+  const { file, metadata, pages, budget } = checked
+  const meter: DecodedMeter = { bytes: 0, limit: budget.maxDecoded }
+  let columns: ReturnType<typeof compileColumns>
+  try {
+    columns = compileColumns(schema, metadata, meter)
+  } catch (err) {
+    await file.close()
+    return { ok: false, findings: [toFinding(err)] }
+  }
+  if (typeof columns === 'string') {
+    await file.close()
+    return { ok: false, findings: [{ code: READ_CODES.schemaMismatch, detail: columns }] }
+  }
+  return { ok: true, part: new PackPart(file, metadata, pages, schema, limits, columns) }
+}
+
+/** Reads a whole part into memory (small parts, tests and tools); the findings when it is refused. */
+export async function readPartRows(path: string, schema: TableSchema, limits: ReadLimits = READ_LIMITS): Promise<{ ok: true; rows: Record<string, unknown>[] } | { ok: false; findings: ParquetFinding[] }> {
+  const opened = await openPart(path, schema, limits)
+  if (!opened.ok) return opened
+  const rows: Record<string, unknown>[] = []
+  try {
+    for await (const g of opened.part.rowGroups()) for (const r of g.rows) rows.push(r)
+    return { ok: true, rows }
+  } catch (err) {
+    return { ok: false, findings: [err instanceof PartReadError ? err.finding : toFinding(err)] }
+  } finally {
+    await opened.part.close()
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Metadata facts: for checking our own output and linting others'
+// ---------------------------------------------------------------------------------------------------
+
+export interface ChunkFacts {
+  rowGroup: number
+  column: string
+  codec: string
+  encodings: string[]
+  dictionaryPage: boolean
+  dataPages: number
+  /** The data pages' versions (1, 2), each once, ascending. */
+  pageVersions: number[]
+  /** min_value, max_value and null_count present (an all-null chunk needs no min and max). */
+  statistics: boolean
+  /** A column index that parses and has one entry per data page. */
+  columnIndex: boolean
+  /** An offset index that parses and locates exactly the chunk's data pages, the first at row 0. */
+  offsetIndex: boolean
+}
+
+export interface PartFacts {
+  bytes: number
+  version: number
+  createdBy: string | null
+  /** Whether the footer has a key_value_metadata field at all (pack writers SHOULD write none). */
+  keyValueMetadata: boolean
+  rows: number
+  rowGroups: { rows: number; bytes: number; compressedBytes: number }[]
+  chunks: ChunkFacts[]
+}
+
+/** The facts of a part's metadata and pages, after the same checks as openPart (its schema aside). */
+export async function partFacts(path: string, limits: ReadLimits = READ_LIMITS): Promise<{ ok: true; facts: PartFacts } | { ok: false; findings: ParquetFinding[] }> {
+  const checked = await checkedFile(path, limits)
+  if ('findings' in checked) return { ok: false, findings: checked.findings }
+  const { file, metadata, pages } = checked
+  try {
+    const elements = leafElements(metadata)
+    const chunks: ChunkFacts[] = []
+    for (const scan of pages) {
+      const chunk = metadata.row_groups[scan.rowGroup]!.columns.find((c) => c.meta_data === scan.meta)!
+      const md = scan.meta
+      const data = scan.pages.filter((p) => p.version > 0)
+      const stats = md.statistics
+      const allNull = stats?.null_count !== undefined && stats.null_count === md.num_values
+      chunks.push({
+        rowGroup: scan.rowGroup,
+        column: scan.column,
+        codec: md.codec,
+        encodings: [...md.encodings],
+        dictionaryPage: scan.pages.some((p) => p.type === 'DICTIONARY_PAGE'),
+        dataPages: data.length,
+        pageVersions: [...new Set(data.map((p) => p.version))].sort(),
+        statistics: stats?.null_count !== undefined && (allNull || (stats.min_value !== undefined && stats.max_value !== undefined)),
+        columnIndex: await readIndex(file, chunk.column_index_offset, chunk.column_index_length, limits, (reader) => readColumnIndex(reader, elements.get(scan.column)!).null_pages.length === data.length),
+        offsetIndex: await readIndex(file, chunk.offset_index_offset, chunk.offset_index_length, limits, (reader) => {
+          const locations = readOffsetIndex(reader).page_locations
+          return locations.length === data.length && locations.every((l, i) => Number(l.offset) === data[i]!.offset && l.compressed_page_size === data[i]!.headerBytes + data[i]!.compressedBytes) && locations[0]?.first_row_index === 0n
+        }),
+      })
+    }
+    return {
+      ok: true,
+      facts: {
+        bytes: file.size,
+        version: metadata.version,
+        createdBy: metadata.created_by ?? null,
+        keyValueMetadata: metadata.key_value_metadata !== undefined,
+        rows: Number(metadata.num_rows),
+        rowGroups: metadata.row_groups.map((rg) => ({ rows: Number(rg.num_rows), bytes: Number(rg.total_byte_size), compressedBytes: Number(rg.total_compressed_size ?? 0n) })),
+        chunks,
+      },
+    }
+  } catch (err) {
+    return { ok: false, findings: [toFinding(err)] }
+  } finally {
+    await file.close()
+  }
+}
+
+/** Reads a page index's bytes within the file and the footer limit, pre-scans them, then parses them with `parse`. */
+async function readIndex(file: PartFile, offset: bigint | undefined, length: number | undefined, limits: ReadLimits, parse: (reader: { view: DataView; offset: number }) => boolean): Promise<boolean> {
+  if (offset === undefined || length === undefined) return false
+  const start = Number(offset)
+  if (!(start >= 4 && length > 0 && length <= limits.footerBytes && start + length <= file.size - 8)) return false
+  const bytes = await file.read(start, start + length)
+  if (scanCompact(bytes, 0, length, limits.thriftDepth, 'page index') === 'truncated') return false
+  try {
+    return parse({ view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 })
+  } catch {
+    return false
+  }
+}

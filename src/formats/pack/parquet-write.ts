@@ -1,0 +1,1322 @@
+/**
+ * The pack part writer ("Encodings" > Parquet tables; "Tables, indexes and parts"): rows of one table and
+ * one partition, already in the table's order, become one or more Parquet parts, the same rows always the
+ * same bytes.
+ *
+ * What a part is: zstd level 9; Parquet 1.0 (v1) data pages; dictionary encoding where it helps (below);
+ * statistics (min, max, null_count) on every column chunk, and a column index and an offset index on every
+ * column chunk, one page or many; row groups of at most 16,384 rows and at most 32 MiB of row text (the rows'
+ * RFC 8785 text, measured as rows are validated); parts closed before a row group would take them past 224
+ * MiB; no key-value metadata; created_by `pipe-pack 1`; file version 1; sorting_columns naming the sort
+ * columns.
+ *
+ * Why not hyparquet-writer's ParquetWriter: its column writer hard-wires v2 data pages, writes page indexes
+ * only for chunks of two or more pages, and its generic Dremel walk and statistics took 44 s per million
+ * pattern rows against DuckDB's 9.6 s. So the column chunks are assembled here, from a shredder generated
+ * from the table's schema, and hyparquet-writer still does the encodings it is good at: the RLE/bit-packed
+ * hybrid (levels, dictionary indexes), Thrift compact serialisation (page headers, page indexes), statistics
+ * bytes with truncation, and the footer (`writeMetadata`). Rows are checked and shredded on the caller's
+ * thread; each full row group moves (its buffers transferred, not copied) to a worker thread that encodes,
+ * compresses and appends it to the part file (parquet-write-worker.ts).
+ *
+ * Dictionary rule (deterministic, per column chunk, not for booleans): going through a chunk's values in
+ * order (strings while the chunk fills, numbers when it is encoded), its distinct values are kept until it
+ * has more than 1,024 distinct values and they are more than half its values so far; then it is written
+ * PLAIN. Otherwise it is dictionary-encoded (a PLAIN dictionary page in first-seen order, then
+ * RLE_DICTIONARY pages) when the dictionary and its bit-packed indexes take at most half the bytes of its
+ * PLAIN values, which is hyparquet-writer's own test.
+ *
+ * Pages end at a row boundary once they hold 1 MiB of PLAIN value bytes. Byte-array min/max in statistics
+ * and column indexes are truncated to 64 bytes (a truncated max rounded up, and marked inexact in the
+ * statistics). Memory stays at a few row groups: rows are shredded into per-column buffers as they arrive,
+ * and at most two full row groups wait for the encoding thread.
+ */
+import { createHash, randomBytes, type Hash } from 'node:crypto'
+import { open, readdir, unlink, type FileHandle } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { endianness } from 'node:os'
+import { join } from 'node:path'
+import type { ColumnChunk, ColumnIndex, Encoding, FileMetaData, OffsetIndex, RowGroup, SchemaElement, Statistics } from 'hyparquet'
+import { Compressor } from 'zstd-napi'
+import { PipeError } from '../../core/errors.js'
+import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
+import { partitionFindings, rowComparator, rowValidator, sortKeyText, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+
+// Loaded with require() for the reason given in src/formats/record/tables.ts (tap's ESM resolver and
+// hyparquet-writer's `hyparquet/src/*.js` imports); the deep modules are in hyparquet-writer's exports.
+const require = createRequire(import.meta.url)
+const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')
+const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
+const { writeRleBitPackedHybrid } = require('hyparquet-writer/src/encoding.js') as typeof import('hyparquet-writer/src/encoding.js')
+const { writeMetadata } = require('hyparquet-writer/src/metadata.js') as typeof import('hyparquet-writer/src/metadata.js')
+const { unconvertMinMax } = require('hyparquet-writer/src/unconvert.js') as typeof import('hyparquet-writer/src/unconvert.js')
+type ByteWriter = InstanceType<typeof ByteWriter>
+// hyparquet-writer carries its own hyparquet (1.31) whose metadata types differ from ours in details.
+type WriterMetadata = Parameters<typeof writeMetadata>[1]
+type WriterElement = Parameters<typeof unconvertMinMax>[1]
+
+// PLAIN values are copied from typed arrays byte for byte, which is little-endian only on little-endian hosts.
+if (endianness() !== 'LE') throw new Error('parquet-write: PLAIN encoding here assumes a little-endian host')
+
+export const PACK_CREATED_BY = 'pipe-pack 1'
+export const ZSTD_LEVEL = 9
+export const MAX_ROW_GROUP_ROWS = 16_384
+export const MAX_ROW_GROUP_TEXT_BYTES = 32 * 1024 * 1024
+export const MAX_PART_BYTES = 224 * 1024 * 1024
+const PAGE_VALUE_BYTES = 1024 * 1024
+const STATISTICS_TRUNCATE_BYTES = 64
+const DICTIONARY_GIVE_UP_DISTINCT = 1024
+
+/** Stable codes of the writer's errors (row findings keep their own `pack.table-*` codes). */
+export const WRITE_CODES = {
+  /** A row that sorts before the row written before it. */
+  unsorted: 'pack.parquet-rows-unsorted',
+  /** write() or finish() after finish(), abort() or a failed write. */
+  state: 'pack.parquet-writer-state',
+  /** The encoding thread could not write a part (its directory, the disk). */
+  io: 'pack.parquet-write-failed',
+} as const
+
+// ---------------------------------------------------------------------------------------------------
+// Parquet schema
+// ---------------------------------------------------------------------------------------------------
+
+/** Plain physical types, no annotation: int32 and int64 are INT32 and INT64 as they are. */
+const PHYSICAL = { int32: 'INT32', int64: 'INT64', bool: 'BOOLEAN', float64: 'DOUBLE' } as const
+
+function elementsOf(field: { name: string; type: PackType; nullable: boolean }, out: SchemaElement[]): void {
+  const repetition_type = field.nullable ? 'OPTIONAL' : 'REQUIRED'
+  const t = field.type
+  switch (t.kind) {
+    case 'string':
+    case 'time':
+      out.push({ name: field.name, repetition_type, type: 'BYTE_ARRAY', converted_type: 'UTF8', logical_type: { type: 'STRING' } })
+      return
+    case 'int32':
+    case 'int64':
+    case 'bool':
+    case 'float64':
+      out.push({ name: field.name, repetition_type, type: PHYSICAL[t.kind] })
+      return
+    case 'list':
+      // The three-level list: <name> (LIST) > repeated group list > required element.
+      out.push({ name: field.name, repetition_type, converted_type: 'LIST', logical_type: { type: 'LIST' }, num_children: 1 })
+      out.push({ name: 'list', repetition_type: 'REPEATED', num_children: 1 })
+      elementsOf({ name: 'element', type: t.element, nullable: false }, out)
+      return
+    case 'struct':
+      out.push({ name: field.name, repetition_type, num_children: t.fields.length })
+      for (const f of t.fields) elementsOf(f, out)
+  }
+}
+
+/** The Parquet schema (root first) a part of `schema` is written with. */
+export function parquetSchemaOf(schema: TableSchema): SchemaElement[] {
+  const out: SchemaElement[] = [{ name: 'schema', num_children: schema.columns.length }]
+  for (const f of schema.columns) elementsOf(f, out)
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Column buffers: one per leaf column, filled by the shredder, reused across row groups
+// ---------------------------------------------------------------------------------------------------
+
+type Physical = 'BYTE_ARRAY' | 'INT32' | 'INT64' | 'DOUBLE' | 'BOOLEAN'
+
+function grow<T extends Uint8Array | Int32Array | Float64Array | BigInt64Array>(a: T, need: number): T {
+  if (need <= a.length) return a
+  const next = new (a.constructor as new (n: number) => T)(Math.max(need, a.length * 2))
+  next.set(a as never)
+  return next
+}
+
+/** A page's slots [s0, s1) and non-null values [v0, v1), and the rows that start in it. */
+interface PageRange {
+  s0: number
+  s1: number
+  v0: number
+  v1: number
+  rows: number
+}
+
+/** A row group's leaf as it moves to the encoding thread: its fields, typed arrays moved, not copied. */
+export interface LeafState {
+  kind: LeafKind
+  fields: Record<string, unknown>
+  /** Fields that were Buffers (a move delivers them as plain Uint8Arrays). */
+  buffers: string[]
+}
+type LeafKind = PackType['kind']
+
+/**
+ * A leaf's repetition and definition levels, one slot per value or null. One class for every leaf, so that
+ * the shredder's calls on it stay monomorphic (a method shared by the five leaf classes would not be).
+ */
+class Levels {
+  slots = 0
+  defs = new Uint8Array(1024)
+  reps = new Uint8Array(1024)
+
+  /** False for a required top-level column: it has no levels, its slots are its values. */
+  constructor(readonly kept: boolean) {}
+
+  push(d: number, r: number): void {
+    const s = this.slots++
+    if (!this.kept) return
+    if (s >= this.defs.length) {
+      this.defs = grow(this.defs, s + 1)
+      this.reps = grow(this.reps, s + 1)
+    }
+    this.defs[s] = d
+    this.reps[s] = r
+  }
+}
+
+abstract class Leaf {
+  readonly kind: LeafKind
+  readonly path: string[]
+  readonly element: SchemaElement
+  readonly maxDef: number
+  readonly maxRep: number
+  abstract readonly physical: Physical
+  levels: Levels
+  /** Non-null values in this row group. */
+  values = 0
+
+  constructor(kind: LeafKind, path: string[], element: SchemaElement, maxDef: number, maxRep: number) {
+    this.kind = kind
+    this.path = path
+    this.element = element
+    this.maxDef = maxDef
+    this.maxRep = maxRep
+    this.levels = new Levels(maxDef > 0 || maxRep > 0)
+  }
+
+  /** Adds a non-null value (its level slot is pushed to `levels` by the shredder). */
+  abstract add(v: unknown): void
+
+  reset(): void {
+    this.levels.slots = 0
+    this.values = 0
+  }
+
+  /**
+   * Hands this row group's data to the encoding thread: every field, its typed arrays moved (their buffers
+   * added to `transfer`) and replaced here by fresh ones of the same size. Dictionary lookups stay: reset()
+   * clears them for the next row group.
+   */
+  takeState(transfer: ArrayBuffer[]): LeafState {
+    const fields: Record<string, unknown> = {}
+    const buffers: string[] = []
+    const self = this as unknown as Record<string, unknown>
+    for (const [name, v] of Object.entries(this)) {
+      if (v instanceof Map) continue
+      if (v instanceof Levels) {
+        fields[name] = { kept: v.kept, slots: v.slots, defs: v.defs, reps: v.reps }
+        transfer.push(v.defs.buffer, v.reps.buffer)
+        v.defs = new Uint8Array(v.defs.length)
+        v.reps = new Uint8Array(v.reps.length)
+        continue
+      }
+      fields[name] = v
+      if (!ArrayBuffer.isView(v)) continue
+      transfer.push(v.buffer as ArrayBuffer)
+      if (Buffer.isBuffer(v)) {
+        buffers.push(name)
+        self[name] = Buffer.allocUnsafeSlow(v.length)
+      } else {
+        self[name] = new (v.constructor as new (n: number) => ArrayBufferView)((v as Uint8Array).length)
+      }
+    }
+    return { kind: this.kind, fields, buffers }
+  }
+
+  /** Bytes of the non-null values [v0, v1) in PLAIN encoding. */
+  abstract plainBytes(v0: number, v1: number): number
+}
+
+/** Leaves that may keep a dictionary while they fill. */
+abstract class DictionaryLeaf extends Leaf {
+  /** Dictionary index of each non-null value while `dictionary` is on. */
+  indexes = new Int32Array(1024)
+  dictionary = true
+  distinct = 0
+
+  protected noteIndex(i: number, index: number, isNew: boolean): void {
+    if (i >= this.indexes.length) this.indexes = grow(this.indexes, i + 1)
+    this.indexes[i] = index
+    if (isNew && ++this.distinct > DICTIONARY_GIVE_UP_DISTINCT && this.distinct * 2 > i + 1) this.dropDictionary()
+  }
+
+  protected dropDictionary(): void {
+    this.dictionary = false
+  }
+
+  override reset(): void {
+    super.reset()
+    this.dictionary = true
+    this.distinct = 0
+  }
+
+  /** Makes the dictionary, for leaves that make it when the row group is encoded rather than while it fills. */
+  prepare(): void {}
+
+  /** PLAIN bytes of the dictionary's entries. */
+  abstract dictionaryBytes(): number
+  /** Writes the dictionary's entries PLAIN. */
+  abstract writeDictionary(w: ByteWriter): void
+}
+
+type NumberArray = Int32Array | BigInt64Array | Float64Array
+
+/** Fixed-width numbers: every value in `data`, and while the dictionary is on, its distinct values in `entries`. */
+abstract class NumberLeaf<A extends NumberArray> extends DictionaryLeaf {
+  abstract data: A
+  protected abstract entries: A
+  protected abstract readonly width: 4 | 8
+  protected readonly lookup = new Map<unknown, number>()
+
+  /** The value as `data` stores it. */
+  protected abstract convert(v: unknown): A[number]
+
+  /** The value's key in `lookup`: itself, unless two values would be one Map key. */
+  protected key(x: A[number]): unknown {
+    return x
+  }
+
+  /** The value's dictionary index, or -1. */
+  protected find(x: A[number]): number {
+    return this.lookup.get(this.key(x)) ?? -1
+  }
+
+  protected remember(x: A[number], index: number): void {
+    this.lookup.set(this.key(x), index)
+  }
+
+  add(v: unknown): void {
+    const i = this.values++
+    if (i >= this.data.length) this.data = grow(this.data, i + 1)
+    this.data[i] = this.convert(v)
+  }
+
+  /**
+   * Numbers get their dictionary on the encoding thread, from the values in order, by the same rule as
+   * strings while they fill: shredding, on the caller's thread, only stores them.
+   */
+  override prepare(): void {
+    this.forget()
+    for (let i = 0; i < this.values && this.dictionary; i++) {
+      const x = this.data[i]!
+      let index = this.find(x)
+      const isNew = index < 0
+      if (isNew) {
+        index = this.distinct
+        this.remember(x, index)
+        this.entries = grow(this.entries, index + 1)
+        this.entries[index] = x
+      }
+      this.noteIndex(i, index, isNew)
+    }
+  }
+
+  override reset(): void {
+    super.reset()
+    this.forget()
+  }
+
+  protected override dropDictionary(): void {
+    super.dropDictionary()
+    this.forget()
+  }
+
+  protected forget(): void {
+    this.lookup.clear()
+  }
+
+  plainBytes(v0: number, v1: number): number {
+    return (v1 - v0) * this.width
+  }
+
+  dictionaryBytes(): number {
+    return this.distinct * this.width
+  }
+
+  writeDictionary(w: ByteWriter): void {
+    appendTyped(w, this.entries, 0, this.distinct, this.width)
+  }
+}
+
+/** Small integers (cell coordinates, states, counts) find their dictionary entry in a table, not a Map. */
+const SMALL_INT = 1024
+
+class Int32Leaf extends NumberLeaf<Int32Array> {
+  readonly physical = 'INT32'
+  protected readonly width = 4
+  data = new Int32Array(1024)
+  protected entries = new Int32Array(256)
+  /** Dictionary index + 1 of each value in [-SMALL_INT, SMALL_INT), 0 when not yet seen. */
+  private readonly small = new Int32Array(2 * SMALL_INT)
+
+  protected convert(v: unknown): number {
+    return v as number
+  }
+
+  protected override find(x: number): number {
+    return x >= -SMALL_INT && x < SMALL_INT ? this.small[x + SMALL_INT]! - 1 : super.find(x)
+  }
+
+  protected override remember(x: number, index: number): void {
+    if (x >= -SMALL_INT && x < SMALL_INT) this.small[x + SMALL_INT] = index + 1
+    else super.remember(x, index)
+  }
+
+  protected override forget(): void {
+    super.forget()
+    this.small.fill(0)
+  }
+}
+
+class Int64Leaf extends NumberLeaf<BigInt64Array> {
+  readonly physical = 'INT64'
+  protected readonly width = 8
+  data = new BigInt64Array(1024)
+  protected entries = new BigInt64Array(256)
+
+  protected convert(v: unknown): bigint {
+    return typeof v === 'bigint' ? v : BigInt(v as number)
+  }
+}
+
+class DoubleLeaf extends NumberLeaf<Float64Array> {
+  readonly physical = 'DOUBLE'
+  protected readonly width = 8
+  data = new Float64Array(1024)
+  protected entries = new Float64Array(256)
+
+  protected convert(v: unknown): number {
+    return v as number
+  }
+
+  // -0 and 0 are two entries, which a Map takes for one key.
+  protected override key(x: number): unknown {
+    return Object.is(x, -0) ? '-0' : x
+  }
+}
+
+class BooleanLeaf extends Leaf {
+  readonly physical = 'BOOLEAN'
+  data = new Uint8Array(1024)
+
+  add(v: unknown): void {
+    const i = this.values++
+    if (i >= this.data.length) this.data = grow(this.data, i + 1)
+    this.data[i] = v ? 1 : 0
+  }
+
+  plainBytes(v0: number, v1: number): number {
+    return Math.ceil((v1 - v0) / 8)
+  }
+}
+
+/**
+ * Strings as UTF-8. With the dictionary on, only distinct strings are stored (in `dictBytes`) and each value
+ * is an index; when the dictionary is dropped, the values so far are written out into `bytes`.
+ */
+class StringLeaf extends DictionaryLeaf {
+  readonly physical = 'BYTE_ARRAY'
+  /** PLAIN mode: every value's UTF-8, value i at [ends[i-1], ends[i]). */
+  bytes: Buffer = Buffer.allocUnsafeSlow(64 * 1024)
+  ends = new Int32Array(1024)
+  /** Dictionary mode: the distinct strings' UTF-8, entry e at [dictEnds[e-1], dictEnds[e]). */
+  dictBytes: Buffer = Buffer.allocUnsafeSlow(16 * 1024)
+  dictEnds = new Int32Array(256)
+  private readonly lookup = new Map<string, number>()
+  /** PLAIN bytes of all values so far (4-byte lengths included), for the dictionary test and page cuts. */
+  totalPlain = 0
+
+  add(v: unknown): void {
+    const i = this.values++
+    const s = v as string
+    if (!this.dictionary) {
+      this.append(s, i)
+      return
+    }
+    let index = this.lookup.get(s)
+    const isNew = index === undefined
+    if (index === undefined) {
+      index = this.distinct
+      this.lookup.set(s, index)
+      const start = index === 0 ? 0 : this.dictEnds[index - 1]!
+      if (start + s.length * 3 > this.dictBytes.length) this.dictBytes = growBuffer(this.dictBytes, start + s.length * 3)
+      this.dictEnds = grow(this.dictEnds, index + 1)
+      this.dictEnds[index] = start + this.dictBytes.write(s, start, 'utf8')
+    }
+    this.totalPlain += 4 + this.entryLength(index)
+    this.noteIndex(i, index, isNew)
+  }
+
+  private append(s: string, i: number): void {
+    const start = i === 0 ? 0 : this.ends[i - 1]!
+    if (start + s.length * 3 > this.bytes.length) this.bytes = growBuffer(this.bytes, start + s.length * 3)
+    if (i >= this.ends.length) this.ends = grow(this.ends, i + 1)
+    const n = this.bytes.write(s, start, 'utf8')
+    this.ends[i] = start + n
+    this.totalPlain += 4 + n
+  }
+
+  entryStart(e: number): number {
+    return e === 0 ? 0 : this.dictEnds[e - 1]!
+  }
+
+  entryLength(e: number): number {
+    return this.dictEnds[e]! - this.entryStart(e)
+  }
+
+  valueStart(i: number): number {
+    return i === 0 ? 0 : this.ends[i - 1]!
+  }
+
+  protected override dropDictionary(): void {
+    // The value just added is already counted in `values` and has its index; copy every value out.
+    const n = this.values
+    let used = 0
+    for (let i = 0; i < n; i++) used += this.entryLength(this.indexes[i]!)
+    if (used > this.bytes.length) this.bytes = growBuffer(this.bytes, used)
+    this.ends = grow(this.ends, n)
+    let at = 0
+    for (let i = 0; i < n; i++) {
+      const e = this.indexes[i]!
+      at += this.dictBytes.copy(this.bytes, at, this.entryStart(e), this.dictEnds[e]!)
+      this.ends[i] = at
+    }
+    super.dropDictionary()
+    this.lookup.clear()
+  }
+
+  override reset(): void {
+    super.reset()
+    this.lookup.clear()
+    this.totalPlain = 0
+  }
+
+  plainBytes(v0: number, v1: number): number {
+    if (!this.dictionary) return (v1 - v0) * 4 + this.valueStart(v1) - this.valueStart(v0)
+    let n = 0
+    for (let i = v0; i < v1; i++) n += 4 + this.entryLength(this.indexes[i]!)
+    return n
+  }
+
+  dictionaryBytes(): number {
+    return this.distinct * 4 + this.entryStart(this.distinct)
+  }
+
+  writeDictionary(w: ByteWriter): void {
+    for (let e = 0; e < this.distinct; e++) appendByteArray(w, this.dictBytes, this.entryStart(e), this.dictEnds[e]!)
+  }
+}
+
+function growBuffer(b: Buffer, need: number): Buffer {
+  // Never from Node's shared pool: the buffer moves to the encoding thread with its row group.
+  const next = Buffer.allocUnsafeSlow(Math.max(need, b.length * 2))
+  b.copy(next)
+  return next
+}
+
+function appendTyped(w: ByteWriter, a: Int32Array | Float64Array | BigInt64Array, start: number, end: number, width: number): void {
+  const n = (end - start) * width
+  w.ensure(n)
+  new Uint8Array(w.buffer, w.index, n).set(new Uint8Array(a.buffer, a.byteOffset + start * width, n))
+  w.index += n
+  w.offset += n
+}
+
+function appendByteArray(w: ByteWriter, src: Buffer, start: number, end: number): void {
+  const n = end - start
+  w.ensure(4 + n)
+  w.view.setUint32(w.index, n, true)
+  new Uint8Array(w.buffer, w.index + 4, n).set(src.subarray(start, end))
+  w.index += 4 + n
+  w.offset += 4 + n
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Shredder: a row's values to the leaves' levels and values (Dremel), compiled from the schema
+// ---------------------------------------------------------------------------------------------------
+
+function makeLeaf(kind: LeafKind, path: string[], element: SchemaElement, maxDef: number, maxRep: number): Leaf {
+  switch (kind) {
+    case 'string':
+    case 'time':
+      return new StringLeaf(kind, path, element, maxDef, maxRep)
+    case 'int32':
+      return new Int32Leaf(kind, path, element, maxDef, maxRep)
+    case 'int64':
+      return new Int64Leaf(kind, path, element, maxDef, maxRep)
+    case 'float64':
+      return new DoubleLeaf(kind, path, element, maxDef, maxRep)
+    default:
+      return new BooleanLeaf(kind, path, element, maxDef, maxRep)
+  }
+}
+
+/** A leaf again on the encoding thread, from `takeState()`. */
+function restoreLeaf(state: LeafState): Leaf {
+  const f = state.fields
+  const leaf = makeLeaf(state.kind, f['path'] as string[], f['element'] as SchemaElement, f['maxDef'] as number, f['maxRep'] as number)
+  for (const name of state.buffers) {
+    const u = f[name] as Uint8Array
+    f[name] = Buffer.from(u.buffer, u.byteOffset, u.length)
+  }
+  f['levels'] = Object.assign(new Levels(false), f['levels'])
+  return Object.assign(leaf, f)
+}
+
+interface ShredBuild {
+  leaves: Leaf[]
+  elements: SchemaElement[]
+  /** Position in `elements` (preorder, root at 0) of the next field's element. */
+  at: number
+  vars: number
+}
+
+/**
+ * Generates the code that shreds the value in variable `v` of one field. Whether each ancestor is present
+ * is known where the code runs, so definition levels are constants: `def` is the parent's (a nullable field
+ * adds one, a list's repeated group one more); `rep` is a JS expression for the repetition level of the
+ * value's first leaf slot. Returns the code and the field's leaves' numbers (for null subtrees).
+ */
+function shredSource(field: PackField, parentPath: string[], def: number, rep: number, repExpr: string, v: string, b: ShredBuild): { code: string; leaves: number[] } {
+  const element = b.elements[b.at++]!
+  const path = [...parentPath, field.name]
+  const own = def + (field.nullable ? 1 : 0)
+  const t = field.type
+  let present: string
+  let leaves: number[]
+  if (t.kind === 'list') {
+    b.at++ // the repeated group `list`
+    const i = `i${b.vars++}`
+    const e = `v${b.vars++}`
+    const r = `r${b.vars++}`
+    const inner = shredSource({ name: 'element', type: t.element, nullable: false }, [...path, 'list'], own + 1, rep + 1, r, e, b)
+    leaves = inner.leaves
+    present =
+      `if (${v}.length === 0) { ${nulls(leaves, own, repExpr)} }\n` +
+      `else for (let ${i} = 0; ${i} < ${v}.length; ${i}++) {\n  const ${e} = ${v}[${i}];\n  const ${r} = ${i} === 0 ? ${repExpr} : ${rep + 1};\n${inner.code}}\n`
+  } else if (t.kind === 'struct') {
+    present = ''
+    leaves = []
+    for (const f of t.fields) {
+      const x = `v${b.vars++}`
+      const child = shredSource(f, path, own, rep, repExpr, x, b)
+      present += `const ${x} = ${v}.${f.name};\n${child.code}`
+      leaves.push(...child.leaves)
+    }
+  } else {
+    const n = b.leaves.length
+    b.leaves.push(makeLeaf(t.kind, path, element, own, rep))
+    leaves = [n]
+    present = `LV${n}.push(${own}, ${repExpr}); L${n}.add(${v});\n`
+  }
+  // Rows are validated first: a required value is never null here.
+  const code = field.nullable ? `if (${v} === null || ${v} === undefined) { ${nulls(leaves, def, repExpr)} }\nelse {\n${present}}\n` : present
+  return { code, leaves }
+}
+
+function nulls(leaves: readonly number[], def: number, repExpr: string): string {
+  return leaves.map((n) => `LV${n}.push(${def}, ${repExpr});`).join(' ')
+}
+
+interface Shredder {
+  leaves: Leaf[]
+  shredRow(row: object): void
+}
+
+/**
+ * The shredder of a schema: one generated function writing each leaf's levels and values (Dremel). As with
+ * the row check in table-schemas.ts, generated code with a constant leaf per call site is several times
+ * faster than closures; the names in it are the schema's own identifiers and L<n> for the leaves.
+ */
+function compileShredder(schema: TableSchema, elements: SchemaElement[]): Shredder {
+  const b: ShredBuild = { leaves: [], elements, at: 1, vars: 0 }
+  let body = ''
+  for (const f of schema.columns) {
+    const x = `v${b.vars++}`
+    body += `const ${x} = row.${f.name};\n${shredSource(f, [], 0, 0, '0', x, b).code}`
+  }
+  const leafNames = b.leaves.map((_, n) => `L${n} = leaves[${n}], LV${n} = leaves[${n}].levels`).join(', ')
+  const make = new Function('leaves', `const ${leafNames};\nreturn function shredRow(row) {\n${body}}`) as (leaves: Leaf[]) => (row: object) => void
+  return { leaves: b.leaves, shredRow: make(b.leaves) }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Column chunk encoding
+// ---------------------------------------------------------------------------------------------------
+
+const PAGE_TYPE = { DATA_PAGE: 0, DICTIONARY_PAGE: 2 } as const
+const ENCODING = { PLAIN: 0, RLE: 3, RLE_DICTIONARY: 8 } as const
+
+/** A chunk as encoded into a row group buffer; offsets relative to the buffer's start until placed. */
+interface EncodedChunk {
+  chunk: ColumnChunk
+  columnIndex: ColumnIndex
+  offsetIndex: OffsetIndex
+}
+
+type MinMax = number | bigint | boolean | Uint8Array
+
+interface PageStats {
+  min: MinMax | undefined
+  max: MinMax | undefined
+  nulls: number
+}
+
+function bitWidth(max: number): number {
+  return max === 0 ? 0 : 32 - Math.clz32(max)
+}
+
+/** Encodes one row group's column chunks; reuses its scratch buffers across chunks. */
+class ChunkEncoder {
+  private readonly zstd = new Compressor()
+  private readonly body = new ByteWriter(1 << 20)
+  private readonly levels = new ByteWriter(1 << 16)
+
+  constructor() {
+    this.zstd.setParameters({ compressionLevel: ZSTD_LEVEL })
+  }
+
+  encode(leaf: Leaf, out: ByteWriter): EncodedChunk {
+    const chunkStart = out.offset
+    let uncompressed = 0
+    if (leaf instanceof DictionaryLeaf) leaf.prepare()
+    const useDictionary = leaf instanceof DictionaryLeaf && this.dictionaryHelps(leaf)
+    let dictionaryOffset: bigint | undefined
+    if (useDictionary) {
+      dictionaryOffset = BigInt(out.offset)
+      this.reset(this.body)
+      leaf.writeDictionary(this.body)
+      uncompressed += this.writePage(out, PAGE_TYPE.DICTIONARY_PAGE, { field_1: leaf.distinct, field_2: ENCODING.PLAIN })
+    }
+    const dataOffset = BigInt(out.offset)
+    const pages = this.pages(leaf, useDictionary)
+    const columnIndex: ColumnIndex = { null_pages: [], min_values: [], max_values: [], boundary_order: 'UNORDERED', null_counts: [] }
+    const offsetIndex: OffsetIndex = { page_locations: [] }
+    const element = leaf.element as WriterElement
+    let firstRow = 0
+    const pageMins: MinMax[] = []
+    const pageMaxs: MinMax[] = []
+    let chunkMin: MinMax | undefined
+    let chunkMax: MinMax | undefined
+    let nulls = 0
+    for (const p of pages) {
+      const pageOffset = out.offset
+      this.reset(this.body)
+      this.writeLevelsAndValues(leaf, p, useDictionary)
+      uncompressed += this.writePage(out, PAGE_TYPE.DATA_PAGE, {
+        field_1: p.s1 - p.s0,
+        field_2: useDictionary ? ENCODING.RLE_DICTIONARY : ENCODING.PLAIN,
+        field_3: ENCODING.RLE,
+        field_4: ENCODING.RLE,
+      })
+      const stats = this.pageStats(leaf, p, useDictionary)
+      nulls += stats.nulls
+      if (stats.min !== undefined && (chunkMin === undefined || compareMinMax(stats.min, chunkMin) < 0)) chunkMin = stats.min
+      if (stats.max !== undefined && (chunkMax === undefined || compareMinMax(stats.max, chunkMax) > 0)) chunkMax = stats.max
+      const minBytes = unconvertMinMax(stats.min, element, false, STATISTICS_TRUNCATE_BYTES)
+      const maxBytes = unconvertMinMax(stats.max, element, true, STATISTICS_TRUNCATE_BYTES)
+      columnIndex.null_pages.push(stats.min === undefined)
+      columnIndex.min_values.push(minBytes ?? new Uint8Array(0))
+      columnIndex.max_values.push(maxBytes ?? new Uint8Array(0))
+      if (stats.min !== undefined && stats.max !== undefined) {
+        // Byte arrays are ordered as stored (truncated), other types by value.
+        pageMins.push(stats.min instanceof Uint8Array ? minBytes! : stats.min)
+        pageMaxs.push(stats.max instanceof Uint8Array ? maxBytes! : stats.max)
+      }
+      columnIndex.null_counts!.push(BigInt(stats.nulls))
+      offsetIndex.page_locations.push({ offset: BigInt(pageOffset), compressed_page_size: out.offset - pageOffset, first_row_index: BigInt(firstRow) })
+      firstRow += p.rows
+    }
+    columnIndex.boundary_order = boundaryOrder(pageMins, pageMaxs)
+    const statistics: Statistics = { null_count: BigInt(nulls) }
+    if (chunkMin !== undefined) statistics.min_value = normaliseZero(chunkMin, false)
+    if (chunkMax !== undefined) statistics.max_value = normaliseZero(chunkMax, true)
+    const hasLevels = leaf.maxDef > 0 || leaf.maxRep > 0
+    const encodings: Encoding[] = ['PLAIN', ...(hasLevels ? (['RLE'] as const) : []), ...(useDictionary ? (['RLE_DICTIONARY'] as const) : [])]
+    const chunk: ColumnChunk = {
+      file_offset: BigInt(chunkStart),
+      meta_data: {
+        type: leaf.physical,
+        encodings,
+        path_in_schema: leaf.path,
+        codec: 'ZSTD',
+        num_values: BigInt(leaf.levels.slots),
+        total_uncompressed_size: BigInt(uncompressed),
+        total_compressed_size: BigInt(out.offset - chunkStart),
+        data_page_offset: dataOffset,
+        ...(dictionaryOffset !== undefined ? { dictionary_page_offset: dictionaryOffset } : {}),
+        statistics,
+        encoding_stats: [
+          ...(useDictionary ? [{ page_type: 'DICTIONARY_PAGE' as const, encoding: 'PLAIN' as const, count: 1 }] : []),
+          { page_type: 'DATA_PAGE' as const, encoding: useDictionary ? ('RLE_DICTIONARY' as const) : ('PLAIN' as const), count: pages.length },
+        ],
+      },
+    }
+    return { chunk, columnIndex, offsetIndex }
+  }
+
+  private dictionaryHelps(leaf: DictionaryLeaf): boolean {
+    if (!leaf.dictionary || leaf.values === 0) return false
+    const plain = leaf instanceof StringLeaf ? leaf.totalPlain : leaf.plainBytes(0, leaf.values)
+    const indexes = Math.ceil((leaf.values * bitWidth(leaf.distinct - 1)) / 8)
+    return 2 * (leaf.dictionaryBytes() + indexes) <= plain
+  }
+
+  /** Cuts the chunk into pages at row starts once a page holds PAGE_VALUE_BYTES of PLAIN values. */
+  private pages(leaf: Leaf, dictionary: boolean): PageRange[] {
+    const pages: PageRange[] = []
+    const flat = leaf.maxRep === 0
+    let s0 = 0
+    let v0 = 0
+    let v = 0
+    let rows = 0
+    let bytes = 0
+    const width = leaf.physical === 'BOOLEAN' ? 0.125 : leaf.physical === 'INT32' ? 4 : 8
+    const strings = leaf instanceof StringLeaf ? leaf : undefined
+    const { slots, defs, reps } = leaf.levels
+    for (let s = 0; s < slots; s++) {
+      const rowStart = flat || reps[s] === 0
+      if (rowStart && bytes >= PAGE_VALUE_BYTES && s > s0) {
+        pages.push({ s0, s1: s, v0, v1: v, rows })
+        s0 = s
+        v0 = v
+        rows = 0
+        bytes = 0
+      }
+      if (rowStart) rows++
+      if (leaf.maxDef === 0 || defs[s] === leaf.maxDef) {
+        if (strings) bytes += 4 + (dictionary || strings.dictionary ? strings.entryLength(strings.indexes[v]!) : strings.ends[v]! - strings.valueStart(v))
+        else bytes += width
+        v++
+      }
+    }
+    if (slots > s0 || pages.length === 0) pages.push({ s0, s1: slots, v0, v1: v, rows })
+    return pages
+  }
+
+  private writeLevelsAndValues(leaf: Leaf, p: PageRange, dictionary: boolean): void {
+    const w = this.body
+    if (leaf.maxRep > 0) this.writeLevels(leaf.levels.reps.subarray(p.s0, p.s1), leaf.maxRep)
+    if (leaf.maxDef > 0) this.writeLevels(leaf.levels.defs.subarray(p.s0, p.s1), leaf.maxDef)
+    if (dictionary) {
+      const d = leaf as DictionaryLeaf
+      const width = bitWidth(d.distinct - 1)
+      w.appendUint8(width)
+      writeRleBitPackedHybrid(w, d.indexes.subarray(p.v0, p.v1), width)
+      return
+    }
+    if (leaf instanceof StringLeaf) {
+      // A chunk that kept its dictionary while filling but is written PLAIN has its strings there.
+      if (leaf.dictionary) {
+        for (let i = p.v0; i < p.v1; i++) {
+          const e = leaf.indexes[i]!
+          appendByteArray(w, leaf.dictBytes, leaf.entryStart(e), leaf.dictEnds[e]!)
+        }
+      } else {
+        for (let i = p.v0; i < p.v1; i++) appendByteArray(w, leaf.bytes, leaf.valueStart(i), leaf.ends[i]!)
+      }
+    } else if (leaf instanceof BooleanLeaf) {
+      const n = p.v1 - p.v0
+      const packed = new Uint8Array(Math.ceil(n / 8))
+      for (let i = 0; i < n; i++) if (leaf.data[p.v0 + i]) packed[i >> 3]! |= 1 << (i & 7)
+      w.appendBytes(packed)
+    } else {
+      const typed = leaf as Int32Leaf | Int64Leaf | DoubleLeaf
+      appendTyped(w, typed.data, p.v0, p.v1, typed.physical === 'INT32' ? 4 : 8)
+    }
+  }
+
+  /** v1 levels: a 4-byte length, then the RLE/bit-packed hybrid. */
+  private writeLevels(levels: Uint8Array, max: number): void {
+    const l = this.levels
+    this.reset(l)
+    writeRleBitPackedHybrid(l, levels, bitWidth(max))
+    this.body.appendUint32(l.offset)
+    this.body.appendBytes(l.getBytes())
+  }
+
+  private pageStats(leaf: Leaf, p: PageRange, dictionary: boolean): PageStats {
+    const nulls = p.s1 - p.s0 - (p.v1 - p.v0)
+    if (p.v1 === p.v0) return { min: undefined, max: undefined, nulls }
+    if (leaf instanceof StringLeaf) {
+      // By UTF-8 bytes; the statistics are copies, for they outlive the buffers the next row group reuses.
+      const fromDictionary = dictionary || leaf.dictionary
+      const src = fromDictionary ? leaf.dictBytes : leaf.bytes
+      const start = (i: number): number => (fromDictionary ? leaf.entryStart(leaf.indexes[i]!) : leaf.valueStart(i))
+      const end = (i: number): number => (fromDictionary ? leaf.dictEnds[leaf.indexes[i]!]! : leaf.ends[i]!)
+      /** Value i against value j: below 0 when i sorts first. */
+      const compare = (i: number, j: number): number => compareRanges(src, start(i), end(i), start(j), end(j))
+      let lo = p.v0
+      let hi = p.v0
+      for (let i = p.v0 + 1; i < p.v1; i++) {
+        if (compare(i, lo) < 0) lo = i
+        else if (compare(i, hi) > 0) hi = i
+      }
+      // new Uint8Array(view) copies (Buffer's slice would not).
+      return { min: new Uint8Array(src.subarray(start(lo), end(lo))), max: new Uint8Array(src.subarray(start(hi), end(hi))), nulls }
+    }
+    if (leaf instanceof BooleanLeaf) {
+      let any0 = false
+      let any1 = false
+      for (let i = p.v0; i < p.v1; i++) if (leaf.data[i]) any1 = true
+      else any0 = true
+      return { min: !any0, max: any1, nulls }
+    }
+    const data = (leaf as Int32Leaf | Int64Leaf | DoubleLeaf).data
+    let lo = data[p.v0]!
+    let hi = lo
+    for (let i = p.v0 + 1; i < p.v1; i++) {
+      const x = data[i]!
+      if (x < lo) lo = x
+      else if (x > hi) hi = x
+    }
+    if (leaf.physical === 'DOUBLE') return { min: normaliseZero(lo as number, false), max: normaliseZero(hi as number, true), nulls }
+    return { min: lo, max: hi, nulls }
+  }
+
+  /** Compresses `body` and writes its page header and bytes to `out`; returns the uncompressed size with header. */
+  private writePage(out: ByteWriter, type: number, pageHeader: Record<string, number>): number {
+    const raw = this.body.getBytes()
+    const compressed = this.zstd.compress(raw)
+    const headerStart = out.offset
+    serializeTCompactProtocol(out, {
+      field_1: type,
+      field_2: raw.length,
+      field_3: compressed.length,
+      ...(type === PAGE_TYPE.DATA_PAGE ? { field_5: pageHeader } : { field_7: pageHeader }),
+    })
+    const headerBytes = out.offset - headerStart
+    out.appendBytes(compressed)
+    return headerBytes + raw.length
+  }
+
+  private reset(w: ByteWriter): void {
+    w.index = 0
+    w.offset = 0
+  }
+}
+
+/**
+ * Compares two byte ranges of one buffer, unsigned. Buffer#compare does the same natively but checks its
+ * five arguments in JS on every call, which made it the writer's largest single cost on unique strings.
+ */
+function compareRanges(b: Uint8Array, a0: number, a1: number, b0: number, b1: number): number {
+  const n = Math.min(a1 - a0, b1 - b0)
+  for (let k = 0; k < n; k++) {
+    const d = b[a0 + k]! - b[b0 + k]!
+    if (d !== 0) return d
+  }
+  return a1 - a0 - (b1 - b0)
+}
+
+/** Parquet's float statistics: a zero minimum is written -0 and a zero maximum +0. */
+function normaliseZero<T extends MinMax>(v: T, isMax: boolean): T {
+  if (v === 0) return (isMax ? 0 : -0) as T
+  return v
+}
+
+function compareMinMax(a: MinMax, b: MinMax): number {
+  if (a instanceof Uint8Array) return Buffer.compare(a, b as Uint8Array)
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** The column index's boundary order over its non-null pages' bounds. */
+function boundaryOrder(mins: readonly MinMax[], maxs: readonly MinMax[]): ColumnIndex['boundary_order'] {
+  let ascending = true
+  let descending = true
+  for (let i = 1; i < mins.length; i++) {
+    const min = compareMinMax(mins[i - 1]!, mins[i]!)
+    const max = compareMinMax(maxs[i - 1]!, maxs[i]!)
+    if (min > 0 || max > 0) ascending = false
+    if (min < 0 || max < 0) descending = false
+  }
+  return ascending ? 'ASCENDING' : descending ? 'DESCENDING' : 'UNORDERED'
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Parts: on the encoding thread (parquet-write-worker.ts), row groups become part files
+// ---------------------------------------------------------------------------------------------------
+
+const MAGIC = 0x31524150 // "PAR1"
+const BOUNDARY_ORDERS = ['UNORDERED', 'ASCENDING', 'DESCENDING'] as const
+
+export interface WrittenPart {
+  /** The part's temporary file, for the caller to rename into the content-addressed store. */
+  path: string
+  bytes: number
+  /** 64 lower-case hex digits of SHA-256 over the part's bytes. */
+  sha256: string
+  rows: number
+  /** The first sort column's value in the part's first and last row, as text (an index's first and last). */
+  first: string
+  last: string
+  partition: Readonly<Record<string, string>>
+}
+
+/** What the encoding thread needs to make a table's parts. */
+export interface PartFilesOptions {
+  dir: string
+  /** Start of the parts' temporary file names (the writer removes files by it when aborted). */
+  prefix: string
+  partition: Readonly<Record<string, string>>
+  parquetSchema: SchemaElement[]
+  sortingColumns: { column_idx: number; descending: boolean; nulls_first: boolean }[]
+  maxPartBytes: number
+}
+
+/** One row group's rows, shredded: its leaves' states, its row count and first and last sort keys. */
+export interface RowGroupItem {
+  leaves: LeafState[]
+  rows: number
+  first: string
+  last: string
+}
+
+/** A part being written: its file, its running hash and the footer's pieces so far. */
+class OpenPart {
+  offset = 0
+  rows = 0
+  first = ''
+  last = ''
+  readonly rowGroups: RowGroup[] = []
+  readonly chunks: EncodedChunk[] = []
+  private readonly hash: Hash = createHash('sha256')
+
+  constructor(
+    readonly fh: FileHandle,
+    readonly path: string,
+  ) {}
+
+  async append(bytes: Uint8Array): Promise<void> {
+    let done = 0
+    while (done < bytes.length) {
+      const { bytesWritten } = await this.fh.write(bytes, done, bytes.length - done, this.offset + done)
+      done += bytesWritten
+    }
+    this.hash.update(bytes)
+    this.offset += bytes.length
+  }
+
+  digest(): string {
+    return this.hash.digest('hex')
+  }
+}
+
+/**
+ * Encodes row groups and appends them to parts, starting a new part before a row group would take the
+ * current one past `maxPartBytes`; then each part's page indexes and footer.
+ */
+export class PartFiles {
+  private readonly encoder = new ChunkEncoder()
+  private readonly groupBuffer = new ByteWriter(1 << 20)
+  private part: OpenPart | undefined
+  private count = 0
+  private readonly parts: WrittenPart[] = []
+
+  constructor(private readonly opts: PartFilesOptions) {}
+
+  async add(item: RowGroupItem): Promise<void> {
+    const out = this.groupBuffer
+    out.index = 0
+    out.offset = 0
+    const encoded = item.leaves.map((state) => this.encoder.encode(restoreLeaf(state), out))
+    const groupBytes = out.offset
+    if (this.part && this.part.rowGroups.length > 0 && this.part.offset + groupBytes > this.opts.maxPartBytes) await this.closePart()
+    const part = this.part ?? (await this.openPart())
+    const base = part.offset
+    let uncompressed = 0n
+    for (const e of encoded) {
+      placeAt(e, base)
+      uncompressed += e.chunk.meta_data!.total_uncompressed_size
+    }
+    await part.append(out.getBytes())
+    part.rowGroups.push({
+      columns: encoded.map((e) => e.chunk),
+      total_byte_size: uncompressed,
+      num_rows: BigInt(item.rows),
+      file_offset: BigInt(base),
+      total_compressed_size: BigInt(groupBytes),
+      sorting_columns: this.opts.sortingColumns,
+    })
+    part.chunks.push(...encoded)
+    if (part.rows === 0) part.first = item.first
+    part.last = item.last
+    part.rows += item.rows
+  }
+
+  /** Closes the last part and gives every part written. */
+  async finish(): Promise<WrittenPart[]> {
+    if (this.part) await this.closePart()
+    return this.parts
+  }
+
+  private async openPart(): Promise<OpenPart> {
+    const path = join(this.opts.dir, `${this.opts.prefix}${this.count++}.parquet.tmp`)
+    const part = new OpenPart(await open(path, 'wx'), path)
+    this.part = part
+    const magic = new Uint8Array(4)
+    new DataView(magic.buffer).setUint32(0, MAGIC, true)
+    await part.append(magic)
+    return part
+  }
+
+  /** Writes the page indexes and the footer, then syncs and closes the part's file. */
+  private async closePart(): Promise<void> {
+    const part = this.part!
+    this.part = undefined
+    const w = new ByteWriter(1 << 16)
+    w.offset = part.offset // offsets written below are the file's
+    for (const { chunk, columnIndex: ci } of part.chunks) {
+      const at = w.offset
+      serializeTCompactProtocol(w, {
+        field_1: ci.null_pages,
+        field_2: ci.min_values,
+        field_3: ci.max_values,
+        field_4: BOUNDARY_ORDERS.indexOf(ci.boundary_order),
+        field_5: ci.null_counts,
+      })
+      chunk.column_index_offset = BigInt(at)
+      chunk.column_index_length = w.offset - at
+    }
+    for (const { chunk, offsetIndex } of part.chunks) {
+      const at = w.offset
+      serializeTCompactProtocol(w, {
+        field_1: offsetIndex.page_locations.map((p) => ({ field_1: p.offset, field_2: p.compressed_page_size, field_3: p.first_row_index })),
+      })
+      chunk.offset_index_offset = BigInt(at)
+      chunk.offset_index_length = w.offset - at
+    }
+    // metadata_length is what a reader fills in; it is not a field of the footer.
+    const footer: Omit<FileMetaData, 'metadata_length'> = {
+      version: 1,
+      schema: this.opts.parquetSchema,
+      num_rows: BigInt(part.rows),
+      row_groups: part.rowGroups,
+      created_by: PACK_CREATED_BY,
+    }
+    writeMetadata(w, footer as unknown as WriterMetadata, STATISTICS_TRUNCATE_BYTES)
+    w.appendUint32(MAGIC)
+    await part.append(w.getBytes())
+    await part.fh.sync()
+    await part.fh.close()
+    this.parts.push({ path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.opts.partition })
+  }
+}
+
+/** Moves a chunk encoded at offset 0 of a row group buffer to `base` in its part. */
+function placeAt(e: EncodedChunk, base: number): void {
+  const b = BigInt(base)
+  const md = e.chunk.meta_data!
+  e.chunk.file_offset += b
+  md.data_page_offset += b
+  if (md.dictionary_page_offset !== undefined) md.dictionary_page_offset += b
+  for (const p of e.offsetIndex.page_locations) p.offset += b
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The writer: rows checked and shredded here, row groups encoded and written on a thread of their own
+// ---------------------------------------------------------------------------------------------------
+
+export interface PartWriterOptions {
+  /** Directory of the parts' temporary files: in the store, so the caller can rename them into place. */
+  dir: string
+  /** The parts' partition, one value per partition column of the table; {} (the default) when unpartitioned. */
+  partition?: Readonly<Record<string, string>>
+  /** Lower limits than the format's, for tests. */
+  maxRowGroupRows?: number
+  maxRowGroupTextBytes?: number
+  maxPartBytes?: number
+  /**
+   * Encode on a worker thread (the default), or on the caller's (false): for a process whose TypeScript
+   * loader a worker does not get (`node --import tsx`). The bytes are the same either way.
+   */
+  encodeOnThread?: boolean
+}
+
+/** Runs part-file work, giving its failures (the file system's: rows were checked before) our code. */
+export async function partFileWork<T>(what: string, f: () => Promise<T>): Promise<T> {
+  try {
+    return await f()
+  } catch (err) {
+    throw new PipeError(WRITE_CODES.io, `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
+  }
+}
+
+type WriterState = 'open' | 'finished' | 'failed' | 'aborted'
+
+/**
+ * Writes the rows of one table and one partition as parts. Rows must come in the table's order
+ * (`rowComparator`); each `write()` batch is checked whole first (rows and order) and refused whole with a
+ * PipeError (a row finding's code, or `pack.parquet-rows-unsorted`; location.row counts from the writer's
+ * first row), leaving the writer usable. Encoding, zstd and the part files run on a worker thread
+ * (parquet-write-worker.ts) beside the checking and shredding, as DuckDB's writer uses both cores; at most
+ * two row groups wait for it, which bounds memory. Await each `write()`: it resolves once the thread has
+ * room. `finish()` returns the parts, none for no rows; their files are the caller's to rename. End every
+ * writer that was given rows with finish() or abort(): its thread keeps the process alive until then.
+ */
+export class PackPartWriter {
+  readonly schema: TableSchema
+  private readonly dir: string
+  private readonly prefix = `.part-${process.pid}-${randomBytes(6).toString('hex')}-`
+  private readonly partition: Readonly<Record<string, string>>
+  private readonly maxRows: number
+  private readonly maxTextBytes: number
+  private readonly validate
+  private readonly compare
+  private readonly shredder: Shredder
+  private readonly jobOptions: PartFilesOptions
+  private readonly encodeOnThread: boolean
+  /** Opened with the first row group, so that a writer given no rows never starts a thread. */
+  private job: OrderedJob<PartFilesOptions, RowGroupItem, WrittenPart[]> | undefined
+  /** The part files when encoding on the caller's thread. */
+  private inline: PartFiles | undefined
+  private pending: Promise<void> = Promise.resolve()
+  private state: WriterState = 'open'
+  private failure: unknown
+  private previous: object | undefined
+  private accepted = 0
+  private groupRows = 0
+  private groupTextBytes = 0
+  private groupFirst = ''
+  private groupLast = ''
+
+  constructor(schema: TableSchema, opts: PartWriterOptions) {
+    this.schema = schema
+    this.dir = opts.dir
+    this.partition = Object.freeze({ ...(opts.partition ?? {}) })
+    const bad = partitionFindings(schema, this.partition)
+    if (bad.length > 0) throw new PipeError(bad[0]!.code, `${schema.name} partition: ${bad[0]!.column}: ${bad[0]!.detail}`)
+    this.maxRows = Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS)
+    this.maxTextBytes = Math.min(opts.maxRowGroupTextBytes ?? MAX_ROW_GROUP_TEXT_BYTES, MAX_ROW_GROUP_TEXT_BYTES)
+    this.validate = rowValidator(schema, this.partition)
+    this.compare = rowComparator(schema)
+    const parquetSchema = parquetSchemaOf(schema)
+    this.shredder = compileShredder(schema, parquetSchema)
+    const sortingColumns = schema.sortColumns.map((name) => ({
+      column_idx: this.shredder.leaves.findIndex((l) => l.path.length === 1 && l.path[0] === name),
+      descending: false,
+      nulls_first: false,
+    }))
+    this.encodeOnThread = opts.encodeOnThread ?? true
+    this.jobOptions = {
+      dir: this.dir,
+      prefix: this.prefix,
+      partition: this.partition,
+      parquetSchema,
+      sortingColumns,
+      maxPartBytes: Math.min(opts.maxPartBytes ?? MAX_PART_BYTES, MAX_PART_BYTES),
+    }
+  }
+
+  /** Rows accepted so far. */
+  get rows(): number {
+    return this.accepted
+  }
+
+  write(rows: readonly object[]): Promise<void> {
+    if (this.state !== 'open') return Promise.reject(this.stateError('write'))
+    const next = this.pending.then(() => this.writeBatch(rows))
+    // A refused batch leaves the writer as it was; only a failure after shredding began is fatal.
+    this.pending = next.catch(() => undefined)
+    return next
+  }
+
+  private async writeBatch(rows: readonly object[]): Promise<void> {
+    if (this.state !== 'open') throw this.stateError('write')
+    const findings: RowFinding[] = []
+    const sizes = new Array<number>(rows.length)
+    for (let i = 0; i < rows.length; i++) sizes[i] = this.validate(rows[i], this.accepted + i, findings)
+    if (findings.length > 0) {
+      const f = findings[0]!
+      const more = findings.length > 1 ? ` (and ${findings.length - 1} more findings)` : ''
+      throw new PipeError(f.code, `${f.table} row ${f.row}: ${f.column || 'row'}: ${f.detail}${more}`, { location: { row: f.row ?? undefined, field: f.column } })
+    }
+    let prev = this.previous
+    for (let i = 0; i < rows.length; i++) {
+      if (prev && this.compare(prev, rows[i]!) > 0) {
+        throw new PipeError(WRITE_CODES.unsorted, `${this.schema.name} row ${this.accepted + i} sorts before the row written before it (by ${this.schema.sortColumns.join(', ')})`, { location: { row: this.accepted + i } })
+      }
+      prev = rows[i]!
+    }
+    try {
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!
+        if (this.groupRows > 0 && this.groupTextBytes + sizes[i]! > this.maxTextBytes) await this.flushRowGroup()
+        this.shredder.shredRow(row)
+        if (this.groupRows === 0) this.groupFirst = sortKeyText(this.schema, row)
+        this.groupLast = sortKeyText(this.schema, row)
+        this.groupRows++
+        this.groupTextBytes += sizes[i]!
+        this.accepted++
+        this.previous = row
+        if (this.groupRows >= this.maxRows) await this.flushRowGroup()
+      }
+    } catch (err) {
+      this.state = 'failed'
+      this.failure ??= err
+      throw err
+    }
+  }
+
+  /** Hands the buffered rows to the encoding thread as one row group. */
+  private async flushRowGroup(): Promise<void> {
+    const transfer: ArrayBuffer[] = []
+    const leaves = this.shredder.leaves.map((leaf) => leaf.takeState(transfer))
+    for (const leaf of this.shredder.leaves) leaf.reset()
+    const item: RowGroupItem = { leaves, rows: this.groupRows, first: this.groupFirst, last: this.groupLast }
+    this.groupRows = 0
+    this.groupTextBytes = 0
+    if (!this.encodeOnThread) {
+      const files = (this.inline ??= new PartFiles(this.jobOptions))
+      return partFileWork('writing a row group', () => files.add(item))
+    }
+    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.jobOptions, { maxInFlight: 2 })
+    await this.job.post(item, transfer)
+  }
+
+  /** Writes the last row group and closes the last part. */
+  async finish(): Promise<WrittenPart[]> {
+    if (this.state !== 'open') throw this.stateError('finish')
+    await this.pending
+    if (this.state !== 'open') throw this.stateError('finish')
+    try {
+      if (this.groupRows > 0) await this.flushRowGroup()
+      const inline = this.inline
+      const parts = this.job ? await this.job.finish(null) : inline ? await partFileWork('closing a part', () => inline.finish()) : []
+      this.state = 'finished'
+      return parts
+    } catch (err) {
+      this.state = 'failed'
+      this.failure ??= err
+      await this.removeFiles()
+      throw err
+    }
+  }
+
+  /** Stops the thread and removes every temporary file. Does nothing after a successful finish(). */
+  async abort(): Promise<void> {
+    if (this.state === 'finished' || this.state === 'aborted') return
+    this.state = 'aborted'
+    await this.pending
+    await this.job?.abort()
+    await this.removeFiles()
+  }
+
+  private async removeFiles(): Promise<void> {
+    const names = await readdir(this.dir).catch(() => [] as string[])
+    for (const name of names) if (name.startsWith(this.prefix)) await unlink(join(this.dir, name)).catch(() => undefined)
+  }
+
+  private stateError(op: string): unknown {
+    if (this.state === 'failed' && this.failure !== undefined) return this.failure
+    return new PipeError(WRITE_CODES.state, `${op}() on a part writer that is ${this.state}`)
+  }
+}

@@ -1,0 +1,321 @@
+/**
+ * The guarded part reader (src/formats/pack/parquet-read.ts): hostile parts made here byte by byte are
+ * refused with the right code before anything is decoded or allocated (pages claiming more than 64x the
+ * part, too many values, a footer claiming more than 16 MiB, Thrift 33 deep, 1,025 columns, a schema 33
+ * deep, a page header above 4 MiB, a 2 MiB string cell, bad UTF-8, truncation, bad magic, chunks outside the
+ * file), a seeded fuzz of bit flips and truncations never throws or hangs; and the schema readings: other
+ * integer widths that fit, FLOAT for float64, missing nullable columns, unknown columns, a part DuckDB wrote.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { DuckDBInstance } from '@duckdb/node-api'
+import type { ColumnSource } from 'hyparquet-writer'
+import t from 'tap'
+import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
+import { READ_CODES, openPart, partFacts, readPartRows, type ParquetFinding } from '../src/formats/pack/parquet-read.js'
+import { PACK_TABLES, type PackField, type TableSchema } from '../src/formats/pack/table-schemas.js'
+import { seededRandom } from '../src/sim/random.js'
+import { asRead, exact, patternRows } from './pack-parquet-fixtures.js'
+
+type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
+const require = createRequire(import.meta.url)
+const { ByteWriter, parquetWriteBuffer } = require('hyparquet-writer') as typeof import('hyparquet-writer')
+const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
+type Thrift = Parameters<typeof serializeTCompactProtocol>[1]
+
+const dir = await mkdtemp(join(tmpdir(), 'pack-parquet-read-'))
+t.teardown(() => rm(dir, { recursive: true, force: true }))
+let files = 0
+async function save(bytes: Uint8Array): Promise<string> {
+  const path = join(dir, `f${files++}.parquet`)
+  await writeFile(path, bytes)
+  return path
+}
+
+function table(columns: PackField[]): TableSchema {
+  return { name: 'test', schemaId: 'jetcarp-test 1', kind: 'fact', sortColumns: [columns[0]!.name], partitionColumns: [], columns, ourChoice: false }
+}
+const N_SCHEMA = table([{ name: 'n', type: { kind: 'int64' }, nullable: false }])
+
+function thrift(value: Thrift): Uint8Array {
+  const w = new ByteWriter()
+  serializeTCompactProtocol(w, value)
+  return w.getBytes().slice()
+}
+
+function le32(n: number): Uint8Array {
+  const b = new Uint8Array(4)
+  new DataView(b.buffer).setUint32(0, n, true)
+  return b
+}
+const PAR1 = new TextEncoder().encode('PAR1')
+const concat = (...parts: Uint8Array[]): Uint8Array => new Uint8Array(Buffer.concat(parts))
+const withFooter = (body: Uint8Array[], footer: Uint8Array): Uint8Array => concat(PAR1, ...body, footer, le32(footer.length), PAR1)
+
+interface CraftOptions {
+  values?: bigint[]
+  /** Page header fields to state instead of the true ones. */
+  uncompressed?: number
+  numValues?: number
+  chunkValues?: bigint
+  dataPageOffset?: bigint
+  /** Extra bytes of page-level statistics in the header (a large header). */
+  headerStatistics?: number
+}
+
+/** A part of one INT64 column `n`: one row group, one uncompressed PLAIN v1 data page. */
+function craft(o: CraftOptions = {}): Uint8Array {
+  const values = o.values ?? [1n, 2n, 3n]
+  const body = new Uint8Array(values.length * 8)
+  values.forEach((v, i) => new DataView(body.buffer).setBigInt64(i * 8, v, true))
+  const header = thrift({
+    field_1: 0,
+    field_2: o.uncompressed ?? body.length,
+    field_3: body.length,
+    field_5: { field_1: o.numValues ?? values.length, field_2: 0, field_3: 3, field_4: 3, ...(o.headerStatistics ? { field_5: { field_5: new Uint8Array(o.headerStatistics) } } : {}) },
+  })
+  const footer = thrift({
+    field_1: 1,
+    field_2: [{ field_4: 'schema', field_5: 1 }, { field_1: 2, field_3: 0, field_4: 'n' }],
+    field_3: BigInt(values.length),
+    field_4: [{
+      field_1: [{
+        field_2: 4n,
+        field_3: {
+          field_1: 2, field_2: [0], field_3: ['n'], field_4: 0, field_5: o.chunkValues ?? BigInt(o.numValues ?? values.length),
+          field_6: BigInt(header.length + body.length), field_7: BigInt(header.length + body.length), field_9: o.dataPageOffset ?? 4n,
+        },
+      }],
+      field_2: BigInt(header.length + body.length),
+      field_3: BigInt(values.length),
+    }],
+  })
+  return withFooter([header, body], footer)
+}
+
+async function refused(t: Tap, bytes: Uint8Array, code: string, what: string, schema: TableSchema = N_SCHEMA): Promise<ParquetFinding[]> {
+  const path = await save(bytes)
+  const opened = await openPart(path, schema)
+  if (opened.ok) {
+    await opened.part.close()
+    t.fail(`${what}: expected ${code}, the part opened`)
+    return []
+  }
+  t.equal(opened.findings[0]!.code, code, `${what}: ${code} (${opened.findings[0]!.detail})`)
+  const facts = await partFacts(path)
+  t.notOk(facts.ok, `${what}: partFacts refuses it too`)
+  return opened.findings
+}
+
+/** Runs `f` and returns how many bytes of ArrayBuffers it left allocated at its peak, sampled after. */
+async function allocated<T>(f: () => Promise<T>): Promise<{ result: T; bytes: number }> {
+  const before = process.memoryUsage().arrayBuffers
+  const result = await f()
+  return { result, bytes: process.memoryUsage().arrayBuffers - before }
+}
+
+// A real part of ours, made before the tests start (its writer runs on a thread of its own).
+const good = await (async () => {
+  const w = new PackPartWriter(PACK_TABLES.patterns, { dir, partition: { class_group: 'spaceship', tiling_group: 'k1' } })
+  await w.write(patternRows(120, { site: true }))
+  const [part] = await w.finish()
+  return new Uint8Array(await readFile(part!.path))
+})()
+
+t.test('a crafted part reads', async (t) => {
+  const r = await readPartRows(await save(craft({ values: [5n, -1n, 2n ** 62n] })), N_SCHEMA)
+  t.same(r.ok && r.rows, [{ n: 5n }, { n: -1n }, { n: 2n ** 62n }])
+})
+
+t.test('pages claiming more than 64x the part are refused before anything is allocated', async (t) => {
+  const size = craft().length
+  await refused(t, craft({ uncompressed: 64 * size + 100 }), READ_CODES.decompressedTooLarge, 'just above 64x')
+  const big = 200 * 1024 * 1024
+  const path = await save(craft({ uncompressed: big }))
+  const { result, bytes } = await allocated(() => openPart(path, N_SCHEMA))
+  t.match(result, { ok: false, findings: [{ code: READ_CODES.decompressedTooLarge }] }, 'a page claiming 200 MiB')
+  t.ok(bytes < 16 * 1024 * 1024, `and nothing near it allocated (${bytes} bytes)`)
+  await refused(t, craft({ uncompressed: 300 * 1024 * 1024 }), READ_CODES.pageTooLarge, 'one page above 256 MiB')
+})
+
+t.test('data pages holding more values than 64 per byte plus 2^20 are refused', async (t) => {
+  // The claim itself makes the part a few bytes longer: the limit is computed on the part as made.
+  const n = 64 * craft({ numValues: 2 ** 21 }).length + 2 ** 20 + 1
+  t.equal(craft({ numValues: n }).length, craft({ numValues: 2 ** 21 }).length)
+  await refused(t, craft({ numValues: n }), READ_CODES.decodedTooLarge, `${n} values claimed`)
+  const within = await openPart(await save(craft({ numValues: n - 1 })), N_SCHEMA)
+  t.ok(within.ok, 'one value fewer is within the limit (its pages are not decoded to open it)')
+  if (within.ok) await within.part.close()
+  await refused(t, craft({ numValues: 4, chunkValues: 3n }), READ_CODES.malformed, 'pages that disagree with the chunk\'s value count')
+})
+
+t.test('a footer length claiming more than 16 MiB', async (t) => {
+  const bytes = craft()
+  bytes.set(le32(16 * 1024 * 1024 + 1), bytes.length - 8)
+  const path = await save(bytes)
+  const { result, bytes: used } = await allocated(() => openPart(path, N_SCHEMA))
+  t.match(result, { ok: false, findings: [{ code: READ_CODES.footerTooLarge }] })
+  t.ok(used < 4 * 1024 * 1024, `nothing near 16 MiB allocated (${used} bytes)`)
+  const within = craft()
+  within.set(le32(within.length), within.length - 8)
+  await refused(t, within, READ_CODES.malformed, 'a footer length longer than the part')
+})
+
+t.test('Thrift nested 33 deep; 32 is within the limit', async (t) => {
+  const nested = (depth: number) => concat(new Uint8Array(depth - 1).fill(0x1c), new Uint8Array(depth).fill(0))
+  await refused(t, withFooter([], nested(33)), READ_CODES.thriftTooDeep, '33 deep')
+  const f = await refused(t, withFooter([], nested(32)), READ_CODES.malformed, '32 deep')
+  t.notMatch(f[0]!.detail, /deeper/)
+  // A page header nested too deep.
+  const header = concat(new Uint8Array([0x15, 0x00, 0x15, 0x02, 0x15, 0x02]), new Uint8Array(32).fill(0x1c), new Uint8Array(33).fill(0))
+  const good = craft()
+  const footerStart = good.length - 8 - new DataView(good.buffer).getUint32(good.length - 8, true)
+  await refused(t, concat(PAR1, header, good.subarray(footerStart)), READ_CODES.thriftTooDeep, 'a page header 34 deep')
+})
+
+function wideSchema(leaves: number): Uint8Array {
+  const elements = [{ field_4: 'schema', field_5: leaves }, ...Array.from({ length: leaves }, (_, i) => ({ field_1: 2, field_3: 1, field_4: `c${i}` }))]
+  return withFooter([], thrift({ field_1: 1, field_2: elements, field_3: 0n, field_4: [] }))
+}
+
+t.test('1,025 columns are refused, 1,024 read', async (t) => {
+  await refused(t, wideSchema(1025), READ_CODES.tooManyColumns, '1,025 leaf columns')
+  const facts = await partFacts(await save(wideSchema(1024)))
+  t.match(facts, { ok: true, facts: { rows: 0, rowGroups: [] } }, '1,024 leaf columns')
+  const chain = [{ field_4: 'schema', field_5: 1 }, ...Array.from({ length: 33 }, (_, i) => ({ field_3: 1, field_4: `g${i}`, field_5: 1 })), { field_1: 2, field_3: 1, field_4: 'leaf' }]
+  await refused(t, withFooter([], thrift({ field_1: 1, field_2: chain, field_3: 0n, field_4: [] })), READ_CODES.schemaTooDeep, 'a schema 34 groups deep')
+  const missing = [{ field_4: 'schema', field_5: 3 }, { field_1: 2, field_3: 1, field_4: 'a' }]
+  await refused(t, withFooter([], thrift({ field_1: 1, field_2: missing, field_3: 0n, field_4: [] })), READ_CODES.malformed, 'a root with fewer children than it declares')
+})
+
+t.test('a page header above 4 MiB', async (t) => {
+  await refused(t, craft({ headerStatistics: 5 * 1024 * 1024 }), READ_CODES.pageHeaderTooLarge, '5 MiB of page statistics')
+  const r = await readPartRows(await save(craft({ headerStatistics: 100_000 })), N_SCHEMA)
+  t.ok(r.ok, 'a 100 KB page header is read')
+})
+
+t.test('column chunks outside the file', async (t) => {
+  await refused(t, craft({ dataPageOffset: 10_000n }), READ_CODES.malformed, 'data page offset past the end')
+  await refused(t, craft({ dataPageOffset: 0n }), READ_CODES.malformed, 'data page offset in the magic')
+})
+
+const S_SCHEMA = table([{ name: 's', type: { kind: 'string' }, nullable: false }])
+const stringColumn = (data: unknown[]): ColumnSource[] => [{ name: 's', data: data as string[], type: 'STRING', nullable: false }]
+
+t.test('string cells: above 1 MiB, not UTF-8', async (t) => {
+  const big = parquetWriteBuffer({ columnData: stringColumn(['ok', 'x'.repeat(2 * 1024 * 1024)]) })
+  const path = await save(new Uint8Array(big))
+  const opened = await openPart(path, S_SCHEMA)
+  t.ok(opened.ok, 'the part opens: the cell is found while decoding')
+  const r = await readPartRows(path, S_SCHEMA)
+  t.match(r, { ok: false, findings: [{ code: READ_CODES.stringTooLarge, detail: /row group 0: column s: a string cell of 2097152 bytes/ }] }, 'a 2 MiB string cell')
+  if (opened.ok) await opened.part.close()
+  const exactly = parquetWriteBuffer({ columnData: stringColumn(['y'.repeat(1024 * 1024)]) })
+  t.match(await readPartRows(await save(new Uint8Array(exactly)), S_SCHEMA), { ok: true }, 'a 1 MiB cell is read')
+  const schema = [{ name: 'root', num_children: 1 }, { name: 's', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'REQUIRED' }] as const
+  const bad = parquetWriteBuffer({ columnData: [{ name: 's', data: [new Uint8Array([0x61, 0xff, 0x62])] }], schema: schema as never, statistics: false })
+  t.match(await readPartRows(await save(new Uint8Array(bad)), S_SCHEMA), { ok: false, findings: [{ code: READ_CODES.stringNotUtf8 }] }, 'a cell that is not UTF-8')
+})
+
+
+t.test('truncated files and bad magic', async (t) => {
+  for (const n of [0, 3, 11, 12, 100, good.length - 9, good.length - 1]) {
+    await refused(t, good.subarray(0, n), READ_CODES.notParquet, `truncated to ${n} bytes`, PACK_TABLES.patterns)
+  }
+  const head = good.slice()
+  head[0] = 0x51
+  await refused(t, head, READ_CODES.notParquet, 'bad magic at the start', PACK_TABLES.patterns)
+  const tail = good.slice()
+  tail[tail.length - 1] = 0x30
+  await refused(t, tail, READ_CODES.notParquet, 'bad magic at the end', PACK_TABLES.patterns)
+  t.match(await readPartRows(join(dir, 'no-such-file.parquet'), PACK_TABLES.patterns), { ok: false, findings: [{ code: READ_CODES.unreadable }] }, 'a missing file')
+})
+
+t.test('a seeded fuzz of bit flips and truncations: findings, never a throw or a hang', async (t) => {
+  const random = seededRandom(20261111)
+  const codes = new Set<string>(Object.values(READ_CODES))
+  const seen = new Map<string, number>()
+  const footerAt = good.length - 8 - new DataView(good.buffer, good.byteOffset).getUint32(good.length - 8, true)
+  for (let i = 0; i < 300; i++) {
+    const bytes = good.slice()
+    let cut = bytes.length
+    const kind = i % 4
+    if (kind === 3) {
+      cut = Math.floor(random() * bytes.length)
+    } else {
+      // Flips anywhere, in the footer only, or in the pages only.
+      const [lo, hi] = kind === 0 ? [0, bytes.length] : kind === 1 ? [footerAt, bytes.length - 8] : [4, footerAt]
+      const flips = 1 + Math.floor(random() * 8)
+      for (let f = 0; f < flips; f++) {
+        const at = lo + Math.floor(random() * (hi - lo))
+        bytes[at]! ^= 1 << Math.floor(random() * 8)
+      }
+    }
+    const path = await save(bytes.subarray(0, cut))
+    const timeout = new Promise<'hang'>((resolve) => setTimeout(resolve, 10_000, 'hang').unref())
+    const [r, facts] = await Promise.all([Promise.race([readPartRows(path, PACK_TABLES.patterns), timeout]), Promise.race([partFacts(path), timeout])])
+    if (r === 'hang' || facts === 'hang') {
+      t.fail(`case ${i}: hung`)
+      continue
+    }
+    for (const f of [...(r.ok ? [] : r.findings), ...(facts.ok ? [] : facts.findings)]) {
+      if (!codes.has(f.code)) t.fail(`case ${i}: unknown code ${f.code}`)
+      seen.set(f.code, (seen.get(f.code) ?? 0) + 1)
+    }
+    await rm(path)
+  }
+  t.ok(seen.size >= 3, `refusals seen: ${[...seen].map(([c, n]) => `${c} ${n}`).join(', ')}`)
+})
+
+t.test('schema readings: other integer widths, FLOAT, missing and unknown columns, OPTIONAL for required', async (t) => {
+  const schema = table([
+    { name: 'a', type: { kind: 'int32' }, nullable: false },
+    { name: 'b', type: { kind: 'int64' }, nullable: false },
+    { name: 'c', type: { kind: 'float64' }, nullable: false },
+    { name: 'd', type: { kind: 'string' }, nullable: true },
+    { name: 'e', type: { kind: 'list', element: { kind: 'int32' } }, nullable: true },
+  ])
+  const write = async (columnData: ColumnSource[]) => save(new Uint8Array(parquetWriteBuffer({ columnData })))
+  const path = await write([
+    { name: 'a', data: [1n, -5n], type: 'INT64', nullable: false },
+    { name: 'b', data: [7, 8], type: 'INT32', nullable: false },
+    { name: 'c', data: [0.5, 2], type: 'FLOAT', nullable: false },
+    { name: 'zz', data: ['ignored', 'too'], type: 'STRING' },
+  ])
+  const r = await readPartRows(path, schema)
+  t.equal(exact(r.ok && r.rows), exact([{ a: 1, b: 7n, c: 0.5, d: null, e: null }, { a: -5, b: 8n, c: 2, d: null, e: null }]), 'INT64 for int32, INT32 for int64, FLOAT for float64; missing nullable columns null; unknown ignored')
+  const wide = await write([
+    { name: 'a', data: [2n ** 40n], type: 'INT64', nullable: false },
+    { name: 'b', data: [1], type: 'INT32', nullable: false },
+    { name: 'c', data: [1], type: 'DOUBLE', nullable: false },
+  ])
+  t.match(await readPartRows(wide, schema), { ok: false, findings: [{ code: READ_CODES.valueInvalid, detail: /row 0, column a: 1099511627776 does not fit int32/ }] }, 'an int64 that does not fit int32')
+  const noB = await write([{ name: 'a', data: [1], type: 'INT32', nullable: false }, { name: 'c', data: [1], type: 'DOUBLE', nullable: false }])
+  t.match(await openPart(noB, schema), { ok: false, findings: [{ code: READ_CODES.schemaMismatch, detail: /^b: a required column the file does not have/ }] }, 'a missing required column')
+  const wrongType = await write([{ name: 'a', data: ['1'], type: 'STRING' }, { name: 'b', data: [1], type: 'INT32', nullable: false }, { name: 'c', data: [1], type: 'DOUBLE', nullable: false }])
+  t.match(await openPart(wrongType, schema), { ok: false, findings: [{ code: READ_CODES.schemaMismatch, detail: /^a: expected int32, the file has BYTE_ARRAY/ }] }, 'a wrong type')
+  const optional = await write([{ name: 'a', data: [1, null], type: 'INT32', nullable: true }, { name: 'b', data: [1, 2], type: 'INT32' }, { name: 'c', data: [1, 2], type: 'DOUBLE' }])
+  t.match(await readPartRows(optional, schema), { ok: false, findings: [{ code: READ_CODES.valueInvalid, detail: /row 1, column a: null in a required column/ }] }, 'a null in a column the table requires')
+})
+
+t.test('a part DuckDB wrote from ours reads back the same rows; its facts show what it lacks', async (t) => {
+  const w = new PackPartWriter(PACK_TABLES.patterns, { dir, partition: { class_group: 'spaceship', tiling_group: 'k1' } })
+  const rows = patternRows(200, { site: true })
+  await w.write(rows)
+  const [ours] = await w.finish()
+  const theirs = join(dir, 'duckdb.parquet')
+  const db = await DuckDBInstance.create(':memory:')
+  const conn = await db.connect()
+  await conn.run(`COPY (SELECT * FROM read_parquet('${ours!.path}')) TO '${theirs}' (FORMAT parquet, COMPRESSION zstd)`)
+  conn.closeSync()
+  db.closeSync()
+  const r = await readPartRows(theirs, PACK_TABLES.patterns)
+  t.equal(exact(r.ok && r.rows), exact(rows.map((row) => asRead(PACK_TABLES.patterns, row))), 'the same rows')
+  const facts = await partFacts(theirs)
+  if (!facts.ok) return t.fail(JSON.stringify(facts.findings))
+  t.match(facts.facts.createdBy, /DuckDB/)
+  t.ok(facts.facts.chunks.every((c) => c.codec === 'ZSTD'), 'zstd')
+  t.comment(`DuckDB's part: page versions ${[...new Set(facts.facts.chunks.flatMap((c) => c.pageVersions))].join(',')}, column indexes on ${facts.facts.chunks.filter((c) => c.columnIndex).length} of ${facts.facts.chunks.length} chunks`)
+})

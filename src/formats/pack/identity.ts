@@ -1,0 +1,225 @@
+/**
+ * Identity texts and content ids ("Ids"). The seeds do not include JETCARP's Library format, so this is
+ * our spelling of the identity lines the spec names (docs/pack-format-notes.md, "Identity texts"): the
+ * same facts give the same text, and the typed columns of a row are copies of its lines.
+ *
+ * A pattern (scheme jetcarp-pattern-v3), one `key=value` line each, joined by \n, no final newline:
+ *
+ *   jetcarp-pattern-v3
+ *   tiling=<pin_key>
+ *   model=<model>
+ *   states=<cell states>
+ *   nb=<touch|edge>
+ *   steps=<steps_per_gen>
+ *   class=<class>
+ *   period=<period>
+ *   d=<dx>,<dy>
+ *   rule=<notation>                  only for puffer, mover, gun and other (their exact rule)
+ *   phases=<phase>;<phase>;...       each phase its cells "i,j,k,s" joined by spaces, sorted by i, j, k
+ *   canonical=<picture of phase 0>
+ *
+ * The phases are in one frame (phase n is generation n of phase 0), translated so that phase 0's least i
+ * and least j are 0. The picture is phase 0's rows j = 0, 1, ..., joined by `/`; a row is its cells
+ * i = 0, 1, ... with one character per tile type k (`.` dead, `o` state 1, `2`..`9` and `a`..`z` for states
+ * 2 to 35, `(n)` beyond), trailing dead cells left off.
+ *
+ * An ant (jetcarp-ant-v1): jetcarp-ant-v1, tiling=, rule=, kind=, states=, colors=, start= (JSON: the
+ * empty start is start="empty").
+ *
+ * Ids: a pattern's is the first 32 hex digits of SHA-256 over identity + "\n" + pin; an ant's is `ant-`
+ * and the same hash over its identity; a Quick Start entry's is `qs-` and the hash over its scene + "\n" +
+ * pin.
+ */
+import { createHash } from 'node:crypto'
+
+export const PATTERN_SCHEME = 'jetcarp-pattern-v3'
+export const ANT_SCHEME = 'jetcarp-ant-v1'
+
+/** Classes a pattern row may state; the first three are periodic and replayable (level 3). */
+export const PATTERN_CLASSES = ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other'] as const
+export type PatternClass = (typeof PATTERN_CLASSES)[number]
+const WITH_RULE: ReadonlySet<string> = new Set(['puffer', 'mover', 'gun', 'other'])
+
+export interface Cell { i: number; j: number; k: number; s: number }
+
+export const IDENTITY_CODES = {
+  idMismatch: 'pack.id-mismatch',
+  identityUnknown: 'pack.identity-unknown-scheme',
+  identityMalformed: 'pack.identity-malformed',
+  identityColumn: 'pack.identity-column-mismatch',
+  phasesMismatch: 'pack.phases-mismatch',
+} as const
+
+/** The 32-hex content id of a text and a geometry pin. */
+export function contentHash(text: string, pin: string): string {
+  return createHash('sha256').update(`${text}\n${pin}`, 'utf8').digest('hex').slice(0, 32)
+}
+
+export const patternId = (identity: string, pin: string) => contentHash(identity, pin)
+export const antId = (identity: string, pin: string) => `ant-${contentHash(identity, pin)}`
+export const quickstartId = (scene: string, pin: string) => `qs-${contentHash(scene, pin)}`
+
+const compareCells = (x: Cell, y: Cell) => x.i - y.i || x.j - y.j || x.k - y.k
+
+/** The phases moved so that phase 0's least i and least j are 0, each phase's cells sorted by i, j, k. */
+export function normalisePhases(phases: readonly (readonly Cell[])[]): Cell[][] {
+  const first = phases[0] ?? []
+  const di = first.length > 0 ? Math.min(...first.map((c) => c.i)) : 0
+  const dj = first.length > 0 ? Math.min(...first.map((c) => c.j)) : 0
+  return phases.map((p) => p.map((c) => ({ i: c.i - di, j: c.j - dj, k: c.k, s: c.s })).sort(compareCells))
+}
+
+const STATE_CHARS = '.o23456789abcdefghijklmnopqrstuvwxyz'
+
+/** Phase 0's picture (module comment); `tileTypes` is the tiling's number of tile types. */
+export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): string {
+  const rows = new Map<number, Map<number, string[]>>()
+  for (const c of phase0) {
+    let row = rows.get(c.j)
+    if (!row) rows.set(c.j, (row = new Map()))
+    let group = row.get(c.i)
+    if (!group) row.set(c.i, (group = Array<string>(tileTypes).fill('.')))
+    group[c.k] = c.s < STATE_CHARS.length ? STATE_CHARS[c.s]! : `(${c.s})`
+  }
+  const maxJ = Math.max(-1, ...rows.keys())
+  const out: string[] = []
+  for (let j = 0; j <= maxJ; j++) {
+    const row = rows.get(j)
+    if (!row) { out.push(''); continue }
+    const maxI = Math.max(...row.keys())
+    let text = ''
+    for (let i = 0; i <= maxI; i++) text += (row.get(i) ?? Array<string>(tileTypes).fill('.')).join('')
+    out.push(text.replace(/\.+$/, ''))
+  }
+  return out.join('/')
+}
+
+export const phasesText = (phases: readonly (readonly Cell[])[]) => phases.map((p) => p.map((c) => `${c.i},${c.j},${c.k},${c.s}`).join(' ')).join(';')
+
+export interface PatternFacts {
+  pinKey: string
+  model: string
+  states: number
+  neighbourhood: 'touch' | 'edge'
+  stepsPerGen: number
+  class: PatternClass
+  period: number
+  dx: number
+  dy: number
+  /** For puffers, movers, guns and other: the exact rule's notation. */
+  rule?: string | null
+  /** In one frame; normalised here. */
+  phases: readonly (readonly Cell[])[]
+  tileTypes: number
+}
+
+/** The identity text of a pattern, and the normalised phases and picture its typed columns copy. */
+export function patternIdentity(f: PatternFacts): { identity: string; phases: Cell[][]; canonical: string } {
+  const phases = normalisePhases(f.phases)
+  const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
+  const lines = [
+    PATTERN_SCHEME, `tiling=${f.pinKey}`, `model=${f.model}`, `states=${f.states}`, `nb=${f.neighbourhood}`, `steps=${f.stepsPerGen}`,
+    `class=${f.class}`, `period=${f.period}`, `d=${f.dx},${f.dy}`,
+  ]
+  if (WITH_RULE.has(f.class)) {
+    if (!f.rule) throw new RangeError(`a ${f.class} states its exact rule`)
+    lines.push(`rule=${f.rule}`)
+  }
+  lines.push(`phases=${phasesText(phases)}`, `canonical=${canonical}`)
+  for (const l of lines) if (l.includes('\n')) throw new RangeError(`an identity line holds a line break: ${JSON.stringify(l)}`)
+  return { identity: lines.join('\n'), phases, canonical }
+}
+
+export interface AntFacts { pinKey: string; rule: string; kind: string; states: number; colors: number; start: string }
+
+export function antIdentity(f: AntFacts): string {
+  const lines = [ANT_SCHEME, `tiling=${f.pinKey}`, `rule=${f.rule}`, `kind=${f.kind}`, `states=${f.states}`, `colors=${f.colors}`, `start=${f.start}`]
+  for (const l of lines) if (l.includes('\n')) throw new RangeError(`an identity line holds a line break: ${JSON.stringify(l)}`)
+  return lines.join('\n')
+}
+
+/** The `key=value` lines of an identity after its scheme line, or null when it is not in our spelling. */
+export function identityLines(identity: string, scheme: string): Map<string, string> | null {
+  const lines = identity.split('\n')
+  if (lines[0] !== scheme) return null
+  const out = new Map<string, string>()
+  for (const line of lines.slice(1)) {
+    const eq = line.indexOf('=')
+    if (eq <= 0 || out.has(line.slice(0, eq))) return null
+    out.set(line.slice(0, eq), line.slice(eq + 1))
+  }
+  return out
+}
+
+export interface IdentityFinding { code: string; detail: string }
+
+interface PatternRow {
+  id: unknown; identity: unknown; pin: unknown; pin_key: unknown; class: unknown; neighbourhood: unknown; canonical: unknown
+  phases: unknown; period: unknown; dx: unknown; dy: unknown; steps_per_gen: unknown; model: unknown
+}
+
+/**
+ * Level 1 for a pattern row: its id is the hash of its identity and pin; and where the identity is in our
+ * spelling, its tiling=, model=, nb=, steps=, class=, period=, d= and canonical= lines equal the columns and
+ * the typed phases equal the phases= line. An identity in another scheme or spelling states nothing
+ * checkable but its hash (`pack.identity-unknown-scheme`, a note rather than a failure: level 4 is JETCARP's).
+ */
+export function checkPatternRow(row: PatternRow): { findings: IdentityFinding[]; spelling: 'ours' | 'unknown' } {
+  const findings: IdentityFinding[] = []
+  if (typeof row.identity !== 'string' || typeof row.pin !== 'string' || typeof row.id !== 'string') {
+    return { findings: [{ code: IDENTITY_CODES.identityMalformed, detail: 'id, identity and pin must be strings' }], spelling: 'unknown' }
+  }
+  const expected = patternId(row.identity, row.pin)
+  if (row.id !== expected) findings.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${row.id} is not the hash of its identity and pin (${expected})` })
+  const lines = identityLines(row.identity, PATTERN_SCHEME)
+  if (!lines) return { findings, spelling: 'unknown' }
+  const column = (line: string, value: unknown, text = String(value)) => {
+    const stated = lines.get(line)
+    if (stated === undefined) findings.push({ code: IDENTITY_CODES.identityMalformed, detail: `the identity has no ${line}= line` })
+    else if (stated !== text) findings.push({ code: IDENTITY_CODES.identityColumn, detail: `${line}= says ${JSON.stringify(stated)}, the column ${JSON.stringify(text)}` })
+  }
+  column('tiling', row.pin_key)
+  column('model', row.model)
+  column('nb', row.neighbourhood)
+  column('steps', row.steps_per_gen)
+  column('class', row.class)
+  column('period', row.period)
+  column('d', null, `${row.dx},${row.dy}`)
+  column('canonical', row.canonical)
+  const stated = lines.get('phases')
+  const typed = typedPhasesText(row.phases)
+  if (stated !== undefined && typed !== stated) findings.push({ code: IDENTITY_CODES.phasesMismatch, detail: `the typed phases differ from the phases= line${typed === null ? ' (not a list of lists of cells)' : ''}` })
+  return { findings, spelling: 'ours' }
+}
+
+/** The phases= text of a typed phases column, or null when it is not a list of lists of {i, j, k, s}. */
+function typedPhasesText(phases: unknown): string | null {
+  if (!Array.isArray(phases)) return null
+  const out: Cell[][] = []
+  for (const p of phases) {
+    if (!Array.isArray(p)) return null
+    const cells: Cell[] = []
+    for (const c of p) {
+      if (typeof c !== 'object' || c === null) return null
+      const { i, j, k, s } = c as Record<string, unknown>
+      if (![i, j, k, s].every((v) => typeof v === 'number' && Number.isInteger(v))) return null
+      cells.push({ i: i as number, j: j as number, k: k as number, s: s as number })
+    }
+    out.push(cells)
+  }
+  return phasesText(out)
+}
+
+/** Level 1 for an ant row: its id is `ant-` and the hash of its identity and pin. */
+export function checkAntRow(row: { id: unknown; identity: unknown; pin: unknown }): IdentityFinding[] {
+  if (typeof row.identity !== 'string' || typeof row.pin !== 'string' || typeof row.id !== 'string') return [{ code: IDENTITY_CODES.identityMalformed, detail: 'id, identity and pin must be strings' }]
+  const expected = antId(row.identity, row.pin)
+  return row.id === expected ? [] : [{ code: IDENTITY_CODES.idMismatch, detail: `id ${row.id} is not ant- and the hash of its identity and pin (${expected})` }]
+}
+
+/** Level 1 for a Quick Start row: its id is `qs-` and the hash of its scene and pin. */
+export function checkQuickstartRow(row: { id: unknown; scene: unknown; pin: unknown }): IdentityFinding[] {
+  if (typeof row.scene !== 'string' || typeof row.pin !== 'string' || typeof row.id !== 'string') return [{ code: IDENTITY_CODES.identityMalformed, detail: 'id, scene and pin must be strings' }]
+  const expected = quickstartId(row.scene, row.pin)
+  return row.id === expected ? [] : [{ code: IDENTITY_CODES.idMismatch, detail: `id ${row.id} is not qs- and the hash of its scene and pin (${expected})` }]
+}

@@ -7,8 +7,12 @@
  *   seal-hour ratio-vs-duckdb R peak-rss-mb M verify-mb-per-s V
  * R = seal wall seconds / DuckDB wall seconds; M = the seal's peak RSS; V = verify's MB/s of raw JSON.
  *
- * Environment: BENCH_FRAMES (default 1000000), BENCH_DIR (keep and reuse the journal and JSONL there, for
- * repeated runs while profiling), BENCH_SEAL_NODE_ARGS (extra node flags for the seal, e.g. --cpu-prof).
+ * The seal and DuckDB run alternately BENCH_ROUNDS times (default 3) and each side's best wall time is
+ * compared: the box is shared, and a neighbour's burst in one run should not decide the ratio.
+ *
+ * Environment: BENCH_FRAMES (default 1000000), BENCH_ROUNDS, BENCH_DIR (keep and reuse the journal and
+ * JSONL there, for repeated runs while profiling), BENCH_SEAL_NODE_ARGS (extra node flags for the seal,
+ * e.g. --cpu-prof).
  */
 import { spawnSync } from 'node:child_process'
 import { createWriteStream, existsSync } from 'node:fs'
@@ -25,6 +29,7 @@ import { FramePairer, type MergedFrame } from '../src/formats/record/merge.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
 
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 1_000_000)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const HOUR = '2026-10-03T14'
 const HOUR_START = BigInt(Date.UTC(2026, 9, 3, 14)) * 1_000_000n
 const HOUR_NS = 3_600_000_000_000n
@@ -97,12 +102,9 @@ try {
   for (const r of await readdir(journal)) for (const f of await readdir(join(journal, r))) journalBytes += (await stat(join(journal, r, f))).size
   console.log(`data: ${jsonlLines} trade frames over ${INSTRUMENTS.length} instruments; journal ${(journalBytes / 1e6).toFixed(0)} MB, JSONL ${((await stat(jsonl)).size / 1e6).toFixed(0)} MB`)
 
-  // (1) the sealer.
+  // (1) the sealer and (2) DuckDB (JSONL -> one zstd Parquet table, 2 threads, exact decimals and
+  // nanosecond times), alternately; each side's best round counts.
   const root = join(dir, `root-${process.pid}`)
-  await rm(root, { recursive: true, force: true })
-  const seal = timedCli(sealNodeArgs, ['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile])
-
-  // (2) DuckDB: JSONL -> one zstd Parquet table, 2 threads, exact decimals and nanosecond times.
   const parquet = join(dir, `duckdb-${process.pid}.parquet`)
   const db = await DuckDBInstance.create(':memory:', { threads: '2' })
   const conn = await db.connect()
@@ -116,14 +118,27 @@ try {
            make_timestamp_ns(CAST(json->>'$.receive_time' AS BIGINT)) AS receive_time
     FROM read_ndjson_objects('${jsonl}')
   ) TO '${parquet}' (FORMAT parquet, COMPRESSION zstd)`
-  const cpu0 = process.cpuUsage()
-  const d0 = performance.now()
-  await conn.run(sql)
-  const duckWall = (performance.now() - d0) / 1000
-  const duckCpu = process.cpuUsage(cpu0)
+  let seal: Timed | null = null
+  let duckWall = Infinity
+  let duckCpu = { user: 0, system: 0 }
+  let sealPeakMb = 0
+  for (let round = 0; round < ROUNDS; round++) {
+    await rm(root, { recursive: true, force: true })
+    const s = timedCli(sealNodeArgs, ['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile])
+    sealPeakMb = Math.max(sealPeakMb, s.rssMb)
+    if (!seal || s.wall < seal.wall) seal = s
+    await rm(parquet, { force: true })
+    const cpu0 = process.cpuUsage()
+    const d0 = performance.now()
+    await conn.run(sql)
+    const wall = (performance.now() - d0) / 1000
+    if (wall < duckWall) { duckWall = wall; duckCpu = process.cpuUsage(cpu0) }
+    console.log(`round ${round + 1}: seal ${s.wall.toFixed(2)} s (${(s.user + s.sys).toFixed(1)} s CPU, ${s.rssMb.toFixed(0)} MB), duckdb ${wall.toFixed(2)} s`)
+  }
   const duckRows = Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet('${parquet}')`)).getRows()[0]![0])
   conn.closeSync()
   if (duckRows !== jsonlLines) throw new Error(`DuckDB wrote ${duckRows} rows, expected ${jsonlLines}`)
+  if (!seal) throw new Error('no round ran')
 
   // (3) the verifier on the sealed hour.
   const verify = timedCli([], ['run', 'verify', '--root', root, '--keys', jwks, '--json'])
@@ -135,10 +150,10 @@ try {
 
   const cpu = (t: { user: number; sys: number }) => `${(t.user + t.sys).toFixed(1)} s CPU (user ${t.user.toFixed(1)}, sys ${t.sys.toFixed(1)})`
   console.log(`sealed: ${manifest.files.map((f) => `${f.name} ${f.rows} rows`).join(', ')}; agreement ${JSON.stringify(manifest.replica_agreement)}; completeness ${JSON.stringify(manifest.completeness)}`)
-  console.log(`seal-hour:          ${seal.wall.toFixed(2)} s wall, ${cpu(seal)}, peak RSS ${seal.rssMb.toFixed(0)} MB`)
-  console.log(`duckdb (2 threads): ${duckWall.toFixed(2)} s wall, ${cpu({ user: duckCpu.user / 1e6, sys: duckCpu.system / 1e6 })}, ${duckRows} rows`)
+  console.log(`seal-hour (best):   ${seal.wall.toFixed(2)} s wall, ${cpu(seal)}, peak RSS ${sealPeakMb.toFixed(0)} MB (highest of ${ROUNDS} rounds)`)
+  console.log(`duckdb (best):      ${duckWall.toFixed(2)} s wall, ${cpu({ user: duckCpu.user / 1e6, sys: duckCpu.system / 1e6 })}, ${duckRows} rows`)
   console.log(`verify:             ${verify.wall.toFixed(2)} s wall, ${cpu(verify)}, peak RSS ${verify.rssMb.toFixed(0)} MB, ${(rawBytes / 1e6).toFixed(0)} MB raw JSON, ${(rawBytes / 1e6 / verify.wall).toFixed(0)} MB/s; findings ${JSON.stringify(summary['findings'] ?? summary)}`.slice(0, 400))
-  console.log(`seal-hour ratio-vs-duckdb ${(seal.wall / duckWall).toFixed(3)} peak-rss-mb ${seal.rssMb.toFixed(0)} verify-mb-per-s ${(rawBytes / 1e6 / verify.wall).toFixed(0)}`)
+  console.log(`seal-hour ratio-vs-duckdb ${(seal.wall / duckWall).toFixed(3)} peak-rss-mb ${sealPeakMb.toFixed(0)} verify-mb-per-s ${(rawBytes / 1e6 / verify.wall).toFixed(0)}`)
   if (keep) await rm(root, { recursive: true, force: true })
   if (keep) await rm(parquet, { force: true })
 } finally {

@@ -31,14 +31,25 @@ export function siblingWorkerUrl(moduleUrl: string, name: string): URL {
 }
 
 /**
- * Heap limits of a job's thread. V8 lets garbage pile up to a limit it sets from the machine's memory
- * (gigabytes): a streaming job's live set is a few megabytes, so a limit of this size keeps its heap, and
- * the process's RSS, near what it uses, at little cost in collection time.
+ * The old-generation limit of a job's thread. V8 lets garbage pile up to a limit it sets from the
+ * machine's memory (gigabytes); a streaming job's live set is a few megabytes (the sealer's threads peak at
+ * 10 MB after a collection), so this keeps its heap, and the process's RSS, near what it uses.
  */
-const THREAD_HEAP = { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 }
+const OLD_GENERATION_MB = 96
 
-function startThread(url: URL): Thread {
-  const thread: Thread = { worker: new Worker(url, { resourceLimits: THREAD_HEAP }), url: url.href, owner: null }
+export interface OrderedJobOptions {
+  /** Unacknowledged items the caller may have (default 8). */
+  maxInFlight?: number
+  /**
+   * The young generation of a new thread, MB (default 16). Objects that outlive it are promoted and cost
+   * a full collection later: a job that keeps each batch's objects alive while it works wants more.
+   */
+  youngGenerationMb?: number
+}
+
+function startThread(url: URL, youngGenerationMb: number): Thread {
+  const resourceLimits = { maxOldGenerationSizeMb: OLD_GENERATION_MB, maxYoungGenerationSizeMb: youngGenerationMb }
+  const thread: Thread = { worker: new Worker(url, { resourceLimits }), url: url.href, owner: null }
   thread.worker.on('message', (msg: FromWorker) => thread.owner?.onMessage(msg))
   thread.worker.on('error', (err) => thread.owner?.onFailure(new PipeError('internal.worker-failed', `worker thread failed: ${err.message}`, { cause: err })))
   thread.worker.on('exit', () => {
@@ -61,9 +72,9 @@ export class OrderedJob<Open, Item, Result> {
   }
 
   /** Starts a job on an idle thread of `url`'s module, or a new one. */
-  static open<Open, Item, Result>(url: URL, open: Open, opts: { maxInFlight?: number } = {}): OrderedJob<Open, Item, Result> {
+  static open<Open, Item, Result>(url: URL, open: Open, opts: OrderedJobOptions = {}): OrderedJob<Open, Item, Result> {
     const at = idle.findIndex((t) => t.url === url.href)
-    const thread = at >= 0 ? idle.splice(at, 1)[0]! : startThread(url)
+    const thread = at >= 0 ? idle.splice(at, 1)[0]! : startThread(url, opts.youngGenerationMb ?? 16)
     thread.worker.ref()
     const job = new OrderedJob<Open, Item, Result>(thread, opts.maxInFlight ?? 8)
     job.send({ type: 'open', value: open })

@@ -15,7 +15,7 @@ export class HourFilesWriter {
   private constructor(private readonly job: OrderedJob<OpenHourFiles, HourFilesItem, FileEntry[]>) {}
 
   static open(dir: string, tables: readonly TableName[], createdBy: string): HourFilesWriter {
-    return new HourFilesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-files-worker'), { dir, tables: [...tables], createdBy }))
+    return new HourFilesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-files-worker'), { dir, tables: [...tables], createdBy }, { youngGenerationMb: 64 }))
   }
 
   /** A chunk of raw-file lines; the writer takes it over. */

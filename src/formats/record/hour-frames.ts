@@ -256,7 +256,7 @@ export class HourFramesWriter {
   }
 
   static open(o: OpenHourFrames): HourFramesWriter {
-    return new HourFramesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4 }))
+    return new HourFramesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 16 }))
   }
 
   /** One frame in frame-time order; a promise only when the caller must wait. */

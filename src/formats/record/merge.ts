@@ -55,14 +55,18 @@ export function frameTimeOf(receipts: readonly Receipt[]): bigint {
 
 interface Pending {
   frame: MergedFrame
-  /** Receive time of its first receipt: the pairing window runs from here. */
-  firstTime: bigint
+  /** Receive time of its first receipt, as an order (below): the pairing window runs from here. */
+  first: number
   replica: Replica
   /** Hash of the payload bytes and kind: the bucket of byKey it waits in. */
   key: number
   done: boolean
   seq: number
-  /** Frame time as nanoseconds after the pairer's first input: ordering by a number is several times cheaper than by bigint. */
+  /**
+   * Frame time as nanoseconds after the pairer's first input: comparing numbers is several times cheaper
+   * than comparing bigints, and exact within 2^53 ns (104 days) of the first input, far beyond the hour
+   * and window a seal reads.
+   */
   order: number
 }
 
@@ -76,7 +80,7 @@ interface Pending {
  * frame whose frame time is older than that is final. Memory holds one window of frames.
  */
 export class FramePairer {
-  private readonly windowNs: bigint
+  private readonly window: number
   /** Unpaired frames by {@link payloadHash}; frames in one bucket are told apart by their bytes. */
   private readonly byKey = new Map<number, Pending[]>()
   private readonly fifo: Pending[] = []
@@ -88,7 +92,7 @@ export class FramePairer {
   private base = 0n
 
   constructor(windowNs: bigint = PAIRING_WINDOW_NS) {
-    this.windowNs = windowNs
+    this.window = Number(windowNs)
   }
 
   /** Adds one receipt; returns the frames that became final, in frame-time order. */
@@ -99,7 +103,8 @@ export class FramePairer {
     }
     if (this.lastTime === null) this.base = t
     this.lastTime = t
-    this.expire(t - this.windowNs)
+    const now = this.orderOf(t)
+    this.expire(now - this.window)
     const receipt: Receipt = { replica: event.replica, connection: event.connection, receiveTime: t }
     if (clockFits(event.clockOffset, event.clockErrorBound)) {
       receipt.clockOffset = event.clockOffset!
@@ -120,24 +125,27 @@ export class FramePairer {
       else partner.frame.receipts.push(receipt)
       this.finish(partner)
     } else {
-      const pending: Pending = { frame: { payload: event.payload, binary: event.binary, receipts: [receipt], frameTime: t }, firstTime: t, replica: event.replica, key, done: false, seq: this.seq++, order: 0 }
+      const pending: Pending = { frame: { payload: event.payload, binary: event.binary, receipts: [receipt], frameTime: t }, first: now, replica: event.replica, key, done: false, seq: this.seq++, order: now }
       if (list) list.push(pending)
       else this.byKey.set(key, [pending])
       this.fifo.push(pending)
     }
-    return this.release(t - this.windowNs)
+    return this.release(now - this.window)
   }
 
   /** Ends the input: every frame still held is final. */
   flush(): MergedFrame[] {
-    this.expire(null)
-    return this.release(null)
+    this.expire(Infinity)
+    return this.release(Infinity)
   }
 
   private finish(p: Pending): void {
     p.done = true
-    p.frame.frameTime = frameTimeOf(p.frame.receipts)
-    p.order = this.orderOf(p.frame.frameTime)
+    const receipts = p.frame.receipts
+    if (receipts.length > 1) {
+      p.frame.frameTime = frameTimeOf(receipts)
+      p.order = this.orderOf(p.frame.frameTime)
+    }
     const list = this.byKey.get(p.key)!
     list.splice(list.indexOf(p), 1)
     if (list.length === 0) this.byKey.delete(p.key)
@@ -145,10 +153,11 @@ export class FramePairer {
   }
 
   /** Frames whose window has passed unpaired are final with the receipts they have. */
-  private expire(before: bigint | null): void {
+  /** `before`: an order; frames whose first receipt is older are final. */
+  private expire(before: number): void {
     while (this.fifoHead < this.fifo.length) {
       const p = this.fifo[this.fifoHead]!
-      if (!p.done && before !== null && p.firstTime >= before) break
+      if (!p.done && p.first >= before) break
       this.fifoHead++
       if (!p.done) this.finish(p)
     }
@@ -158,8 +167,8 @@ export class FramePairer {
     }
   }
 
-  private release(watermark: bigint | null): MergedFrame[] {
-    const before = watermark === null ? Infinity : this.orderOf(watermark)
+  /** Hands out the finished frames whose frame time (an order) is before `before`. */
+  private release(before: number): MergedFrame[] {
     if (this.ready.length === 0 || this.ready[0]!.order >= before) return NONE
     const out: MergedFrame[] = []
     while (this.ready.length > 0 && this.ready[0]!.order < before) out.push(heapPop(this.ready).frame)
@@ -168,7 +177,6 @@ export class FramePairer {
 
   private orderOf(t: bigint): number {
     const order = Number(t - this.base)
-    // Exact while within 2^53 ns (104 days) of the first input: far beyond the hour and window a seal reads.
     if (!Number.isSafeInteger(order)) throw new Error(`frame times more than 2^53 ns apart: ${this.base} and ${t}`)
     return order
   }

@@ -23,7 +23,7 @@ t.test('the spec\'s own recipe: id = sha256(identity + "\\n" + pin)[:32]', async
 })
 
 t.test('a glider: translation does not change its identity; its lines and picture', async (t) => {
-  const facts = { pinKey: 'square', model: 'cells', states: 2, neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'spaceship' as const, period: 4, dx: 1, dy: 1, phases: GLIDER, tileTypes: 1 }
+  const facts = { pinKey: 'square', model: 'bs', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'spaceship' as const, period: 4, dx: 1, dy: 1, phases: GLIDER, tileTypes: 1 }
   const a = patternIdentity(facts)
   const moved = patternIdentity({ ...facts, phases: GLIDER.map((p) => p.map((c) => ({ ...c, i: c.i - 40, j: c.j + 7 }))) })
   t.equal(a.identity, moved.identity, 'the same pattern elsewhere on the plane has the same identity')
@@ -31,7 +31,7 @@ t.test('a glider: translation does not change its identity; its lines and pictur
   t.same(a.phases[0], [cell(0, 2), cell(1, 0), cell(1, 2), cell(2, 1), cell(2, 2)], 'phase 0 at the origin, sorted by i, j, k')
   t.same(a.phases[1]![0], cell(0, 1), 'later phases move with it (one frame)')
   const lines = identityLines(a.identity, 'jetcarp-pattern-v3')!
-  t.same([...lines.keys()], ['tiling', 'model', 'states', 'nb', 'steps', 'class', 'period', 'd', 'phases', 'canonical'])
+  t.same([...lines.keys()], ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'phases', 'canonical'])
   t.equal(lines.get('d'), '1,1')
   t.equal(lines.get('phases')!.split(';').length, 4)
   t.notOk(a.identity.endsWith('\n'))
@@ -46,8 +46,8 @@ t.test('pictures: tile types, states, empty rows', async (t) => {
 })
 
 t.test('level 1 on a pattern row: the id, the lines against the columns, the typed phases', async (t) => {
-  const { identity, phases, canonical } = patternIdentity({ pinKey: 'square', model: 'cells', states: 2, neighbourhood: 'touch', stepsPerGen: 1, class: 'spaceship', period: 4, dx: 1, dy: 1, phases: GLIDER, tileTypes: 1 })
-  const row = { id: patternId(identity, SQUARE_PIN), identity, pin: SQUARE_PIN, pin_key: 'square', class: 'spaceship', neighbourhood: 'touch', canonical, phases, period: 4n, dx: 1, dy: 1, steps_per_gen: 1, model: 'cells' }
+  const { identity, phases, canonical } = patternIdentity({ pinKey: 'square', model: 'bs', neighbourhood: 'touch', stepsPerGen: 1, class: 'spaceship', period: 4, dx: 1, dy: 1, phases: GLIDER, tileTypes: 1 })
+  const row = { id: patternId(identity, SQUARE_PIN), identity, pin: SQUARE_PIN, pin_key: 'square', class: 'spaceship', neighbourhood: 'touch', canonical, phases, period: 4n, dx: 1, dy: 1, steps_per_gen: 1, model: 'bs' }
   t.same(checkPatternRow(row), { findings: [], spelling: 'ours' })
   const codes = (r: object) => checkPatternRow({ ...row, ...r }).findings.map((f) => f.code)
   t.same(codes({ id: '0'.repeat(32) }), [IDENTITY_CODES.idMismatch])

@@ -7,8 +7,7 @@
  *
  *   jetcarp-pattern-v3
  *   tiling=<pin_key>
- *   model=<model>
- *   states=<cell states>
+ *   model=<bs | generations:N>   the cell-state model: two-state B/S, or Generations with N states
  *   nb=<touch|edge>
  *   steps=<steps_per_gen>
  *   class=<class>
@@ -98,8 +97,8 @@ export const phasesText = (phases: readonly (readonly Cell[])[]) => phases.map((
 
 export interface PatternFacts {
   pinKey: string
+  /** `bs`, or `generations:N` for Generations with N states: what a cell's s means. */
   model: string
-  states: number
   neighbourhood: 'touch' | 'edge'
   stepsPerGen: number
   class: PatternClass
@@ -118,7 +117,7 @@ export function patternIdentity(f: PatternFacts): { identity: string; phases: Ce
   const phases = normalisePhases(f.phases)
   const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
   const lines = [
-    PATTERN_SCHEME, `tiling=${f.pinKey}`, `model=${f.model}`, `states=${f.states}`, `nb=${f.neighbourhood}`, `steps=${f.stepsPerGen}`,
+    PATTERN_SCHEME, `tiling=${f.pinKey}`, `model=${f.model}`, `nb=${f.neighbourhood}`, `steps=${f.stepsPerGen}`,
     `class=${f.class}`, `period=${f.period}`, `d=${f.dx},${f.dy}`,
   ]
   if (WITH_RULE.has(f.class)) {

@@ -16,7 +16,7 @@
 import { createHash, randomBytes, type Hash } from 'node:crypto'
 import { constants as fsConstants } from 'node:fs'
 import { lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { PipeError } from '../../core/errors.js'
 import { fsyncDir } from '../../core/atomic-write.js'
 import { isSignerName } from './ssh-key.js'
@@ -509,6 +509,20 @@ export interface WrittenObject {
  */
 export async function writeObject(root: string, data: Uint8Array | AsyncIterable<Uint8Array>, ext: ObjectExtension): Promise<WrittenObject> {
   const { tmp, digest, bytes } = await writeTemporary(root, data)
+  return placeObject(root, tmp, digest, bytes, ext)
+}
+
+/**
+ * Makes an object of a file already written under <root>/.tmp/ and fsynced by its writer (a Parquet part),
+ * whose SHA-256 (hex) and size the writer computed while writing it; the file is gone afterwards.
+ */
+export async function adoptObjectFile(root: string, tmp: string, sha256: string, bytes: number, ext: ObjectExtension): Promise<WrittenObject> {
+  const folder = join(root, TMP_FOLDER)
+  if (dirname(resolve(tmp)) !== resolve(folder)) throw new PipeError(STORE_CODES.pathEscape, `${tmp} is not in the store's ${TMP_FOLDER}/ folder`)
+  return placeObject(root, tmp, sha256, bytes, ext)
+}
+
+async function placeObject(root: string, tmp: string, digest: string, bytes: number, ext: ObjectExtension): Promise<WrittenObject> {
   try {
     const hash = HASH_PREFIX + digest
     const path = objectPath(hash, ext)

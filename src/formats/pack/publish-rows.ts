@@ -1,0 +1,230 @@
+/**
+ * What pack-publish makes of the records a user gives (docs/pack-records.md): the rows of each table
+ * completed from the facts they state — ids and identity texts, pins, partition columns, the publisher —
+ * and references to records of the same publish (`@patterns:3`) replaced by their ids. Every rule of a
+ * table's columns stays in table-schemas.ts and identity.ts; this module only fills in what follows from
+ * other columns, and refuses a stated value that disagrees with what follows.
+ */
+import { PipeError } from '../../core/errors.js'
+import { antId, antIdentity, patternIdentity, patternId, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
+import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
+import { findLatticeTiling, latticeTilingRow, type TilingsRow } from './tilings.js'
+
+export const PUBLISH_CODES = {
+  record: 'pack.record-invalid',
+  disagrees: 'pack.record-disagrees',
+  reference: 'pack.record-reference',
+  tiling: 'pack.record-unknown-tiling',
+  factConflict: 'pack.fact-conflict',
+} as const
+
+export type Row = Record<string, unknown>
+
+/** Where a record came from, for errors: `patterns.jsonl, line 12`. */
+export interface RecordPlace { file: string; line: number }
+
+export function recordError(code: string, at: RecordPlace, message: string, field?: string): PipeError {
+  return new PipeError(code, message, { exitCode: 2, location: { file: at.file, line: at.line, ...(field ? { field } : {}) } })
+}
+
+/** Sets a computed column; a value the record states must be the same. */
+function fill(row: Row, column: string, value: unknown, at: RecordPlace): void {
+  const stated = row[column]
+  if (stated !== undefined && stated !== null && JSON.stringify(stated) !== JSON.stringify(value)) {
+    throw recordError(PUBLISH_CODES.disagrees, at, `${column} ${JSON.stringify(stated)} is not what the record's facts give (${JSON.stringify(value)})`, column)
+  }
+  row[column] = value
+}
+
+/** The tilings the records use, by pin key. */
+export class TilingBook {
+  private readonly rows = new Map<string, TilingsRow>()
+
+  add(row: TilingsRow): void {
+    this.rows.set(row.pin_key, row)
+  }
+
+  get(pinKey: unknown, at: RecordPlace): TilingsRow {
+    const row = typeof pinKey === 'string' ? this.rows.get(pinKey) : undefined
+    if (!row) throw recordError(PUBLISH_CODES.tiling, at, `pin_key ${JSON.stringify(pinKey)} names no row of tilings.jsonl (or of the catalogue it names)`, 'pin_key')
+    return row
+  }
+
+  /** The tile types of a lattice tiling; an aperiodic one's cells name tiles of a site (one type). */
+  tileTypes(row: TilingsRow): number {
+    return row.tile_types?.length ?? 1
+  }
+}
+
+/**
+ * A tilings record: a catalogue tiling may be named by its `family` alone (square, hex, tri, trihex, oct,
+ * penrose-kd) and is filled from the catalogue; any column it states must agree. Returns the row and, for
+ * an aperiodic family, the reference patch rows to write as an object (whose hash the caller sets).
+ */
+export function completeTiling(input: Row, at: RecordPlace): { row: Row; patch?: readonly object[] } {
+  const family = input['family']
+  if (family === PENROSE_KD_FAMILY) {
+    const row = { ...penroseTilingsRow(null) } as Row
+    for (const [k, v] of Object.entries(input)) if (k !== 'reference') fill(row, k, v, at)
+    return { row, patch: penroseReference().patch.rows }
+  }
+  const def = typeof family === 'string' ? findLatticeTiling(family) : undefined
+  if (!def) {
+    if (input['pin'] === undefined) throw recordError(PUBLISH_CODES.tiling, at, `family ${JSON.stringify(family)} is not in the catalogue; state every column of the tilings row`, 'family')
+    return { row: { ...input } }
+  }
+  const row = { ...latticeTilingRow(def) } as Row
+  for (const [k, v] of Object.entries(input)) fill(row, k, v, at)
+  return { row }
+}
+
+const isCell = (c: unknown): c is Cell => typeof c === 'object' && c !== null && ['i', 'j', 'k', 's'].every((k) => Number.isInteger((c as Row)[k]))
+
+/**
+ * A patterns record states its facts: pin_key, model, neighbourhood, steps_per_gen, class, period, dx, dy,
+ * phases (in one frame), family, semantics, and rule / speed / site / gun where they apply. The identity,
+ * id, pin, normalised phases, canonical picture, cell counts and partition columns follow.
+ */
+export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace): Row {
+  const row: Row = { ...input }
+  const tiling = tilings.get(row['pin_key'], at)
+  const phases = row['phases']
+  if (!Array.isArray(phases) || phases.length === 0 || !phases.every((p) => Array.isArray(p) && p.every(isCell))) {
+    throw recordError(PUBLISH_CODES.record, at, 'phases must be a non-empty list of phases, each a list of cells {i, j, k, s}', 'phases')
+  }
+  const cls = row['class']
+  if (!PATTERN_CLASSES.includes(cls as PatternClass)) throw recordError(PUBLISH_CODES.record, at, `class must be one of ${PATTERN_CLASSES.join(', ')}`, 'class')
+  for (const c of ['model', 'neighbourhood'] as const) if (typeof row[c] !== 'string') throw recordError(PUBLISH_CODES.record, at, `${c} must be a string`, c)
+  for (const c of ['steps_per_gen', 'period', 'dx', 'dy'] as const) if (!Number.isSafeInteger(row[c])) throw recordError(PUBLISH_CODES.record, at, `${c} must be an integer`, c)
+  let made
+  try {
+    made = patternIdentity({
+      pinKey: tiling.pin_key, model: row['model'] as string, neighbourhood: row['neighbourhood'] as 'touch' | 'edge', stepsPerGen: row['steps_per_gen'] as number,
+      class: cls as PatternClass, period: row['period'] as number, dx: row['dx'] as number, dy: row['dy'] as number, rule: (row['rule'] as string | null | undefined) ?? null,
+      phases: phases as Cell[][], tileTypes: tilings.tileTypes(tiling),
+    })
+  } catch (err) {
+    throw recordError(PUBLISH_CODES.record, at, (err as Error).message)
+  }
+  const counts = made.phases.map((p) => p.length)
+  row['phases'] = made.phases
+  fill(row, 'pin', tiling.pin, at)
+  fill(row, 'identity', made.identity, at)
+  fill(row, 'id', patternId(made.identity, tiling.pin), at)
+  fill(row, 'canonical', made.canonical, at)
+  fill(row, 'cells', counts[0], at)
+  fill(row, 'min_cells', Math.min(...counts), at)
+  fill(row, 'max_cells', Math.max(...counts), at)
+  fill(row, 'class_group', cls, at)
+  fill(row, 'tiling_group', tiling.tiling_group, at)
+  return row
+}
+
+/** An ants record: its id, identity, pin and partition column follow from its rule, kind, states, colors, start and tiling. */
+export function completeAnt(input: Row, tilings: TilingBook, at: RecordPlace): Row {
+  const row: Row = { ...input }
+  const tiling = tilings.get(row['pin_key'], at)
+  for (const c of ['rule', 'kind', 'start'] as const) if (typeof row[c] !== 'string') throw recordError(PUBLISH_CODES.record, at, `${c} must be a string`, c)
+  for (const c of ['states', 'colors'] as const) if (!Number.isSafeInteger(row[c])) throw recordError(PUBLISH_CODES.record, at, `${c} must be an integer`, c)
+  const identity = antIdentity({ pinKey: tiling.pin_key, rule: row['rule'] as string, kind: row['kind'] as string, states: row['states'] as number, colors: row['colors'] as number, start: row['start'] as string })
+  fill(row, 'pin', tiling.pin, at)
+  fill(row, 'identity', identity, at)
+  fill(row, 'id', antId(identity, tiling.pin), at)
+  fill(row, 'tiling_group', tiling.tiling_group, at)
+  return row
+}
+
+/** A quickstart record: its id (the hash of its scene and pin), pin and partition column follow. */
+export function completeQuickstart(input: Row, tilings: TilingBook, at: RecordPlace): Row {
+  const row: Row = { ...input }
+  const tiling = tilings.get(row['pin_key'], at)
+  if (typeof row['scene'] !== 'string') throw recordError(PUBLISH_CODES.record, at, 'scene must be a string (the scene as JSON)', 'scene')
+  fill(row, 'pin', tiling.pin, at)
+  fill(row, 'id', quickstartId(row['scene'] as string, tiling.pin), at)
+  fill(row, 'tiling_group', tiling.tiling_group, at)
+  return row
+}
+
+/** The columns that name a record (as a bare id) and those that name a target (`pattern:<id>`). */
+const ID_COLUMNS: Readonly<Record<string, readonly string[]>> = { verifications: ['pattern_id'], sightings: ['pattern_id'] }
+const TARGET_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  provenance: ['target'], annotations: ['target'], media: ['target'], ratings: ['target'], aliases: ['target'], quickstart: ['source'],
+}
+const TARGET_KIND: Readonly<Record<string, string>> = { patterns: 'pattern', ants: 'ant', quickstart: 'quickstart' }
+const REFERENCE = /^@(patterns|ants|quickstart):(0|[1-9][0-9]{0,9})$/
+
+/** A record's place in its table's file, and what it became: what `@patterns:3` resolves. */
+export type IdLookup = (table: string, line: number) => { id: string; pin: string } | undefined
+
+/**
+ * Replaces references to records of the same publish: a column that names a pattern by id may say
+ * `@patterns:N` (the record on line N of patterns.jsonl, counted from 1), and a target column
+ * `@patterns:N`, `@ants:N` or `@quickstart:N`. Returns the pin of the record a row names, if any, so that
+ * rows that carry a pin can default to it.
+ */
+export function resolveReferences(table: string, row: Row, lookup: IdLookup, at: RecordPlace): string | undefined {
+  let pin: string | undefined
+  const resolve = (column: string, asTarget: boolean) => {
+    const v = row[column]
+    if (typeof v !== 'string') return
+    const m = REFERENCE.exec(v)
+    if (!m) return
+    const found = lookup(m[1]!, Number(m[2]))
+    if (!found) throw recordError(PUBLISH_CODES.reference, at, `${v}: ${m[1]}.jsonl has no record on line ${m[2]}`, column)
+    if (!asTarget && m[1] !== 'patterns') throw recordError(PUBLISH_CODES.reference, at, `${column} names a pattern, not ${v}`, column)
+    row[column] = asTarget ? `${TARGET_KIND[m[1]!]}:${found.id}` : found.id
+    pin ??= found.pin
+  }
+  for (const c of ID_COLUMNS[table] ?? []) resolve(c, false)
+  for (const c of TARGET_COLUMNS[table] ?? []) resolve(c, true)
+  return pin
+}
+
+/** Event columns a publish fills when the record leaves them out. */
+export interface Defaults {
+  /** The publisher's id (the fingerprint of the first key of its chain). */
+  publisher: string
+  engineVersion: string
+  /** This version's ref seq: an annotation's `rev`. */
+  seq: number
+}
+
+const DEFAULTED: Readonly<Record<string, readonly ('publisher' | 'engine_version' | 'pin' | 'rev')[]>> = {
+  verifications: ['publisher', 'engine_version', 'pin'],
+  sightings: ['publisher'],
+  provenance: ['publisher', 'engine_version', 'pin'],
+  annotations: ['publisher', 'rev'],
+}
+
+export function applyDefaults(table: string, row: Row, d: Defaults, pin: string | undefined): void {
+  for (const c of DEFAULTED[table] ?? []) {
+    if (row[c] !== undefined && row[c] !== null) continue
+    if (c === 'publisher') row[c] = d.publisher
+    else if (c === 'engine_version') row[c] = d.engineVersion
+    else if (c === 'rev') row[c] = d.seq
+    else if (pin !== undefined) row[c] = pin
+  }
+}
+
+/**
+ * Local paths never reach a pack ("Personal data"): an absolute path in any text a publish writes
+ * (`/x/y`, `~/`, `C:\`, `\\server\`, `file://`) is replaced by its file name. A path starts a string or
+ * follows a space, quote, `=`, `(`, `[` or `,` (so the `/` of `B3/S23` or `c/4` is no path).
+ */
+const LOCAL_PATH = /(^|[\s"'=([,])(?:file:\/\/[^\s"']*|~\/[^\s"']*|[A-Za-z]:\\[^\s"']*|\\\\[^\s"'\\]+\\[^\s"']*|\/[^\s"'/]+\/[^\s"']*)/g
+
+export function withoutLocalPaths(text: string): string {
+  return text.replace(LOCAL_PATH, (whole, before: string) => {
+    const path = whole.slice(before.length).replace(/^file:\/\//, '').replace(/[\\/]+$/, '')
+    const name = path.split(/[\\/]/).pop() ?? ''
+    return before + name
+  })
+}
+
+/** Every string in a value with local paths replaced (structs and lists walked). */
+export function scrubLocalPaths<T>(v: T): T {
+  if (typeof v === 'string') return withoutLocalPaths(v) as T
+  if (Array.isArray(v)) return v.map(scrubLocalPaths) as T
+  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrubLocalPaths(x)])) as T
+  return v
+}

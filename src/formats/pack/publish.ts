@@ -1,0 +1,607 @@
+/**
+ * Publishing: records (docs/pack-records.md) to a new signed version of a feed in a store ("The store",
+ * "The manifest", "Tables, indexes and parts", "Refs", "Signatures and keys").
+ *
+ * - Rows are completed (publish-rows.ts), checked (table-schemas.ts) and staged in a temporary SQLite
+ *   database under the store's .tmp/, which sorts them by partition, the table's sort columns and their
+ *   RFC 8785 text, and tells which the parents already have: memory stays bounded whatever the pack's size.
+ * - A new version keeps its parents' parts (the feed's current version first, then any merged), adds parts
+ *   holding only rows its parents lack (a fact row by its key, an event row by its bytes), and keeps an
+ *   unchanged table's index hash. Retractions are cumulative, each with its publisher.
+ * - Deterministic: the same records, keys and `created` give the same bytes.
+ */
+import { createReadStream } from 'node:fs'
+import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { serialize, deserialize } from 'node:v8'
+import { randomBytes, createHash } from 'node:crypto'
+import Database from 'better-sqlite3'
+import { PipeError, UsageError } from '../../core/errors.js'
+import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
+import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from './doc-index.js'
+import { buildRef, parseRef, signRef } from './doc-ref.js'
+import { isPackTime } from './key-statements.js'
+import { isFeedName, isUuid, parseTarget, readPackJson, storeDocumentBytes } from './documents.js'
+import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js'
+import { PackPartWriter, type WrittenPart } from './parquet-write.js'
+import { openPart } from './parquet-read.js'
+import {
+  PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
+  type RecordPlace, type Row,
+} from './publish-rows.js'
+import { fingerprint, signerName, signerNameFromFingerprint, type SshPrivateKey } from './ssh-key.js'
+import { NS_MANIFEST, signSshsig } from './sshsig.js'
+import {
+  adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
+  writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
+} from './store.js'
+import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, canonicalRowText, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
+
+/** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
+const TABLE_ORDER: readonly PackTableName[] = ['tilings', 'rules', 'patterns', 'ants', 'quickstart', 'aliases', 'verifications', 'sightings', 'provenance', 'annotations', 'media', 'ratings', 'raters', 'score_models']
+
+export const ENGINE_SCHEMES = { ant: 'jetcarp-ant-v1', geometry: 'jetcarp-geometry-v1', pattern: 'jetcarp-pattern-v3', tables: 'jetcarp-tables-1' }
+/** The rule families pipe publishes, each at semantics version 1 (docs/pack-format-notes.md). */
+export const RULE_SEMANTICS = { ant: '1', bs: '1', generations: '1' }
+
+export interface PublishOptions {
+  feed: string
+  /** The store (created when missing). */
+  store: string
+  /** The records folder (docs/pack-records.md). */
+  records: string
+  /** The publisher's current key. */
+  key: SshPrivateKey
+  /** Its key statements (file bytes), written to keys/<signer>.json; the first is the key's own. */
+  statements: Uint8Array[]
+  /** The publisher's id, the first key of its chain (default: this key). */
+  publisherId?: string
+  /** The version's time, a pack time (whole seconds, Z). */
+  created: string
+  /** Other stores whose current version becomes a further parent. */
+  merge?: string[]
+  /** Records to withdraw: a target and a reason. */
+  retract?: { target: string; reason: string }[]
+  engineVersion: string
+}
+
+export interface PublishResult {
+  manifest: string
+  seq: number
+  parents: string[]
+  /** New parts written, by table. */
+  newParts: Record<string, number>
+  stats: Manifest['stats']
+}
+
+interface Parent { hash: string; manifest: Manifest; store: string; seq?: number }
+
+/** Metadata of the version (records/pack.json), for people. */
+interface PackMetadata { title?: string; description?: string; version_label?: string; licence?: string; creators?: Creator[]; doi?: string; related?: RelatedIdentifier[] }
+
+const usage = (code: string, message: string, file?: string) => new UsageError(code, message, file ? { location: { file } } : {})
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false)
+}
+
+async function readDocument(path: string): Promise<Buffer> {
+  const r = await readDocumentFile(path)
+  if (!r.ok) throw new PipeError(r.code, r.detail, { location: { file: path } })
+  return r.value
+}
+
+/** The current version of `feed` in `store` (its ref and manifest), or undefined when the store has none. */
+async function currentVersion(store: string, feed: string): Promise<Parent | undefined> {
+  const path = storeFile(store, refPath(feed))
+  if (!(await exists(path))) return undefined
+  const ref = parseRef(await readDocument(path), { feed })
+  if (!ref.ok) throw new PipeError(ref.code, ref.detail, { location: { file: path } })
+  return { ...(await loadManifest(store, ref.value.ref.manifest)), seq: ref.value.ref.seq }
+}
+
+async function loadManifest(store: string, hash: string): Promise<Parent> {
+  const path = storeFile(store, objectPath(hash, 'json'))
+  const checked = await verifyObjectFile(path, hash)
+  if (!checked.ok) throw new PipeError(checked.code, checked.detail, { location: { file: path } })
+  const m = parseManifest(await readFile(path))
+  if (!m.ok) throw new PipeError(m.code, m.detail, { location: { file: path } })
+  return { hash, manifest: m.value.manifest, store }
+}
+
+/** The one feed a store to merge holds. */
+async function mergedVersion(store: string): Promise<Parent> {
+  const refs = (await readdir(join(store, 'refs')).catch(() => [] as string[])).filter((f) => f.endsWith('.json'))
+  if (refs.length !== 1) throw usage('usage.merge-store', `--merge: the store must hold exactly one feed (it holds ${refs.length})`, store)
+  const v = await currentVersion(store, refs[0]!.slice(0, -'.json'.length))
+  if (!v) throw usage('usage.merge-store', '--merge: no ref', store)
+  return v
+}
+
+/** Copies one object from another store into this one, hash-checked. */
+async function copyObject(from: string, to: string, hash: string, ext: ObjectExtension): Promise<void> {
+  const src = storeFile(from, objectPath(hash, ext))
+  const checked = await verifyObjectFile(src, hash)
+  if (!checked.ok) throw new PipeError(checked.code, checked.detail, { location: { file: src } })
+  await writeObject(to, createReadStream(src), ext)
+}
+
+/** Brings a merged version into the store: its manifest, indexes, parts, searches, media, reference patches, signatures and keys. */
+async function importVersion(p: Parent, to: string): Promise<void> {
+  const loader = storeIndexLoader(p.store)
+  await copyObject(p.store, to, p.hash, 'json')
+  for (const [table, root] of Object.entries(p.manifest.tables)) {
+    const schema = PACK_TABLES[table as PackTableName]
+    for await (const e of walkTableIndex(root, loader, { table })) {
+      if (e.kind === 'index') await copyObject(p.store, to, e.hash, 'json')
+      else {
+        await copyObject(p.store, to, e.part.object, 'parquet')
+        if (table === 'media' || table === 'tilings') await copyRowObjects(p.store, to, e.part.object, schema)
+      }
+    }
+  }
+  for (const [search, root] of Object.entries(p.manifest.searches)) {
+    for await (const e of walkSearchIndex(root, loader, { search })) {
+      if (e.kind === 'index') await copyObject(p.store, to, e.hash, 'json')
+      else await copyObject(p.store, to, e.kind === 'segment' ? e.segment.object : e.part.object, 'parquet')
+    }
+  }
+  const sigs = join(p.store, 'sigs', 'sha256', p.hash.slice(7, 9), p.hash.slice(7))
+  for (const f of await readdir(sigs).catch(() => [] as string[])) await writeStoreFile(to, signaturePath(p.hash, f.slice(0, -'.sig'.length)), await readDocument(join(sigs, f)))
+  for (const f of await readdir(join(p.store, 'keys')).catch(() => [] as string[])) {
+    if (!(await exists(storeFile(to, keyPath(f.slice(0, -'.json'.length)))))) await writeStoreFile(to, keyPath(f.slice(0, -'.json'.length)), await readDocument(join(p.store, 'keys', f)))
+  }
+}
+
+/** Objects a part's rows name: a media row's file, a tilings row's reference patch. */
+async function copyRowObjects(from: string, to: string, part: string, schema: TableSchema | undefined): Promise<void> {
+  if (!schema) return
+  const opened = await openPart(storeFile(from, objectPath(part, 'parquet')), schema)
+  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, opened.findings[0]!.detail)
+  try {
+    for await (const g of opened.part.rowGroups()) {
+      for (const r of g.rows) {
+        if (schema.name === 'media') {
+          const ext = mediaExtension(r['media_type'])
+          if (ext.ok) await copyObject(from, to, r['object'] as string, ext.value)
+        } else if (typeof r['reference'] === 'string') await copyObject(from, to, r['reference'], 'parquet')
+      }
+    }
+  } finally {
+    await opened.part.close()
+  }
+}
+
+/**
+ * The staging database: each table's completed rows with their partition, sort values and text, and the
+ * keys of the rows the parents have. A fact row's key is its sort columns (a fact table's key), an event
+ * row's its text's hash.
+ */
+class Staging {
+  private readonly db: Database.Database
+  private readonly insertRow: Database.Statement
+  private readonly insertParent: Database.Statement
+  private readonly insertId: Database.Statement
+  private readonly findId: Database.Statement
+
+  constructor(readonly path: string) {
+    this.db = new Database(path)
+    this.db.pragma('journal_mode = OFF')
+    this.db.pragma('synchronous = OFF')
+    this.db.exec(`
+      CREATE TABLE stage (tbl TEXT, part TEXT, k1, k2, k3, k4, text TEXT, key TEXT, texthash TEXT, row BLOB);
+      CREATE TABLE parent (tbl TEXT, key TEXT, texthash TEXT, PRIMARY KEY (tbl, key, texthash)) WITHOUT ROWID;
+      CREATE TABLE ids (tbl TEXT, line INTEGER, id TEXT, pin TEXT, PRIMARY KEY (tbl, line)) WITHOUT ROWID;`)
+    this.insertRow = this.db.prepare('INSERT INTO stage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+    this.insertParent = this.db.prepare('INSERT OR IGNORE INTO parent VALUES (?, ?, ?)')
+    this.insertId = this.db.prepare('INSERT INTO ids VALUES (?, ?, ?, ?)')
+    this.findId = this.db.prepare('SELECT id, pin FROM ids WHERE tbl = ? AND line = ?')
+  }
+
+  begin(): void { this.db.exec('BEGIN') }
+  commit(): void { this.db.exec('COMMIT') }
+
+  /** A row's staging values: its partition folder text, sort values, text, key and text hash. */
+  static keyOf(schema: TableSchema, row: Row): { part: string; sort: unknown[]; text: string; key: string; texthash: string } {
+    const text = canonicalRowText(schema, row)
+    const sort = schema.sortColumns.map((c) => sqlValue(row[c]))
+    while (sort.length < 4) sort.push(null)
+    const texthash = createHash('sha256').update(text).digest('base64')
+    return {
+      part: schema.partitionColumns.map((c) => `${c}=${String(row[c])}`).join('/'),
+      sort, text, texthash,
+      key: schema.kind === 'fact' ? JSON.stringify(schema.sortColumns.map((c) => String(row[c]))) : texthash,
+    }
+  }
+
+  stage(schema: TableSchema, row: Row): void {
+    const k = Staging.keyOf(schema, row)
+    this.insertRow.run(schema.name, k.part, ...k.sort, k.text, k.key, k.texthash, serialize(row))
+  }
+
+  parent(schema: TableSchema, row: Row): void {
+    const k = Staging.keyOf(schema, row)
+    this.insertParent.run(schema.name, k.key, k.texthash)
+  }
+
+  recordId(table: string, line: number, id: string, pin: string): void {
+    this.insertId.run(table, line, id, pin)
+  }
+
+  id(table: string, line: number): { id: string; pin: string } | undefined {
+    return this.findId.get(table, line) as { id: string; pin: string } | undefined
+  }
+
+  /** A fact key given two different rows, by the records or against the parents. */
+  factConflict(table: string): string | undefined {
+    const within = this.db.prepare('SELECT key FROM stage WHERE tbl = ? GROUP BY key HAVING count(DISTINCT texthash) > 1 LIMIT 1').get(table) as { key: string } | undefined
+    if (within) return within.key
+    const against = this.db.prepare('SELECT s.key AS key FROM stage s JOIN parent p ON p.tbl = s.tbl AND p.key = s.key WHERE s.tbl = ? AND p.texthash != s.texthash LIMIT 1').get(table) as { key: string } | undefined
+    return against?.key
+  }
+
+  /**
+   * The rows to write, in order: by partition, sort values and text. Facts once each; none the parents
+   * have (by key for facts, by text for events).
+   */
+  *newRows(schema: TableSchema): Generator<{ part: string; row: Row }> {
+    const fact = schema.kind === 'fact'
+    const rows = this.db.prepare(`SELECT part, row, key FROM stage s WHERE tbl = ? AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.tbl = s.tbl AND p.key = s.key)
+      ORDER BY part, k1, k2, k3, k4, text`)
+    let lastKey: string | undefined
+    for (const r of rows.iterate(schema.name) as Iterable<{ part: string; row: Buffer; key: string }>) {
+      if (fact && r.key === lastKey) continue
+      lastKey = r.key
+      yield { part: r.part, row: deserialize(r.row) as Row }
+    }
+  }
+
+  close(): void { this.db.close() }
+}
+
+/** Sort values as SQLite orders them as the format does: text by UTF-8 bytes (BINARY), integers by value, false before true. */
+function sqlValue(v: unknown): unknown {
+  if (typeof v === 'boolean') return v ? 1 : 0
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'string' || v === null || v === undefined) return v ?? null
+  return JSON.stringify(v)
+}
+
+/** Reads `<records>/<table>.jsonl` line by line (1-based line numbers), if the file is there. */
+async function* records(dir: string, file: string): AsyncGenerator<{ value: unknown; at: RecordPlace }> {
+  const path = join(dir, file)
+  if (!(await exists(path))) return
+  let line = 0
+  for await (const text of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
+    line++
+    const at = { file: path, line }
+    if (text.trim() === '') throw recordError(PUBLISH_CODES.record, at, 'blank line')
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch (err) {
+      throw recordError(PUBLISH_CODES.record, at, `not JSON: ${(err as Error).message}`)
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw recordError(PUBLISH_CODES.record, at, 'a record is a JSON object')
+    yield { value, at }
+  }
+}
+
+function firstFinding(findings: RowFinding[], at: RecordPlace): PipeError {
+  const f = findings[0]!
+  return recordError(f.code, at, f.detail, f.column ?? undefined)
+}
+
+/** Publishes a new version of `o.feed` in `o.store`; see the module comment. */
+export async function publishPack(o: PublishOptions): Promise<PublishResult> {
+  if (!isFeedName(o.feed)) throw usage('usage.bad-feed', `--feed ${JSON.stringify(o.feed)}: a feed is 1 to 64 letters, digits and -`)
+  if (!isPackTime(o.created)) throw usage('usage.bad-time', `--created ${JSON.stringify(o.created)}: a pack time is RFC 3339 UTC with whole seconds, like 2026-11-11T00:00:00Z`)
+  const publisherKey = fingerprint(o.key.publicKey)
+  const publisherId = o.publisherId ?? publisherKey
+  await mkdir(o.store, { recursive: true })
+  if (!(await exists(storeFile(o.store, STORE_DOCUMENT_PATH)))) await writeStoreFile(o.store, STORE_DOCUMENT_PATH, storeDocumentBytes())
+
+  const previous = await currentVersion(o.store, o.feed)
+  if (previous && previous.manifest.feed !== o.feed) throw usage('usage.feed-mismatch', `refs/${o.feed}.json names a manifest of feed ${previous.manifest.feed}`)
+  const merged: Parent[] = []
+  for (const m of o.merge ?? []) {
+    const v = await mergedVersion(m)
+    await importVersion(v, o.store)
+    merged.push({ ...v, store: o.store })
+  }
+  const parents = [...(previous ? [previous] : []), ...merged]
+  const seq = (previous?.seq ?? 0) + 1
+  const meta = await readMetadata(o.records)
+
+  const tmp = join(o.store, TMP_FOLDER)
+  await mkdir(tmp, { recursive: true })
+  const staging = new Staging(join(tmp, `publish-${process.pid}-${randomBytes(6).toString('hex')}.sqlite`))
+  try {
+    const loader = storeIndexLoader(o.store)
+    // What the parents hold, and their parts in index order (the first parent's first).
+    const inherited = new Map<string, TablePart[]>()
+    staging.begin()
+    for (const p of parents) {
+      for (const [table, root] of Object.entries(p.manifest.tables)) {
+        const schema = PACK_TABLES[table as PackTableName]
+        const list = inherited.get(table) ?? []
+        inherited.set(table, list)
+        for await (const e of walkTableIndex(root, loader, { table })) {
+          if (e.kind !== 'part' || list.some((x) => x.object === e.part.object)) continue
+          list.push(e.part)
+          if (schema) await eachPartRow(o.store, e.part.object, schema, (row) => staging.parent(schema, row))
+        }
+      }
+    }
+    staging.commit()
+
+    const tilings = new TilingBook()
+    for await (const { row } of inheritedRows(o.store, inherited.get('tilings') ?? [], PACK_TABLES.tilings)) tilings.add(row as never)
+    const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
+    const newParts: Record<string, number> = {}
+    const tables: Record<string, string> = {}
+    for (const name of TABLE_ORDER) {
+      const schema = PACK_TABLES[name]
+      await stageTable(o, name, schema, staging, tilings, defaults)
+      const conflict = staging.factConflict(name)
+      if (conflict) throw new PipeError(PUBLISH_CODES.factConflict, `${name}: two different rows for the key ${conflict} (a fact row is the same wherever it appears)`, { exitCode: 2 })
+      const parts = await writeParts(o.store, schema, staging.newRows(schema))
+      newParts[name] = parts.length
+      const kept = inherited.get(name) ?? []
+      if (parts.length === 0 && kept.length === 0) continue
+      const firstParentIndex = parents[0]?.manifest.tables[name]
+      if (parts.length === 0 && firstParentIndex !== undefined && parents.every((p) => p.manifest.tables[name] === undefined || p.manifest.tables[name] === firstParentIndex)) {
+        tables[name] = firstParentIndex // an unchanged table keeps its index
+        continue
+      }
+      tables[name] = await writeIndex(o.store, schema, [...kept, ...parts])
+    }
+
+    const searches: Record<string, string> = {}
+    for (const p of [...parents].reverse()) Object.assign(searches, p.manifest.searches)
+    Object.assign(searches, await publishSearches(o.store, o.records))
+
+    const retracts: Retraction[] = []
+    const seen = new Set<string>()
+    const addRetraction = (r: Retraction) => { const k = `${r.target}\u0000${r.publisher}`; if (!seen.has(k)) { seen.add(k); retracts.push(r) } }
+    for (const p of parents) for (const r of p.manifest.retracts) addRetraction(r)
+    for (const r of o.retract ?? []) {
+      const t = parseTarget(r.target)
+      if (!t.ok) throw usage(t.code, `--retract ${r.target}: ${t.detail}`)
+      addRetraction({ target: r.target, publisher: publisherId, reason: scrubLocalPaths(r.reason), date: o.created })
+    }
+
+    const stats = await statsOf(o.store, tables, searches)
+    const built = buildManifest({
+      feed: o.feed, title: scrubLocalPaths(meta.title ?? o.feed), description: scrubLocalPaths(meta.description ?? ''), version_label: scrubLocalPaths(meta.version_label ?? `${seq}`),
+      created: o.created, licence: meta.licence ?? 'CC0-1.0', creators: meta.creators ?? [], doi: meta.doi ?? '', related: meta.related ?? [],
+      parents: parents.map((p) => p.hash), publisher: publisherKey,
+      engine: { name: 'pipe', version: o.engineVersion, schemes: ENGINE_SCHEMES, rule_semantics: RULE_SEMANTICS },
+      tables, searches, retracts, retain: [], stats,
+    })
+    const manifest = await writeObject(o.store, built.bytes, 'json')
+    const signer = signerName(o.key.publicKey)
+    await writeStoreFile(o.store, signaturePath(manifest.hash, signer), Buffer.from(signSshsig(o.key, built.bytes, NS_MANIFEST)))
+    for (const st of o.statements) {
+      const doc = readPackJson(st)
+      if (!doc.ok) throw new PipeError(doc.code, `a key statement: ${doc.detail}`)
+      const key = (doc.value as { fingerprint?: string }).fingerprint
+      const name = typeof key === 'string' ? signerNameFromFingerprint(key) : undefined
+      if (!name) throw new PipeError('pack.key-statement-invalid', 'a key statement without a fingerprint')
+      await writeStoreFile(o.store, keyPath(name), st)
+    }
+    const ref = signRef(buildRef({ feed: o.feed, manifest: manifest.hash, publisher: publisherKey, seq, updated: o.created }), o.key)
+    await writeStoreFile(o.store, refPath(o.feed), ref.bytes)
+    return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats }
+  } finally {
+    staging.close()
+    await rm(staging.path, { force: true })
+  }
+}
+
+async function readMetadata(dir: string): Promise<PackMetadata> {
+  const path = join(dir, 'pack.json')
+  if (!(await exists(path))) return {}
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as PackMetadata
+  } catch (err) {
+    throw recordError(PUBLISH_CODES.record, { file: path, line: 1 }, `not JSON: ${(err as Error).message}`)
+  }
+}
+
+/** Calls `each` with every row of a part of the store, one row group at a time. */
+async function eachPartRow(store: string, object: string, schema: TableSchema, each: (row: Row) => void): Promise<void> {
+  const opened = await openPart(storeFile(store, objectPath(object, 'parquet')), schema)
+  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${object}: ${opened.findings[0]!.detail}`)
+  try {
+    for await (const g of opened.part.rowGroups()) for (const r of g.rows) each(r as Row)
+  } finally {
+    await opened.part.close()
+  }
+}
+
+async function* inheritedRows(store: string, parts: readonly TablePart[], schema: TableSchema): AsyncGenerator<{ row: Row }> {
+  for (const p of parts) {
+    const rows: Row[] = []
+    await eachPartRow(store, p.object, schema, (r) => rows.push(r))
+    for (const row of rows) yield { row }
+  }
+}
+
+/** Reads, completes, checks and stages one table's records. */
+async function stageTable(o: PublishOptions, name: PackTableName, schema: TableSchema, staging: Staging, tilings: TilingBook, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
+  const validate = rowValidator(schema)
+  const findings: RowFinding[] = []
+  staging.begin()
+  try {
+    for await (const { value, at } of records(o.records, `${name}.jsonl`)) {
+      let row = scrubLocalPaths(value as Row)
+      if (name === 'tilings') {
+        const done = completeTiling(row, at)
+        row = done.row
+        if (done.patch) row['reference'] = await writePatch(o.store, done.patch)
+      } else if (name === 'patterns') row = completePattern(row, tilings, at)
+      else if (name === 'ants') row = completeAnt(row, tilings, at)
+      else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
+      if (name === 'media') await storeMedia(o, row, at)
+      const pin = resolveReferences(name, row, (t, line) => staging.id(t, line), at)
+      applyDefaults(name, row, defaults, pin)
+      findings.length = 0
+      validate(row, at.line - 1, findings)
+      if (findings.length > 0) throw firstFinding(findings, at)
+      if (name === 'tilings') tilings.add(row as never)
+      if (name === 'patterns' || name === 'ants' || name === 'quickstart') staging.recordId(name, at.line, row['id'] as string, row['pin'] as string)
+      staging.stage(schema, row)
+    }
+    staging.commit()
+  } catch (err) {
+    staging.commit()
+    throw err
+  }
+}
+
+/** A media record names its file (`file`, relative to the records folder): the file becomes an object of the store. */
+async function storeMedia(o: PublishOptions, row: Row, at: RecordPlace): Promise<void> {
+  const file = row['file']
+  delete row['file']
+  if (file === undefined) return
+  if (typeof file !== 'string' || file.startsWith('/') || file.split(/[\\/]/).includes('..')) throw recordError(PUBLISH_CODES.record, at, 'file must be a path inside the records folder', 'file')
+  const ext = mediaExtension(row['media_type'])
+  if (!ext.ok) throw recordError(ext.code, at, ext.detail, 'media_type')
+  const written = await writeObject(o.store, await readFile(join(o.records, file)), ext.value)
+  row['object'] = written.hash
+  row['bytes'] = written.bytes
+}
+
+async function writePatch(store: string, rows: readonly object[]): Promise<string> {
+  const writer = new PackPartWriter(REFERENCE_PATCH_SCHEMA, { dir: join(store, TMP_FOLDER) })
+  await writer.write(rows)
+  const [part, ...more] = await writer.finish()
+  if (!part || more.length > 0) throw new PipeError('pack.reference-patch', 'a reference patch is one Parquet object')
+  return (await adoptObjectFile(store, part.path, part.sha256, part.bytes, 'parquet')).hash
+}
+
+const WRITE_BATCH = 4096
+
+/** Writes rows (in order, partition by partition) as parts of the store. */
+async function writeParts(store: string, schema: TableSchema, rows: Iterable<{ part: string; row: Row }> | AsyncIterable<{ part: string; row: Row }>): Promise<TablePart[]> {
+  const out: TablePart[] = []
+  let writer: PackPartWriter | undefined
+  let current: string | undefined
+  let batch: Row[] = []
+  const close = async () => {
+    if (!writer) return
+    if (batch.length > 0) await writer.write(batch)
+    batch = []
+    for (const p of await writer.finish()) out.push(await adopt(store, p))
+    writer = undefined
+  }
+  try {
+    for await (const { part, row } of rows) {
+      if (part !== current || !writer) {
+        await close()
+        current = part
+        writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER), partition: Object.fromEntries(schema.partitionColumns.map((c) => [c, String(row[c])])) })
+      }
+      batch.push(row)
+      if (batch.length >= WRITE_BATCH) {
+        await writer.write(batch)
+        batch = []
+      }
+    }
+    await close()
+  } catch (err) {
+    await writer?.abort()
+    throw err
+  }
+  return out
+}
+
+async function adopt(store: string, p: WrittenPart): Promise<TablePart> {
+  const o = await adoptObjectFile(store, p.path, p.sha256, p.bytes, 'parquet')
+  return { bytes: p.bytes, first: p.first, last: p.last, object: o.hash, partition: { ...p.partition }, rows: p.rows }
+}
+
+/** A table's index: its parts in one index, or under children of at most 10,000 parts each. */
+async function writeIndex(store: string, schema: TableSchema, parts: TablePart[]): Promise<string> {
+  const index = (p: TablePart[], children: string[] = []) => buildTableIndex({ table: schema.name, schema: schema.schemaId, parts: p, children })
+  if (parts.length <= MAX_INDEX_PARTS) return (await writeObject(store, index(parts).bytes, 'json')).hash
+  const children: string[] = []
+  for (let i = 0; i < parts.length; i += MAX_INDEX_PARTS) children.push((await writeObject(store, index(parts.slice(i, i + MAX_INDEX_PARTS)).bytes, 'json')).hash)
+  return (await writeObject(store, index([], children).bytes, 'json')).hash
+}
+
+async function statsOf(store: string, tables: Record<string, string>, searches: Record<string, string>): Promise<Manifest['stats'] & { ants: number; bytes: number; patterns: number; quickstart: number }> {
+  const loader = storeIndexLoader(store)
+  const rows = async (table: string) => {
+    let n = 0
+    if (tables[table]) for await (const e of walkTableIndex(tables[table]!, loader, { table })) if (e.kind === 'part') n += e.part.rows
+    return n
+  }
+  return { ants: await rows('ants'), bytes: await countPartBytes({ tables, searches }, loader), patterns: await rows('patterns'), quickstart: await rows('quickstart') }
+}
+
+interface SearchRecord { kind: string; spec: Record<string, unknown>; remeasure?: Record<string, unknown>; created: string; updated: string; engine_version: string; scores?: { version: number; created: string; engine_version: string }[] }
+
+/**
+ * A search (records/searches/<uuid>/): search.json (kind, spec, remeasure, created, updated,
+ * engine_version, and each rescore's version, created and engine_version), its sealed run segments as
+ * runs/<segment>.jsonl, and each rescore's sidecars as scores/<version>/<segment>.jsonl.
+ */
+async function publishSearches(store: string, recordsDir: string): Promise<Record<string, string>> {
+  const dir = join(recordsDir, 'searches')
+  const out: Record<string, string> = {}
+  for (const uuid of (await readdir(dir).catch(() => [] as string[])).sort()) {
+    if (!isUuid(uuid)) throw usage('usage.bad-search', `searches/${uuid}: a search folder is named by the search's uuid`, join(dir, uuid))
+    const at = { file: join(dir, uuid, 'search.json'), line: 1 }
+    const s = JSON.parse(await readFile(at.file, 'utf8')) as SearchRecord
+    const segments: SearchSegment[] = []
+    for (const file of (await readdir(join(dir, uuid, 'runs'))).filter((f) => f.endsWith('.jsonl')).sort()) {
+      const segment = file.slice(0, -'.jsonl'.length)
+      const part = await segmentObject(store, EXPLORE_RUNS_SCHEMA, join(dir, uuid, 'runs'), file)
+      segments.push({ bytes: part.bytes, engine_version: s.engine_version, first: part.first, last: part.last, object: part.object, rows: part.rows, sealed: s.updated, segment })
+    }
+    const scores: ScoreSet[] = []
+    for (const set of s.scores ?? []) {
+      const parts: ScorePart[] = []
+      const folder = join(dir, uuid, 'scores', String(set.version))
+      for (const file of (await readdir(folder)).filter((f) => f.endsWith('.jsonl')).sort()) {
+        const part = await segmentObject(store, EXPLORE_SCORES_SCHEMA, folder, file)
+        parts.push({ bytes: part.bytes, object: part.object, rows: part.rows, segment: file.slice(0, -'.jsonl'.length) })
+      }
+      scores.push({ created: set.created, engine_version: set.engine_version, parts, version: set.version })
+    }
+    let built
+    try {
+      built = buildSearchIndex({
+        created: s.created, engine_version: s.engine_version, kind: s.kind, parts: segments, run_schema: EXPLORE_RUNS_SCHEMA.schemaId,
+        score_schema: EXPLORE_SCORES_SCHEMA.schemaId, search: uuid, spec: scrubLocalPaths(s.spec), ...(s.remeasure ? { remeasure: scrubLocalPaths(s.remeasure) } : {}),
+        updated: s.updated, scores,
+      })
+    } catch (err) {
+      throw recordError(PUBLISH_CODES.record, at, (err as Error).message)
+    }
+    const parsed = parseSearchIndex(built.bytes, { search: uuid })
+    if (!parsed.ok) throw recordError(parsed.code, at, parsed.detail)
+    out[uuid] = (await writeObject(store, built.bytes, 'json')).hash
+  }
+  return out
+}
+
+/** One segment or sidecar: its JSONL rows, in run id order (the writer refuses others), as one Parquet object. */
+async function segmentObject(store: string, schema: TableSchema, dir: string, file: string): Promise<TablePart> {
+  const validate = rowValidator(schema)
+  const findings: RowFinding[] = []
+  async function* rows(): AsyncGenerator<{ part: string; row: Row }> {
+    for await (const { value, at } of records(dir, file)) {
+      const row = scrubLocalPaths(value as Row)
+      findings.length = 0
+      validate(row, at.line - 1, findings)
+      if (findings.length > 0) throw firstFinding(findings, at)
+      yield { part: '', row }
+    }
+  }
+  const parts = await writeParts(store, schema, rows())
+  if (parts.length !== 1) throw recordError(PUBLISH_CODES.record, { file: join(dir, file), line: 1 }, 'a segment is one Parquet object with at least one row')
+  return parts[0]!
+}

@@ -1,0 +1,187 @@
+/**
+ * pack-publish (src/formats/pack/publish.ts): records to a signed version of a feed. What it writes reads
+ * back as the spec says; a second version keeps its parent's parts and adds only what is new; retractions
+ * accumulate; a merge has two parents; the same records and time give the same bytes; no local path
+ * reaches any file or cell.
+ */
+import { createHash } from 'node:crypto'
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import t from 'tap'
+import { parseManifest } from '../src/formats/pack/doc-manifest.js'
+import { parseRef } from '../src/formats/pack/doc-ref.js'
+import { parseTableIndex } from '../src/formats/pack/doc-index.js'
+import { patternId } from '../src/formats/pack/identity.js'
+import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
+import { readPartRows } from '../src/formats/pack/parquet-read.js'
+import { publishPack, type PublishOptions } from '../src/formats/pack/publish.js'
+import { withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
+import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
+import { objectPath, storeFile } from '../src/formats/pack/store.js'
+import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
+import { LIFE, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+
+const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))
+t.teardown(() => rm(base, { recursive: true, force: true }))
+let n = 0
+const dir = () => join(base, `d${n++}`)
+const T0 = '2026-11-11T00:00:00Z'
+
+const keyA = generateKey({ seed: Buffer.alloc(32, 1), comment: 'golden-a' })
+const statementA = keyStatementBytes(firstKeyStatement(keyA, { name: 'Publisher A', created: T0 }))
+const keyB = generateKey({ seed: Buffer.alloc(32, 2), comment: 'golden-b' })
+const statementB = keyStatementBytes(firstKeyStatement(keyB, { name: 'Publisher B', created: T0 }))
+
+const BLOCK = patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1]])
+const BLINKER = patternRecord('square', LIFE, [[0, 1], [1, 1], [2, 1]])
+const GLIDER = patternRecord('square', LIFE, [[1, 0], [2, 1], [0, 2], [1, 2], [2, 2]], { speed: 'c/4 diagonal' })
+
+async function records(folder: string, patterns: Record<string, unknown>[], extra: Record<string, object[]> = {}): Promise<string> {
+  await writeJsonl(join(folder, 'tilings.jsonl'), [{ family: 'square' }])
+  await writeJsonl(join(folder, 'rules.jsonl'), [ruleRecord(LIFE)])
+  await writeJsonl(join(folder, 'patterns.jsonl'), patterns)
+  await writeJsonl(join(folder, 'verifications.jsonl'), patterns.map((p, i) => verificationRecord(i + 1, LIFE, p, T0)))
+  for (const [table, rows] of Object.entries(extra)) await writeJsonl(join(folder, `${table}.jsonl`), rows)
+  await writeFile(join(folder, 'pack.json'), JSON.stringify({ title: 'test', description: 'made by /home/someone/secret/notes.txt' }))
+  return folder
+}
+
+const opts = (store: string, recordsDir: string, over: Partial<PublishOptions> = {}): PublishOptions =>
+  ({ feed: 'golden-a', store, records: recordsDir, key: keyA, statements: [statementA], created: T0, engineVersion: 'test', ...over })
+
+async function manifestOf(store: string, hash: string) {
+  const m = parseManifest(await readFile(storeFile(store, objectPath(hash, 'json'))))
+  if (!m.ok) throw new Error(m.detail)
+  return m.value.manifest
+}
+async function indexOf(store: string, hash: string) {
+  const i = parseTableIndex(await readFile(storeFile(store, objectPath(hash, 'json'))))
+  if (!i.ok) throw new Error(i.detail)
+  return i.value.index
+}
+async function tableRows(store: string, table: keyof typeof PACK_TABLES, index: string) {
+  const rows: Record<string, unknown>[] = []
+  for (const part of (await indexOf(store, index)).parts) {
+    const r = await readPartRows(storeFile(store, objectPath(part.object, 'parquet')), PACK_TABLES[table])
+    if (!r.ok) throw new Error(r.findings[0]!.detail)
+    rows.push(...r.rows)
+  }
+  return rows
+}
+async function files(root: string): Promise<string[]> {
+  const out: string[] = []
+  for (const e of await readdir(root, { withFileTypes: true, recursive: true })) if (e.isFile()) out.push(relative(root, join(e.parentPath, e.name)))
+  return out.sort()
+}
+
+t.test('a first version: store layout, manifest, index, parts, signature and ref', async (t) => {
+  const store = dir()
+  const r = await publishPack(opts(store, await records(dir(), [BLOCK, BLINKER, GLIDER], { ants: [antRecord('RL')] })))
+  t.equal(r.seq, 1)
+  t.same(r.parents, [])
+  const m = await manifestOf(store, r.manifest)
+  t.equal(m.feed, 'golden-a')
+  t.same(Object.keys(m.tables).sort(), ['ants', 'patterns', 'rules', 'tilings', 'verifications'])
+  t.same(m.stats, { ants: 1, bytes: m.stats.bytes, patterns: 3, quickstart: 0 })
+  t.equal(m.description, 'made by notes.txt', 'a local path in text is written as its file name')
+  const patterns = await tableRows(store, 'patterns', m.tables['patterns']!)
+  t.same(patterns.map((p) => p['class']).sort(), ['oscillator', 'spaceship', 'still_life'])
+  for (const p of patterns) t.equal(p['id'], patternId(p['identity'] as string, p['pin'] as string), `${p['class']}: id is the hash of identity and pin`)
+  const index = await indexOf(store, m.tables['patterns']!)
+  t.same(index.parts.map((p) => p.partition).sort((a, b) => (a['class_group']! < b['class_group']! ? -1 : 1)), [
+    { class_group: 'oscillator', tiling_group: 'square' }, { class_group: 'spaceship', tiling_group: 'square' }, { class_group: 'still_life', tiling_group: 'square' },
+  ], 'one part per partition')
+  const verifications = await tableRows(store, 'verifications', m.tables['verifications']!)
+  t.same(new Set(verifications.map((v) => v['pattern_id'])), new Set(patterns.map((p) => p['id'])), '@patterns:N named the patterns')
+  t.ok(verifications.every((v) => v['publisher'] === fingerprint(keyA.publicKey)), 'event rows name the publisher by its id')
+  const ref = parseRef(await readFile(join(store, 'refs', 'golden-a.json')), { feed: 'golden-a' })
+  t.ok(ref.ok && ref.value.ref.manifest === r.manifest && ref.value.ref.seq === 1)
+  const signer = signerName(keyA.publicKey)
+  t.ok(existsSync(join(store, 'sigs', 'sha256', r.manifest.slice(7, 9), r.manifest.slice(7), `${signer}.sig`)))
+  t.ok(existsSync(join(store, 'keys', `${signer}.json`)))
+  for (const f of (await files(store)).filter((f) => f.startsWith('objects/'))) {
+    const bytes = await readFile(join(store, f))
+    t.equal(f.split('/')[3]!.split('.')[0], createHash('sha256').update(bytes).digest('hex'), `${f}: named by its SHA-256`)
+  }
+  t.notOk(existsSync(join(store, '.tmp')) && (await readdir(join(store, '.tmp'))).length > 0, 'nothing left in .tmp/')
+
+  // ssh-keygen accepts the manifest's signature.
+  const allowed = join(base, `allowed-${n++}`)
+  await writeFile(allowed, `publisher namespaces="jetcarp-manifest" ${formatPublicKey(keyA.publicKey)}\n`)
+  const v = spawnSync('ssh-keygen', ['-Y', 'verify', '-f', allowed, '-I', 'publisher', '-n', 'jetcarp-manifest', '-s', join(store, 'sigs', 'sha256', r.manifest.slice(7, 9), r.manifest.slice(7), `${signer}.sig`)], { input: await readFile(storeFile(store, objectPath(r.manifest, 'json'))) })
+  t.equal(v.status, 0, `ssh-keygen -Y verify: ${v.stderr}`)
+})
+
+t.test('the same records and time give byte-identical stores', async (t) => {
+  const rec = await records(dir(), [BLOCK, BLINKER, GLIDER])
+  const a = dir()
+  const b = dir()
+  await publishPack(opts(a, rec))
+  await publishPack(opts(b, rec))
+  const fa = await files(a)
+  t.same(fa, await files(b))
+  let same = 0
+  for (const f of fa) if ((await readFile(join(a, f))).equals(await readFile(join(b, f)))) same++
+  t.equal(same, fa.length, 'every file has the same bytes')
+})
+
+t.test('a second version keeps its parent\'s parts, adds only new rows, keeps an unchanged index, and retracts cumulatively', async (t) => {
+  const store = dir()
+  const first = await publishPack(opts(store, await records(dir(), [BLOCK, BLINKER])))
+  const m1 = await manifestOf(store, first.manifest)
+  const blinkerId = (await tableRows(store, 'patterns', m1.tables['patterns']!)).find((p) => p['class'] === 'oscillator')!['id'] as string
+  const second = await publishPack(opts(store, await records(dir(), [BLOCK, BLINKER, GLIDER]), { created: '2026-11-12T00:00:00Z', retract: [{ target: `pattern:${blinkerId}`, reason: 'a duplicate of another entry' }] }))
+  t.equal(second.seq, 2)
+  t.same(second.parents, [first.manifest])
+  const m2 = await manifestOf(store, second.manifest)
+  t.equal(m2.tables['rules'], m1.tables['rules'], 'an unchanged table keeps its index hash')
+  t.equal(m2.tables['tilings'], m1.tables['tilings'])
+  const p1 = (await indexOf(store, m1.tables['patterns']!)).parts
+  const p2 = (await indexOf(store, m2.tables['patterns']!)).parts
+  t.same(p2.slice(0, p1.length), p1, 'the parent\'s parts come first, unchanged')
+  t.same(p2.slice(p1.length).map((p) => [p.partition['class_group'], p.rows]), [['spaceship', 1]], 'one new part with the one new pattern')
+  t.equal(second.newParts['verifications'], 1)
+  t.same((await tableRows(store, 'verifications', m2.tables['verifications']!)).length, 3, 'no verification row twice')
+  t.same(m2.retracts, [{ target: `pattern:${blinkerId}`, publisher: m2.publisher, reason: 'a duplicate of another entry', date: '2026-11-12T00:00:00Z' }])
+  const third = await publishPack(opts(store, await records(dir(), [BLOCK]), { created: '2026-11-13T00:00:00Z' }))
+  const m3 = await manifestOf(store, third.manifest)
+  t.same(m3.retracts, m2.retracts, 'retractions are cumulative')
+  t.equal(m3.stats.patterns, 3, 'a version is a full snapshot: its parent\'s parts stay')
+})
+
+t.test('a merge: another publisher\'s version with two parents', async (t) => {
+  const a = dir()
+  const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))
+  const b = dir()
+  const own = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB] }))
+  const merged = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB], merge: [a], created: '2026-11-12T00:00:00Z' }))
+  t.same(merged.parents, [own.manifest, first.manifest], 'the feed\'s previous version first, then the merged one')
+  const m = await manifestOf(b, merged.manifest)
+  const patterns = await tableRows(b, 'patterns', m.tables['patterns']!)
+  t.equal(patterns.length, 3, 'the union of both parents\' patterns')
+  t.ok(existsSync(storeFile(b, objectPath(first.manifest, 'json'))), 'the merged manifest is in the store')
+  t.ok(existsSync(join(b, 'keys', `${signerName(keyA.publicKey)}.json`)), 'with its publisher\'s key statement')
+})
+
+t.test('bad records are refused with the file, line and field, and nothing is published', async (t) => {
+  const store = dir()
+  const rec = await records(dir(), [BLOCK])
+  await writeJsonl(join(rec, 'verifications.jsonl'), [{ ...verificationRecord(1, LIFE, BLOCK, T0), pattern_id: '@patterns:9' }])
+  await t.rejects(publishPack(opts(store, rec)), { code: 'pack.record-reference', location: { line: 1, field: 'pattern_id' } })
+  t.notOk(existsSync(join(store, 'refs')), 'no ref')
+  const rec2 = await records(dir(), [{ ...BLOCK, class: 'oscillator', period: 2 }])
+  await publishPack(opts(dir(), rec2)).then(() => t.pass('a record may state a wrong class: level 3 replay, not the publisher, judges it'))
+  const rec3 = await records(dir(), [{ ...BLOCK, canonical: 'o' }])
+  await t.rejects(publishPack(opts(dir(), rec3)), { code: 'pack.record-disagrees', location: { field: 'canonical' } })
+  const rec4 = await records(dir(), [BLOCK], { sightings: [{ pattern_id: '@patterns:1', rule: 'B3/S23', source: 'unattributed', count: 1.5, soups: 1, first_seen: T0, last_seen: T0 }] })
+  await t.rejects(publishPack(opts(dir(), rec4)), { location: { field: 'count' } })
+})
+
+t.test('local paths become file names', async (t) => {
+  t.equal(withoutLocalPaths('found by /home/u/runs/soup-17.rle in B3/S23 at c/4'), 'found by soup-17.rle in B3/S23 at c/4')
+  t.equal(withoutLocalPaths('C:\\Users\\me\\a.txt and \\\\server\\share\\b.txt and ~/c.txt and file:///tmp/d.txt'), 'a.txt and b.txt and c.txt and d.txt')
+  t.equal(withoutLocalPaths('{"source":"/x/y/z.rle"}'), '{"source":"z.rle"}', 'inside JSON text too, and the JSON stays JSON')
+})

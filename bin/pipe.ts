@@ -52,6 +52,97 @@ function findPipeline(target: string | undefined): PipelineDef | undefined {
   return target && !target.endsWith('.json') ? registry.pipeline(target) : undefined
 }
 
+interface PackKeyFlags {
+  key?: string
+  name?: string
+  orcid?: string
+  github?: string
+  rotate?: boolean
+  authorise?: unknown
+  label?: string
+  'revoke-machine'?: unknown
+  seed?: string
+  created?: string
+}
+
+function badFlag(flag: string, message: string): UsageError {
+  return new UsageError('usage.bad-option', message, { location: { field: `--${flag}` } })
+}
+
+/** `pipe pack key`: every flag is checked before the key is touched, so a bad one changes nothing. */
+async function packKey(flags: PackKeyFlags): Promise<void> {
+  const pk = await import('../src/formats/pack/publisher-key.js')
+  const { fingerprint, isFingerprint, parsePublicKey } = await import('../src/formats/pack/ssh-key.js')
+  const { isPackTime } = await import('../src/formats/pack/key-statements.js')
+  const details: Record<string, string> = {}
+  for (const field of ['name', 'orcid', 'github', 'label'] as const) {
+    const value = flags[field]
+    if (value === undefined) continue
+    const problem = pk.detailProblem(field === 'label' ? 'name' : field, value)
+    if (problem !== undefined) throw badFlag(field, problem)
+    if (field !== 'label') details[field] = value
+  }
+  const single = (flag: 'authorise' | 'revoke-machine'): string | undefined => {
+    const v = flags[flag]
+    if (Array.isArray(v)) throw badFlag(flag, 'give it once')
+    return v === undefined ? undefined : String(v)
+  }
+  const authoriseArg = single('authorise')
+  const revoke = single('revoke-machine')
+  if (flags.label !== undefined && authoriseArg === undefined) throw badFlag('label', 'names the key given with --authorise')
+  let machine: import('../src/formats/pack/ssh-key.js').SshPublicKey | undefined
+  if (authoriseArg !== undefined) {
+    // A public key line has a space between type and key; anything else is a .pub file's path.
+    const line = authoriseArg.includes(' ') ? authoriseArg : await readFile(authoriseArg, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw badFlag('authorise', `cannot read ${authoriseArg}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`)
+    })
+    const parsed = parsePublicKey(line)
+    if (!parsed.ok) throw badFlag('authorise', `not an Ed25519 public key: ${parsed.detail}`)
+    machine = parsed.value
+  }
+  if (revoke !== undefined && !isFingerprint(revoke)) throw badFlag('revoke-machine', `${JSON.stringify(revoke)} is not a SHA256: fingerprint as ssh-keygen -l prints it`)
+  if (flags.seed !== undefined && !/^[0-9a-fA-F]{64}$/.test(flags.seed)) throw badFlag('seed', 'a seed is 64 hex digits (32 bytes)')
+  if (flags.created !== undefined && !isPackTime(flags.created)) throw badFlag('created', `${JSON.stringify(flags.created)} is not an RFC 3339 UTC time with whole seconds (2026-11-11T00:00:00Z)`)
+  const seed = flags.seed === undefined ? undefined : Buffer.from(flags.seed, 'hex')
+  const change = {
+    details,
+    created: flags.created ?? pk.packTimeNow(),
+    ...(machine !== undefined ? { authorise: [{ key: machine, ...(flags.label !== undefined ? { label: flags.label } : {}) }] } : {}),
+    ...(revoke !== undefined ? { revoke: [revoke] } : {}),
+  }
+
+  const path = flags.key ?? pk.defaultPublisherKeyPath()
+  const current = await pk.loadPublisherKey(path).catch((err: unknown) => {
+    const code = (err as { code?: unknown }).code
+    if (code === pk.PUBLISHER_KEY_CODES.missing || code === pk.PUBLISHER_KEY_CODES.noStatement) return undefined
+    throw err
+  })
+  let headline: string
+  let key: import('../src/formats/pack/publisher-key.js').PublisherKey
+  if (current === undefined) {
+    if (flags.rotate) throw badFlag('rotate', `there is no key at ${path} to rotate yet`)
+    if (revoke !== undefined) throw badFlag('revoke-machine', `there is no key at ${path} yet, so no machine key to revoke`)
+    key = await pk.makePublisherKey(path, { ...change, ...(seed !== undefined ? { seed } : {}) })
+    headline = 'made the publisher\'s key and its first statement'
+  } else {
+    if (seed !== undefined && !flags.rotate) throw badFlag('seed', `${path} is already a key; a seed makes a new one (with --rotate, the successor)`)
+    const authorised = (fp: string) => current.machineKeys.some((m) => m.fingerprint === fp)
+    if (machine !== undefined && (fingerprint(machine) === current.fingerprint || authorised(fingerprint(machine)))) {
+      throw badFlag('authorise', `${fingerprint(machine)} is ${fingerprint(machine) === current.fingerprint ? 'the publisher\'s own key' : 'already authorised'}`)
+    }
+    if (revoke !== undefined && !authorised(revoke)) throw badFlag('revoke-machine', `${revoke} is not a machine key of ${current.fingerprint}`)
+    if (flags.rotate) {
+      key = await pk.rotatePublisherKey(current, { ...change, ...(seed !== undefined ? { seed } : {}) })
+      headline = `rotated: a new key succeeds ${current.fingerprint}, which it revoked`
+    } else {
+      key = await pk.updatePublisherKey(current, change)
+      const changed = !key.statements[0]!.equals(current.statements[0]!)
+      headline = changed ? 'wrote a new statement for the publisher\'s key' : 'the publisher\'s key'
+    }
+  }
+  process.stdout.write([headline, ...pk.describePublisherKey(key)].join('\n') + '\n')
+}
+
 async function main(argv: string[]): Promise<number> {
   let exitCode = 0
   const runTarget = argv[0] === 'run' ? argv.slice(1).find((a) => !a.startsWith('-')) : undefined
@@ -135,11 +226,29 @@ async function main(argv: string[]): Promise<number> {
       const paths = await writeKeyFiles(String(args.out), { privateJwk: rotated.privateJwk, jwks: rotated.jwks })
       process.stdout.write(`key ${rotated.privateJwk.kid} succeeds the old key\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
     })
+    .command('pack', 'Pack format 1.0: the publisher\'s key (exports and checks are pipelines: pipe run pack-export, pack-check)', (y) => y
+      .command('key', 'Make or show the publisher\'s Ed25519 key (OpenSSH format) and record who the publisher is', (k) => k
+        .option('key', { type: 'string', describe: 'the private key file (default: <settings>/pack/publisher_ed25519, settings being $PIPE_HOME, else $XDG_CONFIG_HOME/pipe, else ~/.config/pipe)' })
+        .option('name', { type: 'string', describe: 'the publisher\'s name, as it is to appear in packs (\'\' removes it)' })
+        .option('orcid', { type: 'string', describe: 'the publisher\'s ORCID iD, bare: 0000-0002-1825-0097 (\'\' removes it)' })
+        .option('github', { type: 'string', describe: 'the publisher\'s GitHub user name (\'\' removes it)' })
+        .option('rotate', { type: 'boolean', describe: 'replace the key with a successor: its statement signed by the old key, the old key revoked by the new one' })
+        .option('authorise', { type: 'string', alias: 'authorize', describe: 'let a machine key sign manifests and refs: its public key line or .pub file' })
+        .option('label', { type: 'string', describe: 'with --authorise: what the machine key is for (laptop, ci)' })
+        .option('revoke-machine', { type: 'string', describe: 'revoke an authorised machine key, by its SHA256: fingerprint' })
+        .option('seed', { type: 'string', describe: 'make the new key from this 32-byte seed, 64 hex digits (tests and golden data only: a seed is a secret)' })
+        .option('created', { type: 'string', describe: 'the statement\'s time, RFC 3339 UTC with whole seconds (default now; tests and golden data)' })
+        .group(['seed', 'created'], 'For tests and golden data:')
+        .strictOptions(), async (args) => {
+        await packKey(args)
+      })
+      .demandCommand(1, 'name a pack command: key')
+      .strictCommands())
     .command('demo', 'Make a sample raw file and verify it (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
       const { runDemo } = await import('../src/demo.js')
       exitCode = await runDemo(String(args.out))
     })
-    .demandCommand(1, 'name a command: list, stages, describe, run, key, demo')
+    .demandCommand(1, 'name a command: list, stages, describe, run, key, pack, demo')
     .strictCommands()
     .help()
     .fail((msg, err) => {

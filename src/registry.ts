@@ -25,3 +25,5 @@ import { registerJournal } from '../pipelines/journal-import.js'
 registerJournal(registry)
 import { registerVerify } from '../pipelines/verify.js'
 registerVerify(registry)
+import { registerPackExport } from '../pipelines/pack-export.js'
+registerPackExport(registry)

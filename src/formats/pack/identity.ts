@@ -88,7 +88,9 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
     const maxI = Math.max(...row.keys())
     let text = ''
     for (let i = 0; i <= maxI; i++) text += (row.get(i) ?? Array<string>(tileTypes).fill('.')).join('')
-    out.push(text.replace(/\.+$/, ''))
+    let end = text.length
+    while (end > 0 && text.charCodeAt(end - 1) === 0x2e) end--
+    out.push(text.slice(0, end))
   }
   return out.join('/')
 }

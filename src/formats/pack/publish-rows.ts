@@ -29,11 +29,14 @@ export function recordError(code: string, at: RecordPlace, message: string, fiel
 
 /** Sets a computed column; a value the record states must be the same. */
 function fill(row: Row, column: string, value: unknown, at: RecordPlace): void {
-  const stated = row[column]
+  agree(row[column], column, value, at)
+  row[column] = value
+}
+
+function agree(stated: unknown, column: string, value: unknown, at: RecordPlace): void {
   if (stated !== undefined && stated !== null && JSON.stringify(stated) !== JSON.stringify(value)) {
     throw recordError(PUBLISH_CODES.disagrees, at, `${column} ${JSON.stringify(stated)} is not what the record's facts give (${JSON.stringify(value)})`, column)
   }
-  row[column] = value
 }
 
 /** The tilings the records use, by pin key. */
@@ -50,9 +53,12 @@ export class TilingBook {
     return row
   }
 
-  /** The tile types of a lattice tiling; an aperiodic one's cells name tiles of a site (one type). */
-  tileTypes(row: TilingsRow): number {
-    return row.tile_types?.length ?? 1
+  /**
+   * The tile types a cell's k counts: a lattice tiling's; on an aperiodic tiling a cell is (0, 0, k) with k
+   * the index of its tile in the pattern's site, so the picture is one row of the site's tiles.
+   */
+  tileTypes(row: TilingsRow, phases: readonly (readonly Cell[])[]): number {
+    return row.tile_types?.length ?? 1 + Math.max(0, ...phases.flat().map((c) => c.k))
   }
 }
 
@@ -86,7 +92,7 @@ const isCell = (c: unknown): c is Cell => typeof c === 'object' && c !== null &&
  * id, pin, normalised phases, canonical picture, cell counts and partition columns follow.
  */
 export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace): Row {
-  const row: Row = { ...input }
+  const row = input
   const tiling = tilings.get(row['pin_key'], at)
   const phases = row['phases']
   if (!Array.isArray(phases) || phases.length === 0 || !phases.every((p) => Array.isArray(p) && p.every(isCell))) {
@@ -101,23 +107,35 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
     made = patternIdentity({
       pinKey: tiling.pin_key, model: row['model'] as string, neighbourhood: row['neighbourhood'] as 'touch' | 'edge', stepsPerGen: row['steps_per_gen'] as number,
       class: cls as PatternClass, period: row['period'] as number, dx: row['dx'] as number, dy: row['dy'] as number, rule: (row['rule'] as string | null | undefined) ?? null,
-      phases: phases as Cell[][], tileTypes: tilings.tileTypes(tiling),
+      phases: phases as Cell[][], tileTypes: tilings.tileTypes(tiling, phases as Cell[][]),
     })
   } catch (err) {
     throw recordError(PUBLISH_CODES.record, at, (err as Error).message)
   }
   const counts = made.phases.map((p) => p.length)
-  row['phases'] = made.phases
-  fill(row, 'pin', tiling.pin, at)
-  fill(row, 'identity', made.identity, at)
-  fill(row, 'id', patternId(made.identity, tiling.pin), at)
-  fill(row, 'canonical', made.canonical, at)
-  fill(row, 'cells', counts[0], at)
-  fill(row, 'min_cells', Math.min(...counts), at)
-  fill(row, 'max_cells', Math.max(...counts), at)
-  fill(row, 'class_group', cls, at)
-  fill(row, 'tiling_group', tiling.tiling_group, at)
-  return row
+  const computed: Row = {
+    id: patternId(made.identity, tiling.pin), identity: made.identity, pin: tiling.pin, canonical: made.canonical,
+    cells: counts[0], min_cells: Math.min(...counts), max_cells: Math.max(...counts), class_group: cls, tiling_group: tiling.tiling_group,
+  }
+  for (const c in computed) agree(input[c], c, computed[c], at)
+  // One object literal in the columns' order: building rows by adding members one by one was most of
+  // this function's time at a million patterns.
+  return {
+    id: computed['id'], identity: made.identity, pin_key: row['pin_key'], pin: tiling.pin, model: row['model'], neighbourhood: row['neighbourhood'], steps_per_gen: row['steps_per_gen'],
+    class: cls, period: row['period'], dx: row['dx'], dy: row['dy'], speed: row['speed'] ?? null, cells: computed['cells'], min_cells: computed['min_cells'], max_cells: computed['max_cells'],
+    phases: made.phases, canonical: made.canonical, rule: row['rule'] ?? null, site: row['site'] ?? null, gun: row['gun'] ?? null, family: row['family'], semantics: row['semantics'],
+    class_group: cls, tiling_group: tiling.tiling_group,
+    ...unknownMembers(input, PATTERN_COLUMNS),
+  }
+}
+
+const PATTERN_COLUMNS = new Set(['id', 'identity', 'pin_key', 'pin', 'model', 'neighbourhood', 'steps_per_gen', 'class', 'period', 'dx', 'dy', 'speed', 'cells', 'min_cells', 'max_cells', 'phases', 'canonical', 'rule', 'site', 'gun', 'family', 'semantics', 'class_group', 'tiling_group'])
+
+/** Members of a record no column names, kept so that the row check refuses them by name. */
+function unknownMembers(input: Row, known: ReadonlySet<string>): Row {
+  let out: Row | undefined
+  for (const k in input) if (!known.has(k)) (out ??= {})[k] = input[k]
+  return out ?? {}
 }
 
 /** An ants record: its id, identity, pin and partition column follow from its rule, kind, states, colors, start and tiling. */
@@ -221,10 +239,23 @@ export function withoutLocalPaths(text: string): string {
   })
 }
 
-/** Every string in a value with local paths replaced (structs and lists walked). */
+/** Characters every local path holds one of: text without them is left alone without a search. */
+const PATH_MARK = /[/\\~]/
+
+/** Every string in a value with local paths replaced, in place (structs and lists walked); returns the value. */
 export function scrubLocalPaths<T>(v: T): T {
-  if (typeof v === 'string') return withoutLocalPaths(v) as T
-  if (Array.isArray(v)) return v.map(scrubLocalPaths) as T
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, scrubLocalPaths(x)])) as T
+  if (typeof v === 'string') return (PATH_MARK.test(v) ? withoutLocalPaths(v) : v) as T
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const x = v[i]
+      if (typeof x === 'string' || (x !== null && typeof x === 'object')) v[i] = scrubLocalPaths(x)
+    }
+  } else if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>
+    for (const k in o) {
+      const x = o[k]
+      if (typeof x === 'string' || (x !== null && typeof x === 'object')) o[k] = scrubLocalPaths(x)
+    }
+  }
   return v
 }

@@ -11,12 +11,9 @@
  * - Deterministic: the same records, keys and `created` give the same bytes.
  */
 import { createReadStream } from 'node:fs'
-import { mkdir, readFile, readdir, rm, stat } from 'node:fs/promises'
+import { mkdir, readFile, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { serialize, deserialize } from 'node:v8'
-import { randomBytes, createHash } from 'node:crypto'
-import Database from 'better-sqlite3'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
 import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from './doc-index.js'
@@ -36,7 +33,8 @@ import {
   adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
-import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, canonicalRowText, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
+import { NewRows } from './new-rows.js'
+import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
 const TABLE_ORDER: readonly PackTableName[] = ['tilings', 'rules', 'patterns', 'ants', 'quickstart', 'aliases', 'verifications', 'sightings', 'provenance', 'annotations', 'media', 'ratings', 'raters', 'score_models']
@@ -174,97 +172,38 @@ async function copyRowObjects(from: string, to: string, part: string, schema: Ta
 }
 
 /**
- * The staging database: each table's completed rows with their partition, sort values and text, and the
- * keys of the rows the parents have. A fact row's key is its sort columns (a fact table's key), an event
- * row's its text's hash.
+ * The ids of the records of this publish by their line (what `@patterns:N` names): 16 bytes of hash and
+ * a pin number a line, so a million patterns take 17 MB.
  */
-class Staging {
-  private readonly db: Database.Database
-  private readonly insertRow: Database.Statement
-  private readonly insertParent: Database.Statement
-  private readonly insertId: Database.Statement
-  private readonly findId: Database.Statement
+class IdBook {
+  private ids = Buffer.alloc(0)
+  private pinOf = new Uint16Array(0)
+  private readonly pins: string[] = []
+  private count = 0
 
-  constructor(readonly path: string) {
-    this.db = new Database(path)
-    this.db.pragma('journal_mode = OFF')
-    this.db.pragma('synchronous = OFF')
-    this.db.exec(`
-      CREATE TABLE stage (tbl TEXT, part TEXT, k1, k2, k3, k4, text TEXT, key TEXT, texthash TEXT, row BLOB);
-      CREATE TABLE parent (tbl TEXT, key TEXT, texthash TEXT, PRIMARY KEY (tbl, key, texthash)) WITHOUT ROWID;
-      CREATE TABLE ids (tbl TEXT, line INTEGER, id TEXT, pin TEXT, PRIMARY KEY (tbl, line)) WITHOUT ROWID;`)
-    this.insertRow = this.db.prepare('INSERT INTO stage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-    this.insertParent = this.db.prepare('INSERT OR IGNORE INTO parent VALUES (?, ?, ?)')
-    this.insertId = this.db.prepare('INSERT INTO ids VALUES (?, ?, ?, ?)')
-    this.findId = this.db.prepare('SELECT id, pin FROM ids WHERE tbl = ? AND line = ?')
-  }
+  constructor(private readonly prefix: string) {}
 
-  begin(): void { this.db.exec('BEGIN') }
-  commit(): void { this.db.exec('COMMIT') }
-
-  /** A row's staging values: its partition folder text, sort values, text, key and text hash. */
-  static keyOf(schema: TableSchema, row: Row): { part: string; sort: unknown[]; text: string; key: string; texthash: string } {
-    const text = canonicalRowText(schema, row)
-    const sort = schema.sortColumns.map((c) => sqlValue(row[c]))
-    while (sort.length < 4) sort.push(null)
-    const texthash = createHash('sha256').update(text).digest('base64')
-    return {
-      part: schema.partitionColumns.map((c) => `${c}=${String(row[c])}`).join('/'),
-      sort, text, texthash,
-      key: schema.kind === 'fact' ? JSON.stringify(schema.sortColumns.map((c) => String(row[c]))) : texthash,
+  add(line: number, id: string, pin: string): void {
+    if (line !== this.count + 1) throw new Error(`ids must come in line order (${line} after ${this.count})`)
+    if (this.count * 16 + 16 > this.ids.length) {
+      const ids = Buffer.alloc(Math.max(1024, this.ids.length * 2))
+      this.ids.copy(ids)
+      this.ids = ids
+      const pinOf = new Uint16Array(ids.length / 16)
+      pinOf.set(this.pinOf)
+      this.pinOf = pinOf
     }
+    this.ids.write(id.slice(this.prefix.length), this.count * 16, 'hex')
+    let p = this.pins.indexOf(pin)
+    if (p < 0) p = this.pins.push(pin) - 1
+    this.pinOf[this.count] = p
+    this.count++
   }
 
-  stage(schema: TableSchema, row: Row): void {
-    const k = Staging.keyOf(schema, row)
-    this.insertRow.run(schema.name, k.part, ...k.sort, k.text, k.key, k.texthash, serialize(row))
+  get(line: number): { id: string; pin: string } | undefined {
+    if (!(line >= 1 && line <= this.count)) return undefined
+    return { id: this.prefix + this.ids.toString('hex', (line - 1) * 16, line * 16), pin: this.pins[this.pinOf[line - 1]!]! }
   }
-
-  parent(schema: TableSchema, row: Row): void {
-    const k = Staging.keyOf(schema, row)
-    this.insertParent.run(schema.name, k.key, k.texthash)
-  }
-
-  recordId(table: string, line: number, id: string, pin: string): void {
-    this.insertId.run(table, line, id, pin)
-  }
-
-  id(table: string, line: number): { id: string; pin: string } | undefined {
-    return this.findId.get(table, line) as { id: string; pin: string } | undefined
-  }
-
-  /** A fact key given two different rows, by the records or against the parents. */
-  factConflict(table: string): string | undefined {
-    const within = this.db.prepare('SELECT key FROM stage WHERE tbl = ? GROUP BY key HAVING count(DISTINCT texthash) > 1 LIMIT 1').get(table) as { key: string } | undefined
-    if (within) return within.key
-    const against = this.db.prepare('SELECT s.key AS key FROM stage s JOIN parent p ON p.tbl = s.tbl AND p.key = s.key WHERE s.tbl = ? AND p.texthash != s.texthash LIMIT 1').get(table) as { key: string } | undefined
-    return against?.key
-  }
-
-  /**
-   * The rows to write, in order: by partition, sort values and text. Facts once each; none the parents
-   * have (by key for facts, by text for events).
-   */
-  *newRows(schema: TableSchema): Generator<{ part: string; row: Row }> {
-    const fact = schema.kind === 'fact'
-    const rows = this.db.prepare(`SELECT part, row, key FROM stage s WHERE tbl = ? AND NOT EXISTS (SELECT 1 FROM parent p WHERE p.tbl = s.tbl AND p.key = s.key)
-      ORDER BY part, k1, k2, k3, k4, text`)
-    let lastKey: string | undefined
-    for (const r of rows.iterate(schema.name) as Iterable<{ part: string; row: Buffer; key: string }>) {
-      if (fact && r.key === lastKey) continue
-      lastKey = r.key
-      yield { part: r.part, row: deserialize(r.row) as Row }
-    }
-  }
-
-  close(): void { this.db.close() }
-}
-
-/** Sort values as SQLite orders them as the format does: text by UTF-8 bytes (BINARY), integers by value, false before true. */
-function sqlValue(v: unknown): unknown {
-  if (typeof v === 'boolean') return v ? 1 : 0
-  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'string' || v === null || v === undefined) return v ?? null
-  return JSON.stringify(v)
 }
 
 /** Reads `<records>/<table>.jsonl` line by line (1-based line numbers), if the file is there. */
@@ -315,88 +254,80 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
 
   const tmp = join(o.store, TMP_FOLDER)
   await mkdir(tmp, { recursive: true })
-  const staging = new Staging(join(tmp, `publish-${process.pid}-${randomBytes(6).toString('hex')}.sqlite`))
-  try {
-    const loader = storeIndexLoader(o.store)
-    // What the parents hold, and their parts in index order (the first parent's first).
-    const inherited = new Map<string, TablePart[]>()
-    staging.begin()
-    for (const p of parents) {
-      for (const [table, root] of Object.entries(p.manifest.tables)) {
-        const schema = PACK_TABLES[table as PackTableName]
-        const list = inherited.get(table) ?? []
-        inherited.set(table, list)
-        for await (const e of walkTableIndex(root, loader, { table })) {
-          if (e.kind !== 'part' || list.some((x) => x.object === e.part.object)) continue
-          list.push(e.part)
-          if (schema) await eachPartRow(o.store, e.part.object, schema, (row) => staging.parent(schema, row))
-        }
-      }
+  const loader = storeIndexLoader(o.store)
+  // The parents' parts in index order (the first parent's first), each listed once.
+  const inherited = new Map<string, TablePart[]>()
+  for (const p of parents) {
+    for (const [table, root] of Object.entries(p.manifest.tables)) {
+      const list = inherited.get(table) ?? []
+      inherited.set(table, list)
+      for await (const e of walkTableIndex(root, loader, { table })) if (e.kind === 'part' && !list.some((x) => x.object === e.part.object)) list.push(e.part)
     }
-    staging.commit()
-
-    const tilings = new TilingBook()
-    for await (const { row } of inheritedRows(o.store, inherited.get('tilings') ?? [], PACK_TABLES.tilings)) tilings.add(row as never)
-    const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
-    const newParts: Record<string, number> = {}
-    const tables: Record<string, string> = {}
-    for (const name of TABLE_ORDER) {
-      const schema = PACK_TABLES[name]
-      await stageTable(o, name, schema, staging, tilings, defaults)
-      const conflict = staging.factConflict(name)
-      if (conflict) throw new PipeError(PUBLISH_CODES.factConflict, `${name}: two different rows for the key ${conflict} (a fact row is the same wherever it appears)`, { exitCode: 2 })
-      const parts = await writeParts(o.store, schema, staging.newRows(schema))
-      newParts[name] = parts.length
-      const kept = inherited.get(name) ?? []
-      if (parts.length === 0 && kept.length === 0) continue
-      const firstParentIndex = parents[0]?.manifest.tables[name]
-      if (parts.length === 0 && firstParentIndex !== undefined && parents.every((p) => p.manifest.tables[name] === undefined || p.manifest.tables[name] === firstParentIndex)) {
-        tables[name] = firstParentIndex // an unchanged table keeps its index
-        continue
-      }
-      tables[name] = await writeIndex(o.store, schema, [...kept, ...parts])
-    }
-
-    const searches: Record<string, string> = {}
-    for (const p of [...parents].reverse()) Object.assign(searches, p.manifest.searches)
-    Object.assign(searches, await publishSearches(o.store, o.records))
-
-    const retracts: Retraction[] = []
-    const seen = new Set<string>()
-    const addRetraction = (r: Retraction) => { const k = `${r.target}\u0000${r.publisher}`; if (!seen.has(k)) { seen.add(k); retracts.push(r) } }
-    for (const p of parents) for (const r of p.manifest.retracts) addRetraction(r)
-    for (const r of o.retract ?? []) {
-      const t = parseTarget(r.target)
-      if (!t.ok) throw usage(t.code, `--retract ${r.target}: ${t.detail}`)
-      addRetraction({ target: r.target, publisher: publisherId, reason: scrubLocalPaths(r.reason), date: o.created })
-    }
-
-    const stats = await statsOf(o.store, tables, searches)
-    const built = buildManifest({
-      feed: o.feed, title: scrubLocalPaths(meta.title ?? o.feed), description: scrubLocalPaths(meta.description ?? ''), version_label: scrubLocalPaths(meta.version_label ?? `${seq}`),
-      created: o.created, licence: meta.licence ?? 'CC0-1.0', creators: meta.creators ?? [], doi: meta.doi ?? '', related: meta.related ?? [],
-      parents: parents.map((p) => p.hash), publisher: publisherKey,
-      engine: { name: 'pipe', version: o.engineVersion, schemes: ENGINE_SCHEMES, rule_semantics: RULE_SEMANTICS },
-      tables, searches, retracts, retain: [], stats,
-    })
-    const manifest = await writeObject(o.store, built.bytes, 'json')
-    const signer = signerName(o.key.publicKey)
-    await writeStoreFile(o.store, signaturePath(manifest.hash, signer), Buffer.from(signSshsig(o.key, built.bytes, NS_MANIFEST)))
-    for (const st of o.statements) {
-      const doc = readPackJson(st)
-      if (!doc.ok) throw new PipeError(doc.code, `a key statement: ${doc.detail}`)
-      const key = (doc.value as { fingerprint?: string }).fingerprint
-      const name = typeof key === 'string' ? signerNameFromFingerprint(key) : undefined
-      if (!name) throw new PipeError('pack.key-statement-invalid', 'a key statement without a fingerprint')
-      await writeStoreFile(o.store, keyPath(name), st)
-    }
-    const ref = signRef(buildRef({ feed: o.feed, manifest: manifest.hash, publisher: publisherKey, seq, updated: o.created }), o.key)
-    await writeStoreFile(o.store, refPath(o.feed), ref.bytes)
-    return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats }
-  } finally {
-    staging.close()
-    await rm(staging.path, { force: true })
   }
+  const tilings = new TilingBook()
+  const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
+  const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
+  const newParts: Record<string, number> = {}
+  const tables: Record<string, string> = {}
+  for (const name of TABLE_ORDER) {
+    const schema = PACK_TABLES[name]
+    const kept = inherited.get(name) ?? []
+    const parts: TablePart[] = []
+    const rows = new NewRows(schema, async (sorted) => { parts.push(...(await writeParts(o.store, schema, sorted))) })
+    for (const part of kept) {
+      await eachPartRow(o.store, part.object, schema, (row) => {
+        if (name === 'tilings') tilings.add(row as never)
+        rows.parent(row)
+      })
+    }
+    await stageTable(o, name, rows, tilings, ids, defaults)
+    await rows.end()
+    newParts[name] = parts.length
+    if (parts.length === 0 && kept.length === 0) continue
+    const firstParentIndex = parents[0]?.manifest.tables[name]
+    if (parts.length === 0 && firstParentIndex !== undefined && parents.every((p) => p.manifest.tables[name] === undefined || p.manifest.tables[name] === firstParentIndex)) {
+      tables[name] = firstParentIndex // an unchanged table keeps its index
+      continue
+    }
+    tables[name] = await writeIndex(o.store, schema, [...kept, ...parts])
+  }
+
+  const searches: Record<string, string> = {}
+  for (const p of [...parents].reverse()) Object.assign(searches, p.manifest.searches)
+  Object.assign(searches, await publishSearches(o.store, o.records))
+
+  const retracts: Retraction[] = []
+  const seen = new Set<string>()
+  const addRetraction = (r: Retraction) => { const k = `${r.target}\u0000${r.publisher}`; if (!seen.has(k)) { seen.add(k); retracts.push(r) } }
+  for (const p of parents) for (const r of p.manifest.retracts) addRetraction(r)
+  for (const r of o.retract ?? []) {
+    const t = parseTarget(r.target)
+    if (!t.ok) throw usage(t.code, `--retract ${r.target}: ${t.detail}`)
+    addRetraction({ target: r.target, publisher: publisherId, reason: scrubLocalPaths(r.reason), date: o.created })
+  }
+
+  const stats = await statsOf(o.store, tables, searches)
+  const built = buildManifest({
+    feed: o.feed, title: scrubLocalPaths(meta.title ?? o.feed), description: scrubLocalPaths(meta.description ?? ''), version_label: scrubLocalPaths(meta.version_label ?? `${seq}`),
+    created: o.created, licence: meta.licence ?? 'CC0-1.0', creators: meta.creators ?? [], doi: meta.doi ?? '', related: meta.related ?? [],
+    parents: parents.map((p) => p.hash), publisher: publisherKey,
+    engine: { name: 'pipe', version: o.engineVersion, schemes: ENGINE_SCHEMES, rule_semantics: RULE_SEMANTICS },
+    tables, searches, retracts, retain: [], stats,
+  })
+  const manifest = await writeObject(o.store, built.bytes, 'json')
+  const signer = signerName(o.key.publicKey)
+  await writeStoreFile(o.store, signaturePath(manifest.hash, signer), Buffer.from(signSshsig(o.key, built.bytes, NS_MANIFEST)))
+  for (const st of o.statements) {
+    const doc = readPackJson(st)
+    if (!doc.ok) throw new PipeError(doc.code, `a key statement: ${doc.detail}`)
+    const key = (doc.value as { fingerprint?: string }).fingerprint
+    const name = typeof key === 'string' ? signerNameFromFingerprint(key) : undefined
+    if (!name) throw new PipeError('pack.key-statement-invalid', 'a key statement without a fingerprint')
+    await writeStoreFile(o.store, keyPath(name), st)
+  }
+  const ref = signRef(buildRef({ feed: o.feed, manifest: manifest.hash, publisher: publisherKey, seq, updated: o.created }), o.key)
+  await writeStoreFile(o.store, refPath(o.feed), ref.bytes)
+  return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats }
 }
 
 async function readMetadata(dir: string): Promise<PackMetadata> {
@@ -410,53 +341,39 @@ async function readMetadata(dir: string): Promise<PackMetadata> {
 }
 
 /** Calls `each` with every row of a part of the store, one row group at a time. */
-async function eachPartRow(store: string, object: string, schema: TableSchema, each: (row: Row) => void): Promise<void> {
+async function eachPartRow(store: string, object: string, schema: TableSchema, each: (row: Row) => void | Promise<void>): Promise<void> {
   const opened = await openPart(storeFile(store, objectPath(object, 'parquet')), schema)
   if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${object}: ${opened.findings[0]!.detail}`)
   try {
-    for await (const g of opened.part.rowGroups()) for (const r of g.rows) each(r as Row)
+    for await (const g of opened.part.rowGroups()) for (const r of g.rows) await each(r as Row)
   } finally {
     await opened.part.close()
   }
 }
 
-async function* inheritedRows(store: string, parts: readonly TablePart[], schema: TableSchema): AsyncGenerator<{ row: Row }> {
-  for (const p of parts) {
-    const rows: Row[] = []
-    await eachPartRow(store, p.object, schema, (r) => rows.push(r))
-    for (const row of rows) yield { row }
-  }
-}
-
-/** Reads, completes, checks and stages one table's records. */
-async function stageTable(o: PublishOptions, name: PackTableName, schema: TableSchema, staging: Staging, tilings: TilingBook, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
-  const validate = rowValidator(schema)
+/** Reads, completes and checks one table's records, and gives them to be written. */
+async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
+  const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
-  staging.begin()
-  try {
-    for await (const { value, at } of records(o.records, `${name}.jsonl`)) {
-      let row = scrubLocalPaths(value as Row)
-      if (name === 'tilings') {
-        const done = completeTiling(row, at)
-        row = done.row
-        if (done.patch) row['reference'] = await writePatch(o.store, done.patch)
-      } else if (name === 'patterns') row = completePattern(row, tilings, at)
-      else if (name === 'ants') row = completeAnt(row, tilings, at)
-      else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
-      if (name === 'media') await storeMedia(o, row, at)
-      const pin = resolveReferences(name, row, (t, line) => staging.id(t, line), at)
-      applyDefaults(name, row, defaults, pin)
-      findings.length = 0
-      validate(row, at.line - 1, findings)
-      if (findings.length > 0) throw firstFinding(findings, at)
-      if (name === 'tilings') tilings.add(row as never)
-      if (name === 'patterns' || name === 'ants' || name === 'quickstart') staging.recordId(name, at.line, row['id'] as string, row['pin'] as string)
-      staging.stage(schema, row)
-    }
-    staging.commit()
-  } catch (err) {
-    staging.commit()
-    throw err
+  const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
+  for await (const { value, at } of records(o.records, `${name}.jsonl`)) {
+    let row = scrubLocalPaths(value as Row)
+    if (name === 'tilings') {
+      const done = completeTiling(row, at)
+      row = done.row
+      if (done.patch) row['reference'] = await writePatch(o.store, done.patch)
+    } else if (name === 'patterns') row = completePattern(row, tilings, at)
+    else if (name === 'ants') row = completeAnt(row, tilings, at)
+    else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
+    if (name === 'media') await storeMedia(o, row, at)
+    const pin = resolveReferences(name, row, lookup, at)
+    applyDefaults(name, row, defaults, pin)
+    findings.length = 0
+    validate(row, at.line - 1, findings)
+    if (findings.length > 0) throw firstFinding(findings, at)
+    if (name === 'tilings') tilings.add(row as never)
+    ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
+    await rows.add(row)
   }
 }
 

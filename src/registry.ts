@@ -27,3 +27,7 @@ import { registerVerify } from '../pipelines/verify.js'
 registerVerify(registry)
 import { registerPackExport } from '../pipelines/pack-export.js'
 registerPackExport(registry)
+import { registerPackCheck } from '../pipelines/pack-check.js'
+registerPackCheck(registry)
+import { registerPackPublish } from '../pipelines/pack-publish.js'
+registerPackPublish(registry)

@@ -177,7 +177,7 @@ t.test('bad records are refused with the file, line and field, and nothing is pu
   const rec3 = await records(dir(), [{ ...BLOCK, canonical: 'o' }])
   await t.rejects(publishPack(opts(dir(), rec3)), { code: 'pack.record-disagrees', location: { field: 'canonical' } })
   const rec4 = await records(dir(), [BLOCK], { sightings: [{ pattern_id: '@patterns:1', rule: 'B3/S23', source: 'unattributed', count: 1.5, soups: 1, first_seen: T0, last_seen: T0 }] })
-  await t.rejects(publishPack(opts(dir(), rec4)), { location: { field: 'count' } })
+  await t.rejects(publishPack(opts(dir(), rec4)), { code: 'pack.table-row-invalid', location: { field: 'count' } })
 })
 
 t.test('local paths become file names', async (t) => {

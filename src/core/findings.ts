@@ -2,8 +2,8 @@ import type { Writable } from 'node:stream'
 
 /** A problem found in the data. Verifiers collect every finding instead of stopping at the first. */
 export interface Finding {
-  /** 1-based line number, or null for findings about the whole input. */
-  line: number | null
+  /** 1-based line number, or null (or absent) for findings about the whole input or not about lines. */
+  line?: number | null
   code: string
   detail: string
   /** Extra fields a pipeline adds to its findings (e.g. `check`, `path`). */
@@ -49,5 +49,5 @@ export class FindingSink {
 function defaultFormat(f: Finding): string {
   const path = typeof f.path === 'string' ? `${f.path}: ` : ''
   const check = typeof f.check === 'number' ? ` [check ${f.check}]` : ''
-  return `${path}${f.line === null ? 'file' : 'line ' + f.line}: ${f.code}${check}: ${f.detail}`
+  return `${path}${f.line === null || f.line === undefined ? 'file' : 'line ' + f.line}: ${f.code}${check}: ${f.detail}`
 }

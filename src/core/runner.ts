@@ -82,7 +82,7 @@ export async function runPipeline(registry: Registry, def: PipelineDef, rawOptio
   } catch (err) {
     return fail(settings, asPipeError(err), null, [], {})
   }
-  return runResolved(def.name, stages, settings, (ctx) => def.finish?.(options, ctx))
+  return runResolved(def.name, stages, settings, (ctx) => def.finish?.(options, ctx), def.formatFinding)
 }
 
 /** Runs a user-composed pipeline (a JSON file's `stages`). */
@@ -96,7 +96,7 @@ export async function runStageList(registry: Registry, name: string, uses: Stage
   return runResolved(name, stages, settings)
 }
 
-async function runResolved(name: string, stages: ResolvedStage[], settings: RunSettings, finish?: (ctx: RunContext) => void | Promise<void>): Promise<RunResult> {
+async function runResolved(name: string, stages: ResolvedStage[], settings: RunSettings, finish?: (ctx: RunContext) => void | Promise<void>, formatFinding?: (f: Finding) => string): Promise<RunResult> {
   if (settings.json && stages.some((s) => s.def.usesStdout)) {
     return fail(settings, new UsageError('usage.json-and-stdout', `${name}: --json needs stdout, but a stage writes its data there`), null, [], {})
   }
@@ -110,7 +110,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   const onOuterAbort = () => controller.abort(outer?.reason)
   outer?.addEventListener('abort', onOuterAbort, { once: true })
 
-  const findings = new FindingSink({ json: settings.json, out: settings.stdout })
+  const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(formatFinding ? { format: formatFinding } : {}) })
   const summary: Record<string, unknown> = {}
   const ctx: RunContext = { signal: controller.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary }
   const metrics: StageMetrics[] = stages.map((s) => ({ name: s.def.name, items_in: 0, bytes_in: 0, items_out: 0, bytes_out: 0 }))

@@ -10,7 +10,7 @@ import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/co
 import type { StageUse } from '../src/core/stage.js'
 import { registry } from '../src/registry.js'
 
-const RUN_FLAGS = new Set(['_', '$0', 'target', 'json', 'progress', 'help', 'version'])
+const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'help', 'version'])
 
 function settings(json: boolean, progress: boolean | undefined): RunSettings {
   return {
@@ -176,7 +176,9 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError('usage.unknown-name', `no pipeline or stage named "${name}" (see pipe list, pipe stages)`)
       }
     })
-    .command('run <target>', 'Run a pipeline by name, or a JSON pipeline file', (y) => {
+    // [words..]: the bare words after the name, which a pipeline's `positional` names (pipe run pack-check DIR);
+    // declared, because strictCommands() takes an undeclared word for an unknown command.
+    .command('run <target> [words..]', 'Run a pipeline by name, or a JSON pipeline file', (y) => {
       y.positional('target', { type: 'string', describe: 'a pipeline name (pipe list) or a .json pipeline file' })
         .option('json', { type: 'boolean', default: false, describe: 'print one JSON object on stdout' })
         .option('progress', { type: 'boolean', describe: 'show a progress line on stderr (default: when stderr is a terminal)' })
@@ -200,7 +202,7 @@ async function main(argv: string[]): Promise<number> {
       if (!runDef) throw new UsageError('usage.unknown-pipeline', `no pipeline named "${target}" (see pipe list)`)
       const flags: Record<string, unknown> = {}
       for (const [k, v] of Object.entries(args)) if (!RUN_FLAGS.has(k) && v !== undefined) flags[k] = v
-      const extra = (args._ as unknown[]).slice(1).map(String)
+      const extra = ((args.words as unknown[] | undefined) ?? []).map(String)
       ;(runDef.positional ?? []).forEach((name, i) => { if (extra[i] !== undefined) flags[name] = extra[i] })
       if (extra.length > (runDef.positional?.length ?? 0)) throw new UsageError('usage.extra-argument', `unexpected argument "${extra[runDef.positional?.length ?? 0]}"`)
       exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress))).exitCode

@@ -312,6 +312,17 @@ export function expectHash(v: unknown, where: string, needed: boolean): string {
   return v
 }
 
+/** expectHash for a value outside a document (a table cell): its refusal, or undefined when the hash is good. */
+export function hashRefusal(v: unknown, where: string, needed: boolean): Refusal | undefined {
+  try {
+    expectHash(v, where, needed)
+    return undefined
+  } catch (err) {
+    if (err instanceof DocumentRefusal) return refusal(err.code, err.detail)
+    throw err
+  }
+}
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const CONTENT_ID_RE = /^[0-9a-f]{32}$/
 const RUN_ID_RE = /^(0|[1-9][0-9]{0,18})$/

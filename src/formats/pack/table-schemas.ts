@@ -637,10 +637,10 @@ function scalarCompare(kind: ScalarKind): Compare {
 }
 
 /**
- * The table's order of valid rows: its sort columns (text by UTF-8 bytes, integers by value, false before
- * true), then, as JETCARP breaks ties, the rows' RFC 8785 text by its UTF-8 bytes.
+ * The order "Indexes" requires of a part's valid rows: by the table's sort columns alone (text by UTF-8
+ * bytes, integers by value, false before true). Rows equal on them may come in any order.
  */
-export function rowComparator(schema: TableSchema): (a: object, b: object) => number {
+export function sortColumnsComparator(schema: TableSchema): (a: object, b: object) => number {
   const keys = schema.sortColumns.map((name) => ({ name, compare: scalarCompare(schema.columns.find((c) => c.name === name)!.type.kind as ScalarKind) }))
   return (a, b) => {
     const x = a as Record<string, unknown>
@@ -649,8 +649,17 @@ export function rowComparator(schema: TableSchema): (a: object, b: object) => nu
       const c = k.compare(x[k.name], y[k.name])
       if (c !== 0) return c
     }
-    return compareUtf8(canonicalRowText(schema, a), canonicalRowText(schema, b))
+    return 0
   }
+}
+
+/**
+ * The table's order of valid rows as JETCARP writes them: its sort columns, then, breaking ties, the rows'
+ * RFC 8785 text by its UTF-8 bytes.
+ */
+export function rowComparator(schema: TableSchema): (a: object, b: object) => number {
+  const bySortColumns = sortColumnsComparator(schema)
+  return (a, b) => bySortColumns(a, b) || compareUtf8(canonicalRowText(schema, a), canonicalRowText(schema, b))
 }
 
 /** An index's first or last for a row: its first sort column's value as text (an integer in decimal). */

@@ -1,0 +1,287 @@
+/**
+ * What one pack check shares (check.ts): the level asked for, where the files of a store or an export are,
+ * the data objects already checked, and what an issue is. The checks themselves are in check.ts (stores,
+ * exports, manifests, refs, signatures) and check-tables.ts (indexes, parts, rows, replay).
+ *
+ * An issue's level is its rule's conformance level, fixed by its code (levelOf). A run at level N performs
+ * the checks of levels 0 to N; a rule of a higher level is still reported when breaking it stops reading
+ * (a manifest of another major version, an index cycle, a malformed hash where a file must be found),
+ * because the level-0 reading cannot go on past it.
+ */
+import { lstat, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { PipeError } from '../../core/errors.js'
+import { DOC_CODES, type PackResult } from './documents.js'
+import { INDEX_CODES, type ScorePart, type SearchSegment, type TablePart } from './doc-index.js'
+import { MANIFEST_CODES } from './doc-manifest.js'
+import { IDENTITY_CODES } from './identity.js'
+import { GEOMETRY_CODES } from './geometry.js'
+import { WALK_CODES, type IndexLoader } from './index-walk.js'
+import { KEY_STATEMENT_CODES } from './key-statements.js'
+import { WRITE_CODES } from './parquet-write.js'
+import { REPLAY_CODES, type ReplayBudget } from './replay.js'
+import { KEY_CODES } from './ssh-key.js'
+import { SIG_CODES } from './sshsig.js'
+import {
+  ExportLayout,
+  STORE_CODES,
+  exportIndexPath,
+  exportMediaPath,
+  exportReferencePath,
+  exportScorePath,
+  exportSegmentPath,
+  objectPath,
+  readDocumentFile,
+  readDocumentObject,
+  verifyObjectFile,
+  type MediaExtension,
+  type MediaFile,
+} from './store.js'
+import { ROW_CODES } from './table-schemas.js'
+
+export type CheckLevel = 0 | 1 | 2 | 3
+
+/** One thing a check found. A note is not a failure: something left unchecked, or beyond what the levels cover. */
+export interface CheckIssue {
+  level: CheckLevel
+  code: string
+  /** The file (a path relative to the checked folder), record (pattern:<id>, tiling:<pin_key>) or row it concerns. */
+  target: string
+  detail: string
+  note: boolean
+}
+
+/** Codes of the checker's own rules (the others are the modules' it calls). */
+export const CHECK_CODES = {
+  /** A store with no refs/<feed>.json: no version to check. */
+  storeNoRefs: 'pack.store-no-refs',
+  /** An index's schema number is not one this reader knows for its table. */
+  schemaUnknown: 'pack.schema-unknown',
+  /** A table this reader does not know (note: it is ignored, as the spec asks). */
+  tableUnknown: 'pack.table-unknown',
+  /** An index states another row count than its part (or segment, or sidecar) has. */
+  partRows: 'pack.part-rows-mismatch',
+  /** An index's first or last is not the first sort column of the part's first or last row. */
+  partBounds: 'pack.part-bounds-mismatch',
+  /** A record's pin_key names no row of tilings. */
+  tilingMissing: 'pack.tiling-missing',
+  /** A record's pin is not its tilings row's pin. */
+  recordPin: 'pack.record-pin-mismatch',
+  /** Neighbour lists that break the spec's rules without changing the pin (note). */
+  geometryLint: 'pack.geometry-lint',
+  /** A manifest that no signature by its publisher (or a machine key it authorises) makes signed. */
+  manifestUnsigned: 'pack.manifest-unsigned',
+  /** A ref whose manifest is of another feed. */
+  refManifestFeed: 'pack.ref-manifest-feed',
+  /** A ref and its manifest name keys of different publishers. */
+  refPublisher: 'pack.ref-publisher-mismatch',
+  /** A ref's seq below the number of versions of its feed the store holds (seq goes up by at least one a version). */
+  refSeq: 'pack.ref-seq',
+  /** A pattern with no rule: its rule column is null and no verification of it is main. */
+  replayRuleMissing: 'pack.replay-rule-missing',
+  /** A pattern's rule has no rules row with its neighbourhood and steps per generation. */
+  replayRuleUnknown: 'pack.replay-rule-unknown',
+} as const
+
+const LEVEL_1: readonly string[] = [
+  DOC_CODES.versionMajor, MANIFEST_CODES.requiresUnknown, DOC_CODES.hashMalformed, DOC_CODES.hashPrefix,
+  STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
+  INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
+  ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(GEOMETRY_CODES),
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint,
+]
+const LEVEL_2: readonly string[] = [
+  ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
+  CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq,
+]
+const LEVEL_3: readonly string[] = [...Object.values(REPLAY_CODES), CHECK_CODES.replayRuleMissing, CHECK_CODES.replayRuleUnknown]
+const LEVELS: ReadonlyMap<string, CheckLevel> = new Map([...LEVEL_1.map((c) => [c, 1] as const), ...LEVEL_2.map((c) => [c, 2] as const), ...LEVEL_3.map((c) => [c, 3] as const)])
+
+/** The conformance level of a code's rule; codes of reading (JSON, Parquet, paths, missing files) are level 0. */
+export function levelOf(code: string): CheckLevel {
+  return LEVELS.get(code) ?? 0
+}
+
+/** Counts for the summary of a check. */
+export interface CheckStats {
+  kind: 'store' | 'export' | null
+  manifests: number
+  indexes: number
+  parts: number
+  rows: number
+  /** Data objects read (parts, reference patches, segments, sidecars, media), each once. */
+  objects: number
+  replay: { confirmed: number; failed: number; unchecked: number; notReplayed: number }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Where a pack's files are.
+
+/** How the files of one layout are named. Paths are relative and '/'-separated; export paths may throw pack.path-escape. */
+export interface PackLayout {
+  readonly kind: 'store' | 'export'
+  indexPath(hash: string): string
+  partPath(table: string, part: TablePart): string
+  segmentPath(search: string, segment: SearchSegment): string
+  scorePath(search: string, version: number, part: ScorePart): string
+  referencePatchPath(family: string, reference: string): string
+  mediaPath(media: MediaFile & { object: string }, ext: MediaExtension): string
+}
+
+export const STORE_LAYOUT: PackLayout = {
+  kind: 'store',
+  indexPath: (hash) => objectPath(hash, 'json'),
+  partPath: (_table, part) => objectPath(part.object, 'parquet'),
+  segmentPath: (_search, segment) => objectPath(segment.object, 'parquet'),
+  scorePath: (_search, _version, part) => objectPath(part.object, 'parquet'),
+  referencePatchPath: (_family, reference) => objectPath(reference, 'parquet'),
+  mediaPath: (media, ext) => objectPath(media.object, ext),
+}
+
+/** An export's names ("Exports"): parts numbered per partition folder in the order the walk meets them, as planExport numbers them. */
+export function exportLayout(): PackLayout {
+  const numbering = new ExportLayout()
+  return {
+    kind: 'export',
+    indexPath: exportIndexPath,
+    partPath(table, part) {
+      numbering.addTablePart(table, part)
+      return numbering.pathOf(part.object)!
+    },
+    segmentPath: (search, segment) => exportSegmentPath(search, segment.segment),
+    scorePath: (search, version, part) => exportScorePath(search, version, part.segment),
+    referencePatchPath: (family) => exportReferencePath(family),
+    mediaPath: (media) => exportMediaPath(media),
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The run.
+
+export interface CheckRunOptions {
+  level: CheckLevel
+  signal?: AbortSignal
+  replayBudget?: Partial<ReplayBudget>
+}
+
+export class CheckRun {
+  readonly level: CheckLevel
+  readonly signal: AbortSignal | undefined
+  readonly replayBudget: Partial<ReplayBudget>
+  readonly stats: CheckStats = { kind: null, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
+  /** Data objects checked, by path: whether they may be read. */
+  private readonly objects = new Map<string, boolean>()
+  private readonly visited = new Set<string>()
+
+  constructor(
+    readonly root: string,
+    readonly layout: PackLayout,
+    opts: CheckRunOptions,
+  ) {
+    this.level = opts.level
+    this.signal = opts.signal
+    this.replayBudget = opts.replayBudget ?? {}
+    this.stats.kind = layout.kind
+  }
+
+  /** Whether this run performs the checks of `level`. */
+  at(level: CheckLevel): boolean {
+    return this.level >= level
+  }
+
+  issue(code: string, target: string, detail: string): CheckIssue {
+    return { level: levelOf(code), code, target, detail, note: false }
+  }
+
+  note(code: string, target: string, detail: string): CheckIssue {
+    return { ...this.issue(code, target, detail), note: true }
+  }
+
+  /** The issue of a PipeError a module threw (anything else is a bug, and thrown on). */
+  thrown(err: unknown, target: string): CheckIssue {
+    if (!(err instanceof PipeError)) throw err
+    return this.issue(err.code, target, err.message)
+  }
+
+  /** The absolute file of a relative path. */
+  file(rel: string): string {
+    return join(this.root, ...rel.split('/'))
+  }
+
+  /** True the first time `key` is given: a manifest, index tree or part reached again is checked once. */
+  firstVisit(key: string): boolean {
+    if (this.visited.has(key)) return false
+    this.visited.add(key)
+    return true
+  }
+
+  /** A manifest or index at `rel`: from level 1 checked against its hash before it is used (at 0 only its length). */
+  readDocument(rel: string, hash: string): Promise<PackResult<Buffer>> {
+    return this.at(1) ? readDocumentObject(this.file(rel), hash) : readDocumentFile(this.file(rel))
+  }
+
+  /** Loads indexes for index-walk.ts, remembering the path of the last one asked for (what a failure concerns). */
+  indexLoader(): { load: IndexLoader; last: () => string | undefined } {
+    let last: string | undefined
+    return {
+      load: async (hash) => {
+        last = this.layout.indexPath(hash)
+        const read = await this.readDocument(last, hash)
+        return read.ok ? read.value : read
+      },
+      last: () => last,
+    }
+  }
+
+  /**
+   * Checks a data object before it is read: from level 1 its size (the stated `bytes`) and hash, once per
+   * path; at level 0 only that a plain file is there. Returns whether it may be read.
+   */
+  async *dataObject(rel: string, hash: string, bytes?: number): AsyncGenerator<CheckIssue, boolean> {
+    const known = this.objects.get(rel)
+    if (known !== undefined) return known
+    let problem: { code: string; detail: string } | undefined
+    if (this.at(1)) {
+      const v = await verifyObjectFile(this.file(rel), hash, bytes === undefined ? {} : { bytes })
+      if (!v.ok) problem = v
+    } else if (!(await isPlainFile(this.file(rel)))) {
+      problem = { code: STORE_CODES.objectMissing, detail: `${hash}: no file at ${rel}` }
+    }
+    this.objects.set(rel, problem === undefined)
+    if (problem) yield this.issue(problem.code, rel, problem.detail)
+    else this.stats.objects++
+    return problem === undefined
+  }
+
+  /**
+   * The entries of folder `rel` whose names match `name` (its first group is returned), sorted; a folder
+   * that is not there has none. A link is refused: a store and an export are plain files, and a link
+   * could point out of them. Other names are ignored, as the spec ignores paths it does not know.
+   */
+  async *list(rel: string, name: RegExp): AsyncGenerator<CheckIssue, { key: string; rel: string }[]> {
+    let entries
+    try {
+      entries = await readdir(this.file(rel), { withFileTypes: true })
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return []
+      throw err
+    }
+    const out: { key: string; rel: string }[] = []
+    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+      const m = name.exec(e.name)
+      if (!m) continue
+      if (e.isSymbolicLink()) yield this.issue(STORE_CODES.pathEscape, `${rel}/${e.name}`, 'a symbolic link: a pack is plain files, and a link may lead out of it')
+      else if (e.isFile()) out.push({ key: m[1]!, rel: `${rel}/${e.name}` })
+    }
+    return out
+  }
+}
+
+async function isPlainFile(path: string): Promise<boolean> {
+  try {
+    return (await lstat(path)).isFile()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return false
+    throw err
+  }
+}

@@ -1,0 +1,477 @@
+/**
+ * The tables and searches of a manifest (check.ts): every index tree walked (index-walk.ts), every part
+ * read a row group at a time (parquet-read.ts) with the rules all parts share (partition, row validity,
+ * sort order, the index's rows, first and last), and each table's own rows checked: ids and identity lines
+ * (identity.ts), tilings' pins from their geometry or reference patch (tilings.ts), each record's tiling,
+ * media objects, and at level 3 the replay of periodic patterns (replay.ts).
+ *
+ * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
+ * tiling, and a pattern's rule and main verification, are known when its row is read. What later rows need
+ * is kept for the whole check (fact rows are the same wherever they appear): each tiling's pin, group and
+ * a lattice's neighbour lists, and at level 3 the rules' masks and each pattern's main rules. Nothing else
+ * is held: rows stream a row group at a time, and only the rows of a reference patch are kept while its
+ * pin is checked (at most its tilings row's reference_tiles, itself within the geometry limits).
+ */
+import { hashRefusal, quote } from './documents.js'
+import { SEARCH_SCHEMA, type TablePart } from './doc-index.js'
+import type { Manifest } from './doc-manifest.js'
+import { checkPatchTileCount, GEOMETRY_CODES } from './geometry.js'
+import { checkAntRow, checkPatternRow, checkQuickstartRow, IDENTITY_CODES } from './identity.js'
+import { walkSearchIndex, walkTableIndex } from './index-walk.js'
+import { openPart, partFacts, PartReadError } from './parquet-read.js'
+import { WRITE_CODES } from './parquet-write.js'
+import type { AutomatonTiling, Neighbourhood, PatternCell } from './replay-automaton.js'
+import { REPLAY_CODES, replayPeriodic, type ReplayStatus } from './replay.js'
+import { mediaExtension, type MediaFile } from './store.js'
+import {
+  PACK_TABLES,
+  REFERENCE_PATCH_SCHEMA,
+  ROW_CODES,
+  SCHEMAS_BY_ID,
+  partitionFindings,
+  rowValidator,
+  sortColumnsComparator,
+  sortKeyText,
+  type PackTableName,
+  type RowFinding,
+  type TableSchema,
+} from './table-schemas.js'
+import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
+import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
+
+type Row = Record<string, unknown>
+
+/** A table's own checks of one valid row; `at` names the row (`<part> row <n>`). */
+type RowCheck = (row: Row, at: string) => Iterable<CheckIssue> | AsyncIterable<CheckIssue> | undefined
+
+interface TilingFacts {
+  pin: string
+  tilingGroup: string
+  kind: string
+  /** A lattice's tile types and neighbour lists, once its geometry has been read (level 1 and up). */
+  geometry?: AutomatonTiling
+}
+
+interface RuleFacts {
+  family: string
+  states: number
+  birth: bigint | null
+  survive: bigint | null
+}
+
+/** A part as an index (or a tilings row) names it. */
+interface PartToRead {
+  rel: string
+  hash: string
+  bytes?: number
+  schema: TableSchema
+  partition?: Readonly<Record<string, string>>
+  /** What the index states of it. */
+  listing?: { rows: number; first: string; last: string }
+}
+
+const FIRST_TABLES: readonly string[] = ['tilings', 'rules', 'verifications']
+const rank = (table: string): number => (FIRST_TABLES.includes(table) ? FIRST_TABLES.indexOf(table) : FIRST_TABLES.length)
+
+/** Replay findings that leave a record unchecked or not replayed: notes, not failures. */
+const REPLAY_NOTES: ReadonlySet<string> = new Set([REPLAY_CODES.overBudget, REPLAY_CODES.cellCap, REPLAY_CODES.outOfRange, REPLAY_CODES.notReplayable, REPLAY_CODES.unsupportedRule])
+const STATUS_COUNT: Record<ReplayStatus, keyof CheckRun['stats']['replay']> = { confirmed: 'confirmed', failed: 'failed', refused: 'failed', unchecked: 'unchecked', 'not-replayed': 'notReplayed' }
+
+const ruleKey = (notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): string => `${String(notation)}\n${String(neighbourhood)}\n${String(stepsPerGen)}`
+
+export class TableChecker {
+  private readonly tilings = new Map<string, TilingFacts>()
+  private readonly rules = new Map<string, RuleFacts>()
+  private readonly mainRules = new Map<string, string[]>()
+
+  constructor(private readonly run: CheckRun) {}
+
+  /**
+   * Every table (tilings, rules and verifications first) and every search of a manifest. A tree another
+   * manifest of the check names too (an unchanged table keeps its index) was walked then: it is the same
+   * bytes, so it is not walked again.
+   */
+  async *manifest(m: Pick<Manifest, 'tables' | 'searches'>): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const tables = Object.entries(m.tables).sort(([a], [b]) => rank(a) - rank(b))
+    for (const [table, root] of tables) {
+      const rootPath = run.layout.indexPath(root)
+      if (!Object.hasOwn(PACK_TABLES, table)) {
+        yield run.note(CHECK_CODES.tableUnknown, rootPath, `table ${table} is not one of format 1.0's: ignored`)
+      } else if (run.firstVisit(`${table} ${rootPath}`)) {
+        yield* this.table(table, PACK_TABLES[table as PackTableName], root)
+      }
+    }
+    for (const [search, root] of Object.entries(m.searches)) {
+      if (run.firstVisit(`search ${search} ${run.layout.indexPath(root)}`)) yield* this.search(search, root)
+    }
+  }
+
+  /**
+   * The walk's next event, or undefined at its end; an error that stops the walk becomes an issue on the
+   * index last loaded (the one that failed to load or parse, or that lists a child the tree's rules refuse).
+   */
+  private async *step<E>(walk: AsyncGenerator<E>, loader: { last(): string | undefined }, rootPath: string): AsyncGenerator<CheckIssue, E | undefined> {
+    try {
+      const next = await walk.next()
+      return next.done ? undefined : next.value
+    } catch (err) {
+      yield this.run.thrown(err, loader.last() ?? rootPath)
+      return undefined
+    }
+  }
+
+  private async *table(table: string, schema: TableSchema, root: string): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const rootPath = run.layout.indexPath(root)
+    const loader = run.indexLoader()
+    const walk = walkTableIndex(root, loader.load, { table })
+    const check = this.rowCheck(table)
+    for (;;) {
+      const next = yield* this.step(walk, loader, rootPath)
+      if (next === undefined) return
+      if (next.kind === 'index') {
+        run.stats.indexes++
+        if (next.level === 1 && SCHEMAS_BY_ID.get(next.index.schema) !== schema) {
+          yield run.issue(CHECK_CODES.schemaUnknown, rootPath, `schema ${quote(next.index.schema)}: this reader knows ${schema.schemaId} for table ${table}, so it cannot read the table`)
+          return
+        }
+        continue
+      }
+      let rel: string
+      try {
+        rel = run.layout.partPath(table, next.part)
+      } catch (err) {
+        yield run.thrown(err, loader.last() ?? rootPath)
+        continue
+      }
+      if (run.firstVisit(rel)) yield* this.tablePart(schema, rel, next.part, check)
+    }
+  }
+
+  private async *tablePart(schema: TableSchema, rel: string, part: TablePart, check: RowCheck | undefined): AsyncGenerator<CheckIssue> {
+    const bad = partitionFindings(schema, part.partition)
+    if (this.run.at(1)) {
+      for (const f of bad) yield this.run.issue(f.code, rel, `its index lists it in partition ${JSON.stringify(part.partition)}: ${f.column}: ${f.detail}`)
+    }
+    // A partition that is wrong itself is reported once, not again by every row.
+    const partition = bad.length === 0 ? part.partition : undefined
+    yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, check)
+  }
+
+  /**
+   * Reads a part a row group at a time, once its object is checked: every row is validated (reported from
+   * level 1), and each valid row is checked for order and given to `check`. Returns whether every row was
+   * read and valid.
+   */
+  private async *readPart(p: PartToRead, check?: RowCheck): AsyncGenerator<CheckIssue, boolean> {
+    const run = this.run
+    if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
+    const opened = await openPart(run.file(p.rel), p.schema)
+    if (!opened.ok) {
+      for (const f of opened.findings) yield run.issue(f.code, p.rel, f.detail)
+      return false
+    }
+    run.stats.parts++
+    const validate = rowValidator(p.schema, p.partition)
+    const compare = sortColumnsComparator(p.schema)
+    const problems: RowFinding[] = []
+    let rows = 0
+    let valid = 0
+    let firstKey: string | undefined
+    let lastKey: string | undefined
+    let previous: { row: Row; index: number } | undefined
+    try {
+      for await (const group of opened.part.rowGroups()) {
+        run.signal?.throwIfAborted()
+        for (let i = 0; i < group.rows.length; i++) {
+          const row = group.rows[i]!
+          const index = group.rowStart + i
+          const at = `${p.rel} row ${index}`
+          rows++
+          problems.length = 0
+          validate(row, index, problems)
+          if (problems.length > 0) {
+            if (run.at(1)) for (const f of problems) yield run.issue(f.code, at, `${f.column || 'row'}: ${f.detail}`)
+            lastKey = undefined
+            continue
+          }
+          valid++
+          lastKey = sortKeyText(p.schema, row)
+          if (index === 0) firstKey = lastKey
+          if (run.at(1) && previous && compare(previous.row, row) > 0) {
+            yield run.issue(WRITE_CODES.unsorted, at, `sorts before row ${previous.index} (by ${p.schema.sortColumns.join(', ')})`)
+          }
+          previous = { row, index }
+          const out = check?.(row, at)
+          if (out) yield* out
+        }
+      }
+    } catch (err) {
+      if (!(err instanceof PartReadError)) throw err
+      yield run.issue(err.finding.code, p.rel, err.finding.detail)
+      return false
+    } finally {
+      await opened.part.close()
+    }
+    run.stats.rows += rows
+    const listing = p.listing
+    if (run.at(1) && listing) {
+      if (rows !== listing.rows) yield run.issue(CHECK_CODES.partRows, p.rel, `its index states ${listing.rows} rows, the part has ${rows}`)
+      if (firstKey !== undefined && lastKey !== undefined && (firstKey !== listing.first || lastKey !== listing.last)) {
+        yield run.issue(CHECK_CODES.partBounds, p.rel, `its index states first ${quote(listing.first)} and last ${quote(listing.last)}, its rows give ${quote(firstKey)} and ${quote(lastKey)}`)
+      }
+    }
+    return valid === rows
+  }
+
+  private rowCheck(table: string): RowCheck | undefined {
+    const from1 = this.run.at(1)
+    const at3 = this.run.at(3)
+    switch (table) {
+      case 'tilings':
+        return (row) => this.tilingsRow(row)
+      case 'rules':
+        return at3 ? (row) => this.keepRule(row) : undefined
+      case 'verifications':
+        return at3 ? (row) => this.keepMainRule(row) : undefined
+      case 'patterns':
+        return from1 ? (row) => this.patternRow(row) : undefined
+      case 'ants':
+        return from1 ? (row) => this.recordRow(row, `ant:${String(row.id)}`, checkAntRow(row as Parameters<typeof checkAntRow>[0])) : undefined
+      case 'quickstart':
+        return from1 ? (row) => this.recordRow(row, `quickstart:${String(row.id)}`, checkQuickstartRow(row as Parameters<typeof checkQuickstartRow>[0])) : undefined
+      case 'media':
+        return (row) => this.mediaRow(row)
+      default:
+        return undefined
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // tilings
+
+  private async *tilingsRow(row: Row): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const pinKey = row.pin_key as string
+    const target = `tiling:${pinKey}`
+    const facts: TilingFacts = { pin: row.pin as string, tilingGroup: row.tiling_group as string, kind: row.kind as string }
+    if (facts.kind === 'lattice') {
+      if (run.at(1)) {
+        try {
+          const c = checkLatticeTilingRow(row)
+          yield* this.pinResult(target, c)
+          // The row's own columns, as checked: tile types and neighbour lists are what replay needs.
+          facts.geometry = row as unknown as AutomatonTiling
+        } catch (err) {
+          yield run.thrown(err, target)
+        }
+      }
+    } else if (facts.kind === 'aperiodic') {
+      yield* this.referencePatch(row, target)
+    } else if (run.at(1)) {
+      yield run.issue(ROW_CODES.invalid, target, `kind ${quote(facts.kind)} is neither lattice nor aperiodic`)
+    }
+    if (!this.tilings.has(pinKey)) this.tilings.set(pinKey, facts)
+  }
+
+  private *pinResult(target: string, c: { mismatches: string[]; lint: string[] }): Generator<CheckIssue> {
+    if (c.mismatches.length > 0) yield this.run.issue(GEOMETRY_CODES.pinMismatch, target, c.mismatches.join('; '))
+    if (c.lint.length > 0) yield this.run.note(CHECK_CODES.geometryLint, target, c.lint.join('; '))
+  }
+
+  /** An aperiodic tiling's reference patch: read (level 0), its object checked and the pin it gives compared (level 1). */
+  private async *referencePatch(row: Row, target: string): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const bad = hashRefusal(row.reference, 'reference', true)
+    if (bad) {
+      yield run.issue(bad.code, target, bad.detail)
+      return
+    }
+    const reference = row.reference as string
+    let tiles: number
+    let rel: string
+    try {
+      tiles = checkPatchTileCount(row.reference_tiles)
+      rel = run.layout.referencePatchPath(row.family as string, reference)
+    } catch (err) {
+      yield run.thrown(err, target)
+      return
+    }
+    const patch: Row[] = []
+    // One row beyond reference_tiles is enough for the count to be refused; no more is kept.
+    const complete = yield* this.readPart({ rel, hash: reference, schema: REFERENCE_PATCH_SCHEMA }, (r) => {
+      if (patch.length <= tiles) patch.push(r)
+      return undefined
+    })
+    if (!complete || !run.at(1)) return
+    try {
+      yield* this.pinResult(target, checkAperiodicTilingRow(row, patch))
+    } catch (err) {
+      yield run.thrown(err, target)
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // records
+
+  private *patternRow(row: Row): Generator<CheckIssue> {
+    const run = this.run
+    const target = `pattern:${String(row.id)}`
+    const { findings, spelling } = checkPatternRow(row as unknown as Parameters<typeof checkPatternRow>[0])
+    yield* this.recordRow(row, target, findings)
+    if (spelling === 'unknown') yield run.note(IDENTITY_CODES.identityUnknown, target, 'its identity is not in our spelling of jetcarp-pattern-v3: only its id is checked against it')
+    if (row.class_group !== row.class) yield run.issue(ROW_CODES.partitionMismatch, target, `class_group ${quote(row.class_group)} is not its class ${quote(row.class)}`)
+    if (run.at(3)) yield* this.replay(row, target)
+  }
+
+  /** A record's id findings, and its tiling: a row of tilings with its pin and tiling group. */
+  private *recordRow(row: Row, target: string, idFindings: readonly { code: string; detail: string }[]): Generator<CheckIssue> {
+    const run = this.run
+    for (const f of idFindings) yield run.issue(f.code, target, f.detail)
+    const tiling = this.tilings.get(row.pin_key as string)
+    if (!tiling) {
+      yield run.issue(CHECK_CODES.tilingMissing, target, `pin_key ${quote(row.pin_key)} names no row of tilings`)
+      return
+    }
+    if (tiling.pin !== row.pin) yield run.issue(CHECK_CODES.recordPin, target, `pin ${quote(row.pin)}, but tiling ${quote(row.pin_key)} has pin ${tiling.pin}`)
+    if (tiling.tilingGroup !== row.tiling_group) yield run.issue(ROW_CODES.partitionMismatch, target, `tiling_group ${quote(row.tiling_group)}, but tiling ${quote(row.pin_key)} is in ${quote(tiling.tilingGroup)}`)
+  }
+
+  private async *mediaRow(row: Row): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const target = `${String(row.target)} ${String(row.kind)}${row.from_seed === true ? ' from seed' : ''}`
+    const bad = hashRefusal(row.object, 'object', true)
+    if (bad) {
+      yield run.issue(bad.code, target, bad.detail)
+      return
+    }
+    const ext = mediaExtension(row.media_type)
+    if (!ext.ok) {
+      yield run.issue(ext.code, target, ext.detail)
+      return
+    }
+    let rel: string
+    try {
+      rel = run.layout.mediaPath(row as unknown as MediaFile & { object: string }, ext.value)
+    } catch (err) {
+      yield run.thrown(err, target)
+      return
+    }
+    yield* run.dataObject(rel, row.object as string, Number(row.bytes))
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // level 3
+
+  private keepRule(row: Row): undefined {
+    const key = ruleKey(row.notation, row.neighbourhood, row.steps_per_gen)
+    if (!this.rules.has(key)) {
+      this.rules.set(key, { family: row.family as string, states: row.states as number, birth: row.birth as bigint | null, survive: row.survive as bigint | null })
+    }
+    return undefined
+  }
+
+  private keepMainRule(row: Row): undefined {
+    if (row.main !== true) return undefined
+    const id = row.pattern_id as string
+    const rules = this.mainRules.get(id)
+    if (!rules) this.mainRules.set(id, [row.rule as string])
+    else if (!rules.includes(row.rule as string)) rules.push(row.rule as string)
+    return undefined
+  }
+
+  /** Replays a pattern in its rule (its rule column, else each distinct rule of its main verifications). */
+  private *replay(row: Row, target: string): Generator<CheckIssue> {
+    const run = this.run
+    const tiling = this.tilings.get(row.pin_key as string)
+    // A missing tiling or one whose geometry does not read is level 1's finding.
+    if (!tiling || (tiling.kind === 'lattice' && !tiling.geometry)) return
+    if (!tiling.geometry) {
+      run.stats.replay.notReplayed++
+      yield run.note(REPLAY_CODES.notReplayable, target, `tiling ${quote(row.pin_key)} is ${tiling.kind}: level 3 replays patterns on lattice tilings only`)
+      return
+    }
+    const notations = typeof row.rule === 'string' ? [row.rule] : this.mainRules.get(row.id as string) ?? []
+    if (notations.length === 0) {
+      yield run.issue(CHECK_CODES.replayRuleMissing, target, 'its rule column is null and no verification of it is marked main, so it has no rule to run in')
+      return
+    }
+    for (const notation of notations) {
+      const rule = this.rules.get(ruleKey(notation, row.neighbourhood, row.steps_per_gen))
+      if (!rule) {
+        yield run.issue(CHECK_CODES.replayRuleUnknown, target, `rule ${quote(notation)} has no rules row with neighbourhood ${String(row.neighbourhood)} and steps_per_gen ${String(row.steps_per_gen)}`)
+        continue
+      }
+      if (rule.birth === null || rule.survive === null) {
+        run.stats.replay.notReplayed++
+        yield run.note(REPLAY_CODES.notReplayable, target, `rule ${quote(notation)} (family ${rule.family}) has no birth and survive masks: level 3 replays B/S and Generations rules`)
+        continue
+      }
+      const result = replayPeriodic(
+        {
+          geometry: tiling.geometry,
+          rule: { neighbourhood: row.neighbourhood as Neighbourhood, birth: rule.birth, survive: rule.survive, states: rule.states, steps_per_gen: row.steps_per_gen as number },
+          phases: row.phases as PatternCell[][],
+          period: row.period as bigint,
+          dx: row.dx as number,
+          dy: row.dy as number,
+          class: row.class as string,
+        },
+        { budget: run.replayBudget },
+      )
+      run.stats.replay[STATUS_COUNT[result.status]]++
+      for (const f of result.findings) {
+        const detail = `in ${notation}: ${f.detail}`
+        yield REPLAY_NOTES.has(f.code) ? run.note(f.code, target, detail) : run.issue(f.code, target, detail)
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // searches
+
+  private async *search(search: string, root: string): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const rootPath = run.layout.indexPath(root)
+    const loader = run.indexLoader()
+    const walk = walkSearchIndex(root, loader.load, { search })
+    for (;;) {
+      const next = yield* this.step(walk, loader, rootPath)
+      if (next === undefined) return
+      if (next.kind === 'index') {
+        run.stats.indexes++
+        if (next.level === 1 && next.index.schema !== SEARCH_SCHEMA) {
+          yield run.issue(CHECK_CODES.schemaUnknown, rootPath, `schema ${quote(next.index.schema)}: this reader knows ${SEARCH_SCHEMA} for a search index, so it cannot read the search`)
+          return
+        }
+        continue
+      }
+      const listed = next.kind === 'segment' ? next.segment : next.part
+      let rel: string
+      try {
+        rel = next.kind === 'segment' ? run.layout.segmentPath(search, next.segment) : run.layout.scorePath(search, next.score.version, next.part)
+      } catch (err) {
+        yield run.thrown(err, loader.last() ?? rootPath)
+        continue
+      }
+      if (run.firstVisit(rel)) yield* this.opaquePart(rel, listed)
+    }
+  }
+
+  /**
+   * A search segment or score sidecar. Their columns are not the spec's (docs/pack-format-notes.md), so a
+   * checker reads neither rows nor schema: its object, that it is Parquet within the limits, and its rows.
+   */
+  private async *opaquePart(rel: string, listed: { object: string; bytes: number; rows: number }): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    if (!(yield* run.dataObject(rel, listed.object, listed.bytes))) return
+    const facts = await partFacts(run.file(rel))
+    if (!facts.ok) {
+      for (const f of facts.findings) yield run.issue(f.code, rel, f.detail)
+      return
+    }
+    run.stats.parts++
+    if (run.at(1) && facts.facts.rows !== listed.rows) yield run.issue(CHECK_CODES.partRows, rel, `its index states ${listed.rows} rows, the part has ${facts.facts.rows}`)
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * bench:pack — `pipe run pack-publish` and `pipe run pack-check --level 1` on a pack of BENCH_PATTERNS
+ * (default 1,000,000) pattern records, against baselines measured in the same run:
+ *   publish vs DuckDB writing the same records (the same JSONL) to one zstd Parquet file, 2 threads;
+ *   check   vs the floor: sha256 of every object of the store (node:crypto, streaming) plus DuckDB
+ *           scanning every column of every part.
+ * The records are synthetic: distinct cell sets on the square grid stated as still lifes, which level 1
+ * (ids, identity lines, typed phases, pins, hashes, order) checks and level 3 would refuse; generating
+ * them is not timed. Each side runs BENCH_ROUNDS times (default 2) and its best wall time counts.
+ * The last line: `pack-check ratio-vs-floor R pack-publish ratio-vs-duckdb R2 peak-rss-mb M`
+ * (M: the higher peak RSS of the publish and the check).
+ */
+import { spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { createReadStream, createWriteStream, existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { once } from 'node:events'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { DuckDBInstance } from '@duckdb/node-api'
+
+const PATTERNS = Number(process.env.BENCH_PATTERNS ?? 1_000_000)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const cli = fileURLToPath(new URL('../bin/pipe.js', import.meta.url))
+
+interface Timed { wall: number; cpu: number; rssMb: number; stdout: string }
+function timedCli(args: string[], env: NodeJS.ProcessEnv): Timed {
+  const r = spawnSync('/usr/bin/time', ['-f', 'bench-time %e %U %S %M', process.execPath, cli, ...args], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
+  const m = /bench-time ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(r.stderr)
+  if (r.status !== 0 || !m) throw new Error(`pipe ${args.join(' ')} failed (exit ${r.status}): ${r.stdout.slice(-2000)} ${r.stderr.slice(-2000)}`)
+  return { wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), rssMb: Number(m[4]) / 1024, stdout: r.stdout }
+}
+
+/** The fastest round, with the highest peak RSS of all rounds. */
+function best(rounds: Timed[]): Timed {
+  if (rounds.length === 0) throw new Error('no round ran')
+  const fastest = rounds.reduce((a, b) => (b.wall < a.wall ? b : a))
+  return { ...fastest, rssMb: Math.max(...rounds.map((r) => r.rssMb)) }
+}
+
+async function files(root: string): Promise<string[]> {
+  const out: string[] = []
+  for (const e of await readdir(root, { withFileTypes: true, recursive: true })) if (e.isFile()) out.push(join(e.parentPath, e.name))
+  return out
+}
+
+const dir = process.env.BENCH_DIR ?? await mkdtemp(join(tmpdir(), 'bench-pack-'))
+try {
+  await mkdir(join(dir, 'records'), { recursive: true })
+  const records = join(dir, 'records')
+  const patterns = join(records, 'patterns.jsonl')
+  if (!existsSync(patterns)) {
+    await writeFile(join(records, 'tilings.jsonl'), '{"family":"square"}\n')
+    const out = createWriteStream(patterns)
+    for (let n = 0; n < PATTERNS; n++) {
+      // Pattern n: the cell (0, 0) and one cell for each set bit of n in a 5-wide block: all distinct.
+      const cells = [{ i: 0, j: 0, k: 0, s: 1 }]
+      for (let b = 0; b < 24; b++) if ((n >> b) & 1) cells.push({ i: 1 + (b % 5), j: 1 + Math.floor(b / 5), k: 0, s: 1 })
+      const line = JSON.stringify({ pin_key: 'square', model: 'bs', neighbourhood: 'touch', steps_per_gen: 1, class: 'still_life', period: 1, dx: 0, dy: 0, speed: null, phases: [cells], rule: null, site: null, gun: null, family: 'bs', semantics: '1' }) + '\n'
+      if (!out.write(line)) await once(out, 'drain')
+    }
+    out.end()
+    await once(out, 'finish')
+  }
+  const env = { ...process.env, PIPE_HOME: join(dir, 'home') }
+  if (!existsSync(join(dir, 'home'))) timedCli(['pack', 'key', '--name', 'Bench Publisher', '--seed', '42'.repeat(32), '--created', '2026-11-11T00:00:00Z'], env)
+  console.log(`records: ${PATTERNS} patterns, ${((await stat(patterns)).size / 1e6).toFixed(0)} MB of JSONL`)
+
+  const db = await DuckDBInstance.create(':memory:', { threads: '2' })
+  const conn = await db.connect()
+  const store = join(dir, 'store')
+  const publishes: Timed[] = []
+  let duck = Infinity
+  for (let round = 0; round < ROUNDS; round++) {
+    await rm(store, { recursive: true, force: true })
+    const p = timedCli(['run', 'pack-publish', '--feed', 'bench', '--to', store, '--records', records, '--created', '2026-11-11T00:00:00Z'], env)
+    publishes.push(p)
+    const out = join(dir, 'duckdb.parquet')
+    await rm(out, { force: true })
+    const d0 = performance.now()
+    await conn.run(`COPY (SELECT * FROM read_json('${patterns}')) TO '${out}' (FORMAT parquet, COMPRESSION zstd)`)
+    duck = Math.min(duck, (performance.now() - d0) / 1000)
+    console.log(`round ${round + 1}: publish ${p.wall.toFixed(1)} s (${p.cpu.toFixed(1)} s CPU, ${p.rssMb.toFixed(0)} MB), duckdb ${((performance.now() - d0) / 1000).toFixed(1)} s`)
+  }
+  const publish = best(publishes)
+
+  const checks: Timed[] = []
+  let floor = Infinity
+  const objects = (await files(join(store, 'objects'))).sort()
+  const parts = objects.filter((f) => f.endsWith('.parquet'))
+  for (let round = 0; round < ROUNDS; round++) {
+    const c = timedCli(['run', 'pack-check', store, '--level', '1', '--json'], env)
+    const doc = JSON.parse(c.stdout.trim().split('\n').pop()!) as { ok: boolean; findings: unknown[] }
+    if (!doc.ok) throw new Error(`pack-check found ${JSON.stringify(doc.findings.slice(0, 3))}`)
+    checks.push(c)
+    const f0 = performance.now()
+    for (const f of objects) {
+      const h = createHash('sha256')
+      for await (const chunk of createReadStream(f, { highWaterMark: 1 << 20 })) h.update(chunk as Buffer)
+      if (`${h.digest('hex')}` !== f.split('/').pop()!.split('.')[0]) throw new Error(`${relative(store, f)}: hash`)
+    }
+    await conn.run(`SELECT sum(hash(COLUMNS(*))) FROM read_parquet([${parts.map((p) => `'${p}'`).join(',')}], union_by_name = true)`)
+    floor = Math.min(floor, (performance.now() - f0) / 1000)
+    console.log(`round ${round + 1}: check ${c.wall.toFixed(1)} s (${c.cpu.toFixed(1)} s CPU, ${c.rssMb.toFixed(0)} MB), floor ${((performance.now() - f0) / 1000).toFixed(1)} s`)
+  }
+  conn.closeSync()
+  const check = best(checks)
+  const bytes = (await Promise.all(objects.map((f) => stat(f)))).reduce((s, x) => s + x.size, 0)
+  console.log(`store: ${objects.length} objects, ${parts.length} parts, ${(bytes / 1e6).toFixed(0)} MB`)
+  console.log(`pack-publish (best): ${publish.wall.toFixed(2)} s wall, ${publish.cpu.toFixed(1)} s CPU, peak RSS ${publish.rssMb.toFixed(0)} MB; duckdb (best) ${duck.toFixed(2)} s`)
+  console.log(`pack-check --level 1 (best): ${check.wall.toFixed(2)} s wall, ${check.cpu.toFixed(1)} s CPU, peak RSS ${check.rssMb.toFixed(0)} MB; floor (best) ${floor.toFixed(2)} s`)
+  console.log(`pack-check ratio-vs-floor ${(check.wall / floor).toFixed(3)} pack-publish ratio-vs-duckdb ${(publish.wall / duck).toFixed(3)} peak-rss-mb ${Math.max(publish.rssMb, check.rssMb).toFixed(0)}`)
+} finally {
+  if (!process.env.BENCH_DIR) await rm(dir, { recursive: true, force: true })
+}

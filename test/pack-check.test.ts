@@ -234,11 +234,18 @@ t.test('signatures and keys (level 2)', async (t) => {
 })
 
 t.test('refs: their manifest\'s feed, and seq along the history the store holds', async (t) => {
-  const [otherFeed, low, noParent] = await Promise.all([
+  const [otherFeed, low, noParent, resigned] = await Promise.all([
     buildStore(fresh(), small({ manifest: (d) => ({ ...d, feed: 'check-b' }) })),
     buildStore(fresh(), small({ seq: 1 })),
     damaged((s) => unlink(fileOf(s.dir, objectPath(s.parent!, 'json')))),
+    damaged(async (s) => {
+      const ref = JSON.parse(await readFile(fileOf(s.dir, refPath(FEED)), 'utf8')) as Record<string, unknown>
+      await writeFile(fileOf(s.dir, refPath(FEED)), writePackJson({ ...ref, seq: 3 }))
+    }),
   ])
+  const r = await check(resigned.dir, 2)
+  exactly(t, r, ['2 pack.sig-bad'], 'a ref changed after it was signed')
+  t.equal(r[0]!.target, refPath(FEED))
   exactly(t, await check(otherFeed.dir, 2), ['2 pack.ref-manifest-feed'])
   const issues = await check(low.dir, 2)
   exactly(t, issues, ['2 pack.ref-seq'])
@@ -254,6 +261,7 @@ t.test('rows: ids, typed phases, pins and tilings', async (t) => {
       const phases = gliderOf(r).phases as unknown[][]
       gliderOf(r).phases = [phases[0], phases[1]!.slice(1), ...phases.slice(2)]
     }), ['1 pack.phases-mismatch'], `pattern:${String(patternRow(LIFE, GLIDER).id)}`],
+    ['a canonical picture that is not the identity\'s', withRows((r) => { gliderOf(r).canonical = 'ooo' }), ['1 pack.identity-column-mismatch'], `pattern:${String(patternRow(LIFE, GLIDER).id)}`],
     ['a tiling whose pin is not its geometry\'s', withRows((r) => { r.tilings![0] = { ...SQUARE, a1: [1, 0.5] } }), ['1 pack.pin-mismatch'], 'tiling:square'],
     ['an ant whose id is not its identity\'s hash', withRows((r) => { r.ants![0]!.id = `ant-${zero}` }), ['1 pack.id-mismatch'], `ant:ant-${zero}`],
     ['a Quick Start entry whose id is not its scene\'s hash', withRows((r) => { r.quickstart![0]!.id = `qs-${zero}` }), ['1 pack.id-mismatch'], `quickstart:qs-${zero}`],

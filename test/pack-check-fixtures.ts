@@ -202,6 +202,8 @@ export interface StoreSpec {
   rows?: Record<string, Row[]>
   /** The schema a table's rows are written with (to write rows a writer must refuse). */
   writerSchema?: Record<string, TableSchema>
+  /** Rows per row group (PackPartWriter's maxRowGroupRows), to spread a part over several. */
+  rowGroupRows?: number
   /** Makes a table's index and gives its hash (default: one index of its parts). */
   tableIndex?: (args: TableHookArgs) => Promise<string>
   /** The sample search: a segment and a score sidecar (default true). */
@@ -234,10 +236,10 @@ export interface BuiltStore {
 let referencePatch: Buffer | undefined
 
 /** Writes rows of one partition with PackPartWriter (on this thread: the test stays one process) and moves them into the store. */
-async function writeParts(root: string, schema: TableSchema, rows: readonly Row[], partition: Record<string, string>): Promise<Omit<TablePart, 'partition'>[]> {
+async function writeParts(root: string, schema: TableSchema, rows: readonly Row[], partition: Record<string, string>, rowGroupRows?: number): Promise<Omit<TablePart, 'partition'>[]> {
   const tmp = join(root, '.tmp')
   await mkdir(tmp, { recursive: true })
-  const w = new PackPartWriter(schema, { dir: tmp, partition, encodeOnThread: false })
+  const w = new PackPartWriter(schema, { dir: tmp, partition, encodeOnThread: false, ...(rowGroupRows ? { maxRowGroupRows: rowGroupRows } : {}) })
   await w.write([...rows].sort(rowComparator(schema)))
   const out: Omit<TablePart, 'partition'>[] = []
   for (const p of await w.finish()) {
@@ -260,7 +262,7 @@ async function writeTable(root: string, table: string, rows: readonly Row[], spe
   for (const group of groups.values()) {
     const partition = Object.fromEntries(schema.partitionColumns.map((c) => [c, group[0]![c] as string]))
     const writerPartition = Object.fromEntries(writer.partitionColumns.map((c) => [c, group[0]![c] as string]))
-    for (const p of await writeParts(root, writer, group, writerPartition)) parts.push({ ...p, partition })
+    for (const p of await writeParts(root, writer, group, writerPartition, spec.rowGroupRows)) parts.push({ ...p, partition })
   }
   return parts
 }

@@ -291,7 +291,7 @@ t.test('parts: partitions, order, schema ids, the index\'s rows and bounds', asy
   const qs = PACK_TABLES.quickstart
   const partitioned = (partition: Record<string, string>) => ({ table, parts, put }: TableHookArgs) =>
     put(indexDoc(table, table === 'quickstart' ? parts.map((p) => ({ ...p, partition })) : parts))
-  // Two entries written in title order, which is not their id order; the index states the ids.
+  // Two entries written in title order, which is not their id order, in row groups of one row; the index states the ids.
   const [low, high] = [quickstartRow({ scene: '{"a":1}' }), quickstartRow({ scene: '{"b":2}' })].map((r) => ({ ...r, id: quickstartId(r.scene as string, r.pin as string) })).sort((x, y) => (x.id < y.id ? -1 : 1))
   Object.assign(high!, { title: 'a' })
   Object.assign(low!, { title: 'b' })
@@ -301,6 +301,7 @@ t.test('parts: partitions, order, schema ids, the index\'s rows and bounds', asy
     buildStore(fresh(), {
       ...withRows((r) => { r.quickstart = [low!, high!] }),
       writerSchema: { quickstart: { ...qs, sortColumns: ['title'] } },
+      rowGroupRows: 1,
       tableIndex: ({ table, parts, put }) => put(indexDoc(table, table === 'quickstart' ? parts.map((p) => ({ ...p, first: high!.id as string, last: low!.id as string })) : parts)),
     }),
     buildStore(fresh(), { tableIndex: ({ table, parts, put }) => put(indexDoc(table, parts, table === 'rules' ? { schema: 'jetcarp-rules 2' } : {})) }),

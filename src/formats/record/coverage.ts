@@ -142,13 +142,35 @@ export class CoverageTracker {
 
   /** Feeds one event of this replica; events must come in receive-time order. */
   add(e: JournalEvent): void {
+    if (e.kind === 'frame') {
+      this.frame(e.connection, e.receiveTime)
+      return
+    }
     const t = eventTime(e)
     const restated = 'restated' in e && e.restated === true
-    if (!restated && this.heartbeatNs !== null && this.lastSeen !== null && t - this.lastSeen > LIVENESS_INTERVALS * this.heartbeatNs) {
-      this.silent.push([this.lastSeen + 1n, t])
-    }
+    if (!restated) this.seen(t)
     this.handle(e, restated)
     if (!restated) this.lastSeen = t
+  }
+
+  /** Feeds one frame of this replica, received at `t` on `connection` (as `add` does its event). */
+  frame(connection: string, t: bigint): void {
+    this.seen(t)
+    this.connectionOf(connection).lastFrame = t
+    this.lastSeen = t
+  }
+
+  /** A record at `t` that is not a restatement: a silence before it longer than the liveness allows was a stretch down. */
+  private seen(t: bigint): void {
+    if (this.heartbeatNs !== null && this.lastSeen !== null && t - this.lastSeen > LIVENESS_INTERVALS * this.heartbeatNs) {
+      this.silent.push([this.lastSeen + 1n, t])
+    }
+  }
+
+  private connectionOf(id: string): Connection {
+    let conn = this.connections.get(id)
+    if (!conn) this.connections.set(id, (conn = { subscribed: false, instruments: [], lastFrame: null, runs: new Map<string, Run>() }))
+    return conn
   }
 
   private handle(e: JournalEvent, restated: boolean): void {
@@ -167,12 +189,8 @@ export class CoverageTracker {
         return
       default:
     }
-    const conn = this.connections.get(e.connection) ?? { subscribed: false, instruments: [], lastFrame: null, runs: new Map<string, Run>() }
-    this.connections.set(e.connection, conn)
+    const conn = this.connectionOf(e.connection)
     switch (e.kind) {
-      case 'frame':
-        conn.lastFrame = e.receiveTime
-        return
       case 'subscribed':
         for (const instrument of conn.runs.keys()) this.endRun(e.connection, conn, instrument)
         conn.subscribed = true

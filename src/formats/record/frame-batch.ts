@@ -7,7 +7,7 @@
  * per receipt u8 replica (0 a, 1 b), u8 1 when it has a clock, u32 connection index, i64 receive time and,
  * with a clock, i64 offset and i64 bound; then the payload bytes.
  */
-import type { MergedFrame, Receipt } from './merge.js'
+import type { FramePairing, MergedFrame, Receipt } from './merge.js'
 
 export interface FrameBatch {
   bytes: Uint8Array
@@ -20,6 +20,13 @@ const BINARY = 1
 const IN_HOUR = 2
 const BATCH_BYTES = 1 << 20
 
+/** A safe integer as int64, little-endian, without a bigint. */
+function setSafeInt64(v: DataView, at: number, n: number): void {
+  const hi = Math.floor(n / 4294967296)
+  v.setUint32(at, n - hi * 4294967296, true)
+  v.setInt32(at + 4, hi, true)
+}
+
 export class FrameBatchWriter {
   private buf = new Uint8Array(BATCH_BYTES)
   private view = new DataView(this.buf.buffer)
@@ -30,9 +37,11 @@ export class FrameBatchWriter {
 
   constructor(private readonly onBatch: (batch: FrameBatch) => void) {}
 
-  add(frame: MergedFrame, inHour: boolean): void {
-    const receipts = frame.receipts
-    const need = 14 + receipts.length * 30 + frame.payload.length
+  /** Packs the final frame in `slot` of `pairing` (see FramePairing). */
+  add(pairing: FramePairing, slot: number, inHour: boolean): void {
+    const count = pairing.receiptCount(slot)
+    const length = pairing.payloadLength(slot)
+    const need = 14 + count * 30 + length
     if (this.pos + need > this.buf.length) {
       this.end()
       this.buf = new Uint8Array(Math.max(BATCH_BYTES, need))
@@ -40,32 +49,37 @@ export class FrameBatchWriter {
     }
     const v = this.view
     let p = this.pos
-    v.setUint32(p, frame.payload.length, true)
-    v.setUint8(p + 4, (frame.binary ? BINARY : 0) | (inHour ? IN_HOUR : 0))
-    v.setUint8(p + 5, receipts.length)
-    v.setBigInt64(p + 6, frame.frameTime, true)
+    v.setUint32(p, length, true)
+    v.setUint8(p + 4, (pairing.binary(slot) ? BINARY : 0) | (inHour ? IN_HOUR : 0))
+    v.setUint8(p + 5, count)
+    const timed = pairing.frameTimeReceipt(slot)
+    v.setUint32(p + 6, pairing.timeLo(timed), true)
+    v.setInt32(p + 10, pairing.timeHi(timed), true)
     p += 14
-    for (const r of receipts) {
-      let index = this.connections.get(r.connection)
+    for (let r = 2 * slot; r < 2 * slot + count; r++) {
+      const connection = pairing.connection(r)
+      let index = this.connections.get(connection)
       if (index === undefined) {
         index = this.connections.size
-        this.connections.set(r.connection, index)
-        this.newConnections.push(r.connection)
+        this.connections.set(connection, index)
+        this.newConnections.push(connection)
       }
-      const clock = r.clockErrorBound !== undefined
-      v.setUint8(p, r.replica === 'a' ? 0 : 1)
+      const clock = pairing.hasClock(r)
+      v.setUint8(p, pairing.replica(r) === 'a' ? 0 : 1)
       v.setUint8(p + 1, clock ? 1 : 0)
       v.setUint32(p + 2, index, true)
-      v.setBigInt64(p + 6, r.receiveTime, true)
+      v.setUint32(p + 6, pairing.timeLo(r), true)
+      v.setInt32(p + 10, pairing.timeHi(r), true)
       p += 14
       if (clock) {
-        v.setBigInt64(p, r.clockOffset!, true)
-        v.setBigInt64(p + 8, r.clockErrorBound!, true)
+        setSafeInt64(v, p, pairing.clockOffset(r))
+        setSafeInt64(v, p + 8, pairing.clockErrorBound(r))
         p += 16
       }
     }
-    this.buf.set(frame.payload, p)
-    this.pos = p + frame.payload.length
+    const start = pairing.payloadStart(slot)
+    pairing.payloadBuffer(slot).copy(this.buf, p, start, start + length)
+    this.pos = p + length
     this.frames++
   }
 

@@ -10,7 +10,7 @@ import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/ada
 import { FrameBatchWriter, type FrameBatch } from './frame-batch.js'
 import { HourFilesWriter } from './hour-files.js'
 import type { FileEntry, SequenceGap } from './manifest.js'
-import type { MergedFrame } from './merge.js'
+import type { FramePairing, MergedFrame } from './merge.js'
 import { RawLineWriter } from './raw-writer.js'
 import { RowGroupCutter, tableFileName, type RowGroupColumns } from './tables.js'
 import { CHANNEL_TABLES, type Channel, type TableName, type TableRow } from './types.js'
@@ -259,9 +259,9 @@ export class HourFramesWriter {
     return new HourFramesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 16 }))
   }
 
-  /** One frame in frame-time order; a promise only when the caller must wait. */
-  frame(frame: MergedFrame, inHour: boolean): Promise<void> | undefined {
-    this.batches.add(frame, inHour)
+  /** The final frame in `slot` of `pairing`, in frame-time order; a promise only when the caller must wait. */
+  frame(pairing: FramePairing, slot: number, inHour: boolean): Promise<void> | undefined {
+    this.batches.add(pairing, slot, inHour)
     const wait = this.waitFor
     this.waitFor = undefined
     return wait

@@ -22,8 +22,10 @@ import { dirname, join } from 'node:path'
 import { PipeError } from '../../core/errors.js'
 import { fsyncDir } from '../../core/atomic-write.js'
 import { checkBase64 } from './envelope.js'
+import { grown } from './grow.js'
 import { formatTime, parseTime } from './time.js'
-import { REPLICAS, eventTime, type JournalEvent, type Replica } from './types.js'
+import type { ReceiptInput } from './merge.js'
+import { REPLICAS, eventTime, type FrameEvent, type JournalEvent, type Replica } from './types.js'
 
 // ---------------------------------------------------------------------------------------------------------
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-16 over 32-bit little-endian reads.
@@ -368,10 +370,13 @@ export interface JournalProblem {
 
 /** The events and problems of one buffer's worth of a journal file. */
 export interface ScanOutput {
+  /** Empty when the events are on `tape`. */
   events: JournalEvent[]
-  /** Byte offset in the file of each event's record. */
+  /** Byte offset in the file of each event's record (not kept for a tape). */
   offsets: number[]
   problems: JournalProblem[]
+  /** The events, when the scanner keeps them as an {@link EventTape}. */
+  tape?: EventTape
 }
 
 const fatalUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -391,7 +396,7 @@ class DecodeError extends Error {}
 export class JournalScanner {
   /** Bytes needed from the returned position before the next `feed` can make progress. */
   needed = FILE_HEADER_SIZE
-  out: ScanOutput = { events: [], offsets: [], problems: [] }
+  out: ScanOutput
   /** Count of records read (events and markers), problems and bytes consumed, over the whole file. */
   records = 0
   private headerDone = false
@@ -409,7 +414,14 @@ export class JournalScanner {
   /** The version the file header states, once read (a damaged header reads as the current version). */
   version = JOURNAL_VERSION
 
-  constructor(readonly file: string | undefined = undefined, readonly decode = true) {}
+  /** `tape`: keep the events as an {@link EventTape} (frames undecoded) instead of as objects. */
+  constructor(readonly file: string | undefined = undefined, readonly decode = true, private readonly tape = false) {
+    this.out = this.newOutput()
+  }
+
+  private newOutput(): ScanOutput {
+    return this.tape ? { events: [], offsets: [], problems: [], tape: new EventTape() } : { events: [], offsets: [], problems: [] }
+  }
 
   /**
    * After the file header was fed: the next `feed` starts at an arbitrary offset (a seek), so bytes before
@@ -425,7 +437,7 @@ export class JournalScanner {
   /** Takes the output gathered so far and starts a new one. */
   take(): ScanOutput {
     const o = this.out
-    this.out = { events: [], offsets: [], problems: [] }
+    this.out = this.newOutput()
     return o
   }
 
@@ -589,10 +601,19 @@ export class JournalScanner {
         this.problem('torn', 'truncated-on-reopen', at, bytes, `a writer reopening the file at ${formatTimeSafe(dv.getBigInt64(s + 4, true))} found a torn tail of ${bytes} bytes at byte ${at} and truncated it`)
         return
       }
-      const event = this.decodeEvent(buf, dv, s, e)
+      const tape = this.out.tape
+      if (tape === undefined) {
+        const event = this.decodeEvent(buf, dv, s, e)
+        this.out.events.push(event)
+        this.out.offsets.push(offset)
+      } else if (kind === RecordKind.FRAME) {
+        this.checkPrefix(buf, s)
+        const payloadStart = this.frameFields(buf, dv, s, e)
+        tape.addFrame(buf as Buffer, dv, s, payloadStart, e, this.frameConnection)
+      } else {
+        tape.addEvent(this.decodeEvent(buf, dv, s, e), dv, s)
+      }
       this.records++
-      this.out.events.push(event)
-      this.out.offsets.push(offset)
     } catch (err) {
       if (!(err instanceof DecodeError)) throw err
       this.problem('corrupt', 'body-decode', offset, total, `the record at byte ${offset} has a good checksum but does not decode: ${err.message}`, 1)
@@ -632,33 +653,43 @@ export class JournalScanner {
     return str
   }
 
-  private decodeEvent(buf: Uint8Array, dv: DataView, s: number, e: number): JournalEvent {
+  /** Checks the body prefix common to every event (replica and restated bytes). */
+  private checkPrefix(buf: Uint8Array, s: number): void {
     const kind = buf[s]!
     const r = buf[s + 1]
-    const replica: Replica = r === 0x61 ? 'a' : r === 0x62 ? 'b' : (() => { throw new DecodeError(`replica byte 0x${(r ?? 0).toString(16)} is neither "a" nor "b"`) })()
-    const flags = buf[s + 2]!
+    if (r !== 0x61 && r !== 0x62) throw new DecodeError(`replica byte 0x${(r ?? 0).toString(16)} is neither "a" nor "b"`)
     const restated = buf[s + 3]!
     if (restated > 1 || (restated === 1 && kind !== RecordKind.OPEN && kind !== RecordKind.SUBSCRIBED && kind !== RecordKind.CLOSED && kind !== RecordKind.RECORDER_START)) {
       throw new DecodeError(`the restated byte is ${restated} on a record of kind ${kind}`)
     }
+  }
+
+  /** Checks a frame body (prefix checked); returns where its payload starts, with its connection in `frameConnection`. */
+  private frameFields(buf: Uint8Array, dv: DataView, s: number, e: number): number {
+    const flags = buf[s + 2]!
+    if (flags & ~(FRAME_BINARY | FRAME_CLOCK)) throw new DecodeError(`unknown frame flags 0x${flags.toString(16)}`)
+    let p = s + MIN_BODY_SIZE
+    if (flags & FRAME_CLOCK) {
+      if (p + 16 > e) throw new DecodeError('clock fields past the end of the body')
+      p += 16
+    }
+    this.frameConnection = this.connection(buf, dv, p, e)
+    return this.strEnd
+  }
+
+  private frameConnection = ''
+
+  private decodeEvent(buf: Uint8Array, dv: DataView, s: number, e: number): JournalEvent {
+    this.checkPrefix(buf, s)
+    const kind = buf[s]!
+    const replica: Replica = buf[s + 1] === 0x61 ? 'a' : 'b'
+    const flags = buf[s + 2]!
+    const restated = buf[s + 3]!
     const time = dv.getBigInt64(s + 4, true)
     let p = s + MIN_BODY_SIZE
     if (kind === RecordKind.FRAME) {
-      if (flags & ~(FRAME_BINARY | FRAME_CLOCK)) throw new DecodeError(`unknown frame flags 0x${flags.toString(16)}`)
-      let clockOffset: bigint | undefined
-      let clockErrorBound: bigint | undefined
-      if (flags & FRAME_CLOCK) {
-        if (p + 16 > e) throw new DecodeError('clock fields past the end of the body')
-        clockOffset = dv.getBigInt64(p, true)
-        clockErrorBound = dv.getBigInt64(p + 8, true)
-        p += 16
-      }
-      const connection = this.connection(buf, dv, p, e)
-      const payload = (buf as Buffer).subarray(this.strEnd, e)
-      const binary = (flags & FRAME_BINARY) !== 0
-      return clockOffset === undefined
-        ? { kind: 'frame', replica, connection, receiveTime: time, payload, binary }
-        : { kind: 'frame', replica, connection, receiveTime: time, payload, binary, clockOffset, clockErrorBound: clockErrorBound! }
+      const payloadStart = this.frameFields(buf, dv, s, e)
+      return frameEventAt(buf as Buffer, dv, s, payloadStart, e, this.frameConnection)
     }
     const str = (what: string) => { const v = this.str(buf, dv, p, e, what); p += 4 + dv.getUint32(p, true); return v }
     const i64 = (what: string) => { if (p + 8 > e) throw new DecodeError(`${what} past the end of the body`); const v = dv.getBigInt64(p, true); p += 8; return v }
@@ -737,6 +768,173 @@ export class JournalScanner {
   }
 }
 
+/** The frame event of a checked frame body at `s` in `buf` (its payload a view into `buf`). */
+function frameEventAt(buf: Buffer, dv: DataView, s: number, payloadStart: number, e: number, connection: string): FrameEvent {
+  const replica: Replica = buf[s + 1] === 0x61 ? 'a' : 'b'
+  const flags = buf[s + 2]!
+  const receiveTime = dv.getBigInt64(s + 4, true)
+  const payload = buf.subarray(payloadStart, e)
+  const binary = (flags & FRAME_BINARY) !== 0
+  return flags & FRAME_CLOCK
+    ? { kind: 'frame', replica, connection, receiveTime, payload, binary, clockOffset: dv.getBigInt64(s + MIN_BODY_SIZE, true), clockErrorBound: dv.getBigInt64(s + MIN_BODY_SIZE + 8, true) }
+    : { kind: 'frame', replica, connection, receiveTime, payload, binary }
+}
+
+/** [start, end) of event time as int64 halves [high, low]; a bound absent is unbounded. */
+interface TimeRange { start: [number, number] | undefined; end: [number, number] | undefined }
+
+function timeRange(start: bigint | undefined, end: bigint | undefined): TimeRange {
+  const halves = (t: bigint): [number, number] => [Number(t >> 32n), Number(BigInt.asUintN(32, t))]
+  return { start: start === undefined ? undefined : halves(start), end: end === undefined ? undefined : halves(end) }
+}
+
+/** Whether the int64 (aHi, aLo) is before (bHi, bLo); high words signed, low words unsigned. */
+function timeBefore(aHi: number, aLo: number, bHi: number, bLo: number): boolean {
+  return aHi < bHi || (aHi === bHi && aLo < bLo)
+}
+
+/**
+ * Journal events kept as the places of their records in the buffers they were read into, in order: a
+ * frame is checked when read but becomes an object only when asked for ({@link event}); other events are
+ * decoded when read and kept as they are. At millions of frames an hour, the objects of frames waiting to
+ * be read and paired were most of the sealer's garbage-collection work; a reader of the tape
+ * ({@link frameInto}) makes none.
+ */
+export class EventTape {
+  length = 0
+  private capacity = 0
+  private buffers: Buffer[] = []
+  private views: DataView[] = []
+  /** Where each frame's body and payload start and its body ends; unused for decoded events. */
+  private bodyStarts = new Int32Array(0)
+  private payloadStarts = new Int32Array(0)
+  private bodyEnds = new Int32Array(0)
+  /** Event time as int64 halves. */
+  private timeHis = new Int32Array(0)
+  private timeLos = new Uint32Array(0)
+  private connections: string[] = []
+  /** The event, for every entry that is not a frame. */
+  private decoded: (JournalEvent | undefined)[] = []
+
+  /** A checked frame body. */
+  addFrame(buf: Buffer, dv: DataView, s: number, payloadStart: number, e: number, connection: string): void {
+    const i = this.next()
+    this.buffers[i] = buf
+    this.views[i] = dv
+    this.bodyStarts[i] = s
+    this.payloadStarts[i] = payloadStart
+    this.bodyEnds[i] = e
+    this.timeLos[i] = dv.getUint32(s + 4, true)
+    this.timeHis[i] = dv.getInt32(s + 8, true)
+    this.connections[i] = connection
+    this.decoded[i] = undefined
+  }
+
+  /** A decoded event whose record body starts at `s` of the buffer `dv` views. */
+  addEvent(event: JournalEvent, dv: DataView, s: number): void {
+    const i = this.next()
+    this.timeLos[i] = dv.getUint32(s + 4, true)
+    this.timeHis[i] = dv.getInt32(s + 8, true)
+    this.decoded[i] = event
+  }
+
+  /** Appends entry `i` of `from`. */
+  copy(from: EventTape, i: number): void {
+    const j = this.next()
+    this.timeLos[j] = from.timeLos[i]!
+    this.timeHis[j] = from.timeHis[i]!
+    const event = from.decoded[i]
+    this.decoded[j] = event
+    if (event !== undefined) return
+    this.buffers[j] = from.buffers[i]!
+    this.views[j] = from.views[i]!
+    this.bodyStarts[j] = from.bodyStarts[i]!
+    this.payloadStarts[j] = from.payloadStarts[i]!
+    this.bodyEnds[j] = from.bodyEnds[i]!
+    this.connections[j] = from.connections[i]!
+  }
+
+  /** Whether entry `i`'s event time is before entry `j`'s of `other`. */
+  before(i: number, other: EventTape, j: number): boolean {
+    return timeBefore(this.timeHis[i]!, this.timeLos[i]!, other.timeHis[j]!, other.timeLos[j]!)
+  }
+
+  /** Whether entry `i`'s event time is in the range. */
+  within(i: number, range: TimeRange): boolean {
+    const hi = this.timeHis[i]!
+    const lo = this.timeLos[i]!
+    return !(range.start && timeBefore(hi, lo, range.start[0], range.start[1])) && !(range.end && !timeBefore(hi, lo, range.end[0], range.end[1]))
+  }
+
+  /** The event time of entry `i`. */
+  time(i: number): bigint {
+    return (BigInt(this.timeHis[i]!) << 32n) + BigInt(this.timeLos[i]!)
+  }
+
+  /** The event of entry `i` when it is not a frame (a frame: undefined). */
+  decodedEvent(i: number): JournalEvent | undefined {
+    return this.decoded[i]
+  }
+
+  /** The event of entry `i`, a frame decoded now. */
+  event(i: number): JournalEvent {
+    return this.decoded[i] ?? frameEventAt(this.buffers[i]!, this.views[i]!, this.bodyStarts[i]!, this.payloadStarts[i]!, this.bodyEnds[i]!, this.connections[i]!)
+  }
+
+  /** Every event, in order. */
+  events(): JournalEvent[] {
+    const out: JournalEvent[] = new Array(this.length)
+    for (let i = 0; i < this.length; i++) out[i] = this.event(i)
+    return out
+  }
+
+  /** The replica of frame `i`. */
+  frameReplica(i: number): Replica {
+    return this.buffers[i]![this.bodyStarts[i]! + 1] === 0x61 ? 'a' : 'b'
+  }
+
+  /** The connection of frame `i`. */
+  frameConnection(i: number): string {
+    return this.connections[i]!
+  }
+
+  /** Fills `input` with frame `i` (its payload a view into the read buffer). */
+  frameInto(i: number, input: ReceiptInput): void {
+    const buf = this.buffers[i]!
+    const dv = this.views[i]!
+    const s = this.bodyStarts[i]!
+    const flags = buf[s + 2]!
+    input.replica = buf[s + 1] === 0x61 ? 'a' : 'b'
+    input.connection = this.connections[i]!
+    input.timeHi = this.timeHis[i]!
+    input.timeLo = this.timeLos[i]!
+    input.payloadBuffer = buf
+    input.payloadStart = this.payloadStarts[i]!
+    input.payloadBytes = this.bodyEnds[i]! - input.payloadStart
+    input.binary = (flags & FRAME_BINARY) !== 0
+    input.hasClock = (flags & FRAME_CLOCK) !== 0
+    if (input.hasClock) {
+      input.offsetLo = dv.getUint32(s + MIN_BODY_SIZE, true)
+      input.offsetHi = dv.getInt32(s + MIN_BODY_SIZE + 4, true)
+      input.boundLo = dv.getUint32(s + MIN_BODY_SIZE + 8, true)
+      input.boundHi = dv.getInt32(s + MIN_BODY_SIZE + 12, true)
+    }
+  }
+
+  private next(): number {
+    if (this.length === this.capacity) {
+      const n = Math.max(256, this.capacity * 2)
+      this.bodyStarts = grown(this.bodyStarts, n)
+      this.payloadStarts = grown(this.payloadStarts, n)
+      this.bodyEnds = grown(this.bodyEnds, n)
+      this.timeHis = grown(this.timeHis, n)
+      this.timeLos = grown(this.timeLos, n)
+      this.capacity = n
+    }
+    return this.length++
+  }
+}
+
 function formatTimeSafe(ns: bigint): string {
   try { return formatTime(ns) } catch { return `${ns} ns` }
 }
@@ -786,6 +984,8 @@ export interface ReadJournalFileOptions {
   startOffset?: number
   /** Stop after the batch in which an event time at or after this instant appears (the rest is not read). */
   stopAt?: bigint
+  /** Give the events as an {@link EventTape} (`tape`, with `events` and `offsets` empty). */
+  tape?: boolean
 }
 
 /**
@@ -796,7 +996,7 @@ export interface ReadJournalFileOptions {
  * journal of a version this reader reads (1 or 2).
  */
 export async function* readJournalFile(path: string, opts: ReadJournalFileOptions = {}): AsyncGenerator<JournalFileBatch> {
-  yield* readWith(new JournalScanner(path, opts.decode ?? true), path, opts, { size: 0 })
+  yield* readWith(new JournalScanner(path, opts.decode ?? true, opts.tape ?? false), path, opts, { size: 0 })
 }
 
 async function* readWith(scanner: JournalScanner, path: string, opts: ReadJournalFileOptions, state: { size: number }): AsyncGenerator<JournalFileBatch> {
@@ -821,9 +1021,10 @@ async function* readWith(scanner: JournalScanner, path: string, opts: ReadJourna
         reader.consumed(pos)
         state.size = c.base + c.end
         const out = scanner.take()
-        if (out.events.length > 0 || out.problems.length > 0) yield { ...out, file: path, bytes: pos - c.start }
+        const count = out.tape ? out.tape.length : out.events.length
+        if (count > 0 || out.problems.length > 0) yield { ...out, file: path, bytes: pos - c.start }
         if (c.eof) return
-        if (opts.stopAt !== undefined && out.events.length > 0 && eventTime(out.events[out.events.length - 1]!) >= opts.stopAt) return
+        if (opts.stopAt !== undefined && count > 0 && (out.tape ? out.tape.time(count - 1) : eventTime(out.events[count - 1]!)) >= opts.stopAt) return
       }
     } finally {
       await reader.close()
@@ -1057,12 +1258,21 @@ export async function listJournalReplicas(dir: string): Promise<Replica[]> {
 
 /** A batch of events, with the problems found while reading them; what `journal-read` gives. */
 export class JournalBatch {
+  /** The events as read, when the batch was made from a tape: frames become objects only if `events` is read. */
+  readonly tape: EventTape | undefined
+  private list: JournalEvent[] | undefined
+
   constructor(
-    readonly events: JournalEvent[],
+    events: JournalEvent[] | EventTape,
     readonly problems: JournalProblem[] = [],
     readonly bytes = 0,
-  ) {}
-  get itemCount(): number { return this.events.length }
+  ) {
+    if (events instanceof EventTape) this.tape = events
+    else this.list = events
+  }
+
+  get events(): JournalEvent[] { return (this.list ??= this.tape!.events()) }
+  get itemCount(): number { return this.tape ? this.tape.length : this.list!.length }
   get byteCount(): number { return this.bytes }
 }
 
@@ -1091,19 +1301,21 @@ export interface JournalRangeOptions {
 async function* replicaBatches(dir: string, replica: Replica, o: JournalRangeOptions): AsyncGenerator<JournalBatch> {
   const files = await listJournalFiles(dir, replica)
   const slack = o.slackNs ?? 60_000_000_000n
+  const range = timeRange(o.start, o.end)
   for (const f of files) {
     if (o.end !== undefined && f.hour >= o.end) continue
     if (o.start !== undefined && f.hour + HOUR_NS <= o.start) continue
-    const read: ReadJournalFileOptions = o.chunkSize ? { chunkSize: o.chunkSize } : {}
+    const read: ReadJournalFileOptions = { tape: true, ...(o.chunkSize ? { chunkSize: o.chunkSize } : {}) }
     if (o.start !== undefined && f.hour < o.start - slack) read.startOffset = await seekJournalTime(f.path, o.start - slack)
     if (o.end !== undefined && f.hour + HOUR_NS > o.end + slack) read.stopAt = o.end + slack
     for await (const b of readJournalFile(f.path, read)) {
-      let events = b.events
+      let tape = b.tape!
       if (o.start !== undefined || o.end !== undefined) {
-        const lo = o.start, hi = o.end
-        events = events.filter((e) => { const t = eventTime(e); return (lo === undefined || t >= lo) && (hi === undefined || t < hi) })
+        const inRange = new EventTape()
+        for (let i = 0; i < tape.length; i++) if (tape.within(i, range)) inRange.copy(tape, i)
+        tape = inRange
       }
-      yield new JournalBatch(events, b.problems, b.bytes)
+      yield new JournalBatch(tape, b.problems, b.bytes)
     }
   }
 }
@@ -1123,16 +1335,16 @@ export async function* readJournalRange(dir: string, opts: JournalRangeOptions =
     return
   }
   const size = opts.batchSize ?? 4096
-  interface Head { it: AsyncGenerator<JournalBatch>; events: JournalEvent[]; i: number; done: boolean }
-  const heads: Head[] = replicas.map((r) => ({ it: replicaBatches(dir, r, opts), events: [], i: 0, done: false }))
-  let events: JournalEvent[] = []
+  interface Head { it: AsyncGenerator<JournalBatch>; tape: EventTape; i: number; done: boolean }
+  const heads: Head[] = replicas.map((r) => ({ it: replicaBatches(dir, r, opts), tape: new EventTape(), i: 0, done: false }))
+  let tape = new EventTape()
   let problems: JournalProblem[] = []
   let bytes = 0
   const refill = async (h: Head) => {
-    while (!h.done && h.i >= h.events.length) {
+    while (!h.done && h.i >= h.tape.length) {
       const n = await h.it.next()
       if (n.done) { h.done = true; return }
-      h.events = n.value.events
+      h.tape = n.value.tape!
       h.i = 0
       if (n.value.problems.length) problems.push(...n.value.problems)
       bytes += n.value.bytes
@@ -1142,21 +1354,19 @@ export async function* readJournalRange(dir: string, opts: JournalRangeOptions =
     for (const h of heads) await refill(h)
     for (;;) {
       let best: Head | undefined
-      let bestTime = 0n
       for (const h of heads) {
-        if (h.i >= h.events.length) continue
-        const t = eventTime(h.events[h.i]!)
-        if (best === undefined || t < bestTime) { best = h; bestTime = t }
+        if (h.i >= h.tape.length) continue
+        if (best === undefined || h.tape.before(h.i, best.tape, best.i)) best = h
       }
       if (!best) break
-      events.push(best.events[best.i++]!)
-      if (best.i >= best.events.length) await refill(best)
-      if (events.length >= size) {
-        yield new JournalBatch(events, problems, bytes)
-        events = []; problems = []; bytes = 0
+      tape.copy(best.tape, best.i++)
+      if (best.i >= best.tape.length) await refill(best)
+      if (tape.length >= size) {
+        yield new JournalBatch(tape, problems, bytes)
+        tape = new EventTape(); problems = []; bytes = 0
       }
     }
-    if (events.length || problems.length) yield new JournalBatch(events, problems, bytes)
+    if (tape.length || problems.length) yield new JournalBatch(tape, problems, bytes)
   } finally {
     for (const h of heads) await h.it.return(undefined)
   }

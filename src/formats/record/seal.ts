@@ -14,7 +14,7 @@ import {
   COMPLETENESS_REASONS, FORMAT_VERSION, RAW_FILE_NAME, dayDir, manifestBytes,
   type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary,
 } from './manifest.js'
-import { FramePairer, PAIRING_WINDOW_NS, type MergedFrame } from './merge.js'
+import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from './merge.js'
 import { HourFramesWriter } from './hour-frames.js'
 import { formatTime } from './time.js'
 import { REPLICAS, eventTime, type Channel, type Replica } from './types.js'
@@ -72,31 +72,33 @@ async function chainHours(root: string, o: { recorder: string; venue: string; ch
 
 /** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
 class HourStats {
-  earliest: bigint | null = null
-  latest: bigint | null = null
+  /** Frame times as orders of the pairing (FramePairing.timeOf gives the instants). */
+  earliest: number | null = null
+  latest: number | null = null
   /** By replica, a then b. */
   readonly frames = [0, 0]
-  readonly boundMax: (bigint | null)[] = [null, null]
+  readonly boundMax: (number | null)[] = [null, null]
   readonly unbounded = [0, 0]
   both = 0
   oneOnly = 0
   offsetUnknown = false
 
-  add(frame: MergedFrame): void {
-    if (this.earliest === null) this.earliest = frame.frameTime
-    this.latest = frame.frameTime
-    const receipts = frame.receipts
-    if (receipts.length === 2) this.both++
+  /** The final frame in `slot` of `pairing`. */
+  add(pairing: FramePairing, slot: number): void {
+    const order = pairing.frameOrder(slot)
+    if (this.earliest === null) this.earliest = order
+    this.latest = order
+    const count = pairing.receiptCount(slot)
+    if (count === 2) this.both++
     else this.oneOnly++
     let bounded = false
-    for (let i = 0; i < receipts.length; i++) {
-      const r = receipts[i]!
-      const at = r.replica === 'a' ? 0 : 1
+    for (let r = 2 * slot; r < 2 * slot + count; r++) {
+      const at = pairing.replica(r) === 'a' ? 0 : 1
       this.frames[at]!++
-      const bound = r.clockErrorBound
-      if (bound === undefined) this.unbounded[at]!++
+      if (!pairing.hasClock(r)) this.unbounded[at]!++
       else {
         bounded = true
+        const bound = pairing.clockErrorBound(r)
         const max = this.boundMax[at]!
         if (max === null || bound > max) this.boundMax[at] = bound
       }
@@ -181,15 +183,20 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   const stats = new HourStats()
   const checksumFailures: ChecksumFailure[] = []
   const problems = { torn: false, corrupt: false }
-  const pairer = new FramePairer(window)
-  /** Hands one frame on; returns a promise only when the frames' thread asks to wait. */
-  const onFrame = (frame: MergedFrame): Promise<void> | undefined => {
-    if (frame.frameTime >= end) return undefined
+  let waitFor: Promise<void> | undefined
+  /** The hour's start and end as orders of the pairing, once it has had its first receipt. */
+  let hourOrders: { start: number; end: number } | undefined
+  const pairing = new FramePairing((slot) => {
+    hourOrders ??= { start: pairing.orderOfTime(start), end: pairing.orderOfTime(end) }
+    const order = pairing.frameOrder(slot)
+    if (order >= hourOrders.end) return
     // Frames of the previous hour's last pairing window only seed the venue sequences there.
-    const inHour = frame.frameTime >= start
-    if (inHour) stats.add(frame)
-    return frames.frame(frame, inHour)
-  }
+    const inHour = order >= hourOrders.start
+    if (inHour) stats.add(pairing, slot)
+    // The frames' thread asks to wait only now and then: the last such promise stands for all.
+    waitFor = frames.frame(pairing, slot, inHour) ?? waitFor
+  }, window)
+  const receipt = new ReceiptInput()
 
   try {
     for await (const batch of batches) {
@@ -199,25 +206,34 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
         if (p.kind === 'torn') problems.torn = true
         else problems.corrupt = true
       }
-      for (const e of batch.events) {
-        const t = eventTime(e)
-        if (t < end && e.kind !== 'frame') coverage[e.replica].add(e)
-        if (e.kind === 'frame') {
-          if (t < end) coverage[e.replica].add(e)
-          const frames = pairer.push(e)
-          for (let i = 0; i < frames.length; i++) {
-            const wait = onFrame(frames[i]!)
-            if (wait) await wait
+      // Frames come off the tape without becoming event objects; other events are decoded there.
+      const tape = batch.tape
+      const events = tape ? undefined : batch.events
+      const count = tape ? tape.length : events!.length
+      for (let i = 0; i < count; i++) {
+        const e = tape ? tape.decodedEvent(i) : events![i]!
+        if (e === undefined || e.kind === 'frame') {
+          const t = e ? e.receiveTime : tape!.time(i)
+          if (t < end) coverage[e ? e.replica : tape!.frameReplica(i)].frame(e ? e.connection : tape!.frameConnection(i), t)
+          if (e) receipt.setEvent(e)
+          else tape!.frameInto(i, receipt)
+          pairing.push(receipt)
+          if (waitFor) {
+            const wait = waitFor
+            waitFor = undefined
+            await wait
           }
-        } else if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
+          continue
+        }
+        const t = eventTime(e)
+        if (t < end) coverage[e.replica].add(e)
+        if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
           checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
         }
       }
     }
-    for (const f of pairer.flush()) {
-      const wait = onFrame(f)
-      if (wait) await wait
-    }
+    pairing.flush()
+    await waitFor
     const written = await frames.finish()
     written.files.sort((x, y) => (x.name < y.name ? -1 : 1))
 
@@ -243,7 +259,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       if (tracksRuns && covered[r].gapFreeRuns.length > 0) summary.gap_free_runs = covered[r].gapFreeRuns
       if (stats.frames[at]! > 0) {
         const max = stats.boundMax[at]!
-        summary.clock = max === null ? { unbounded: stats.unbounded[at]! } : { source: 'nts', error_bound_max: Number(max), unbounded: stats.unbounded[at]! }
+        summary.clock = max === null ? { unbounded: stats.unbounded[at]! } : { source: 'nts', error_bound_max: max, unbounded: stats.unbounded[at]! }
       }
       return summary
     })
@@ -254,7 +270,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       channel: o.channel,
       interval: { start_time: formatTime(start), end_time: formatTime(end) },
       files: written.files,
-      ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(stats.earliest), latest: formatTime(stats.latest) } } : {}),
+      ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(pairing.timeOf(stats.earliest)), latest: formatTime(pairing.timeOf(stats.latest)) } } : {}),
       sequence_gaps: written.sequenceGaps,
       checksum_failures: checksumFailures.sort((x, y) => (x.receive_time < y.receive_time ? -1 : x.receive_time > y.receive_time ? 1 : 0)),
       ...(written.unrepresentable.length > 0 ? { unrepresentable_frames: written.unrepresentable } : {}),

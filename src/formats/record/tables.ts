@@ -255,21 +255,67 @@ export interface RowGroupColumns {
   sides: string[]
   /** -1 for null. */
   sideCodes: Int32Array
-  /** DECIMAL(38, 18) as FIXED_LEN_BYTE_ARRAY(16), row after row. */
-  price: Uint8Array
-  size: Uint8Array
-  /** min and max of the unscaled decimals, as hyparquet-writer computes a DECIMAL column's statistics. */
-  priceRange: [bigint, bigint]
-  sizeRange: [bigint, bigint]
+  price: DecimalColumn
+  size: DecimalColumn
   exchangeTime: BigInt64Array
   /** 1 where exchange_time is null. */
   exchangeTimeNull: Uint8Array
   receiveTime: BigInt64Array
 }
 
+/**
+ * A decimal column of a row group: each distinct value once, as DECIMAL(38, 18) FIXED_LEN_BYTE_ARRAY(16),
+ * and each row as the code of its value. Prices repeat (hundreds of distinct ones in 32,768 trades), so
+ * each text is encoded once, and hyparquet-writer's dictionary finds repeats by object rather than by
+ * hashing every row's bytes.
+ */
+export interface DecimalColumn {
+  values: Uint8Array
+  codes: Uint32Array
+  /** min and max of the unscaled decimals, as hyparquet-writer computes a DECIMAL column's statistics. */
+  range: [bigint, bigint]
+}
+
+/** Builds a {@link DecimalColumn} row by row from the venue's decimal texts. */
+class DecimalColumnBuilder {
+  private readonly codeOf = new Map<string, number>()
+  private readonly values: Uint8Array
+  private readonly codes: Uint32Array
+  /** Codes of the smallest and largest value so far. */
+  private min = 0
+  private max = 0
+
+  constructor(capacity: number) {
+    this.values = new Uint8Array(capacity * DECIMAL_BYTES)
+    this.codes = new Uint32Array(capacity)
+  }
+
+  /** Row `i` holds `text`, a decimal {@link checkRow} accepted. */
+  push(i: number, text: string): void {
+    let code = this.codeOf.get(text)
+    if (code === undefined) {
+      code = this.codeOf.size
+      this.codeOf.set(text, code)
+      const values = this.values
+      encodeDecimalTextInto(text, values, code * DECIMAL_BYTES)
+      if (code === 0 || compareDecimal16(values, code * DECIMAL_BYTES, values, this.min * DECIMAL_BYTES) < 0) this.min = code
+      if (code === 0 || compareDecimal16(values, code * DECIMAL_BYTES, values, this.max * DECIMAL_BYTES) > 0) this.max = code
+    }
+    this.codes[i] = code
+  }
+
+  take(rows: number): DecimalColumn {
+    const values = this.values
+    return {
+      values: values.subarray(0, this.codeOf.size * DECIMAL_BYTES), codes: this.codes.subarray(0, rows),
+      range: [decodeDecimal16(values, this.min * DECIMAL_BYTES), decodeDecimal16(values, this.max * DECIMAL_BYTES)],
+    }
+  }
+}
+
 /** The buffers of a row group, to pass as postMessage's transfer list. */
 export function rowGroupTransferList(g: RowGroupColumns): ArrayBuffer[] {
-  const views = [g.rawIndex, g.instrumentCodes, g.tradeIdBytes, g.tradeIdEnds, g.sideCodes, g.price, g.size, g.exchangeTime, g.exchangeTimeNull, g.receiveTime]
+  const views = [g.rawIndex, g.instrumentCodes, g.tradeIdBytes, g.tradeIdEnds, g.sideCodes, g.price.values, g.price.codes, g.size.values, g.size.codes, g.exchangeTime, g.exchangeTimeNull, g.receiveTime]
   return [...new Set(views.map((v) => v.buffer as ArrayBuffer))]
 }
 
@@ -286,11 +332,8 @@ export class RowGroupBuilder {
   private readonly tradeIdEnds: Int32Array
   private readonly sides: string[] = []
   private readonly sideCodes: Int32Array
-  private readonly price: Uint8Array
-  private readonly size: Uint8Array
-  /** Rows holding the smallest and largest price and size so far. */
-  private readonly priceRange = [0, 0]
-  private readonly sizeRange = [0, 0]
+  private readonly price: DecimalColumnBuilder
+  private readonly size: DecimalColumnBuilder
   private readonly exchangeTime: BigInt64Array
   private readonly exchangeTimeNull: Uint8Array
   private readonly receiveTime: BigInt64Array
@@ -301,8 +344,8 @@ export class RowGroupBuilder {
     if (table === 'trades') this.tradeIdBytes = new Uint8Array(capacity * 12)
     this.tradeIdEnds = new Int32Array(table === 'trades' ? capacity : 0)
     this.sideCodes = new Int32Array(capacity)
-    this.price = new Uint8Array(capacity * DECIMAL_BYTES)
-    this.size = new Uint8Array(capacity * DECIMAL_BYTES)
+    this.price = new DecimalColumnBuilder(capacity)
+    this.size = new DecimalColumnBuilder(capacity)
     this.exchangeTime = new BigInt64Array(capacity)
     this.exchangeTimeNull = new Uint8Array(capacity)
     this.receiveTime = new BigInt64Array(capacity)
@@ -325,10 +368,8 @@ export class RowGroupBuilder {
     this.instrumentCodes[i] = code
     if (this.table === 'trades') this.pushTradeId(i, row.trade_id)
     this.sideCodes[i] = row.side === null ? -1 : this.sideCode(row.side)
-    encodeDecimalTextInto(row.price, this.price, i * DECIMAL_BYTES)
-    encodeDecimalTextInto(row.size, this.size, i * DECIMAL_BYTES)
-    widen(this.priceRange, this.price, i)
-    widen(this.sizeRange, this.size, i)
+    this.price.push(i, row.price)
+    this.size.push(i, row.size)
     if (row.exchange_time === null) this.exchangeTimeNull[i] = 1
     else this.exchangeTime[i] = row.exchange_time
     this.receiveTime[i] = row.receive_time
@@ -366,29 +407,21 @@ export class RowGroupBuilder {
       rawIndex: this.rawIndex.subarray(0, n), instruments: this.instruments, instrumentCodes: this.instrumentCodes.subarray(0, n),
       tradeIdBytes: this.tradeIdBytes.subarray(0, this.tradeIdUsed), tradeIdEnds: this.tradeIdEnds.subarray(0, this.table === 'trades' ? n : 0),
       sides: this.sides, sideCodes: this.sideCodes.subarray(0, n),
-      price: this.price.subarray(0, n * DECIMAL_BYTES), size: this.size.subarray(0, n * DECIMAL_BYTES),
-      priceRange: rangeOf(this.priceRange, this.price), sizeRange: rangeOf(this.sizeRange, this.size),
+      price: this.price.take(n), size: this.size.take(n),
       exchangeTime: this.exchangeTime.subarray(0, n), exchangeTimeNull: this.exchangeTimeNull.subarray(0, n), receiveTime: this.receiveTime.subarray(0, n),
     }
   }
 }
 
-function widen(range: number[], values: Uint8Array, i: number): void {
-  const at = i * DECIMAL_BYTES
-  if (i === 0 || compareDecimal16(values, at, values, range[0]! * DECIMAL_BYTES) < 0) range[0] = i
-  if (i === 0 || compareDecimal16(values, at, values, range[1]! * DECIMAL_BYTES) > 0) range[1] = i
-}
-
-function rangeOf(rows: number[], values: Uint8Array): [bigint, bigint] {
-  return [decodeDecimal16(values, rows[0]! * DECIMAL_BYTES), decodeDecimal16(values, rows[1]! * DECIMAL_BYTES)]
-}
-
 /** The column values hyparquet-writer takes, from a row group's flat buffers. */
 function columnData(g: RowGroupColumns): ColumnSource[] {
   const n = g.rows
-  const decimals = (buf: Uint8Array): Uint8Array[] => {
+  const decimals = (column: DecimalColumn): Uint8Array[] => {
+    // One view per distinct value, shared by the rows that hold it.
+    const views = new Array<Uint8Array>(column.values.length / DECIMAL_BYTES)
+    for (let v = 0; v < views.length; v++) views[v] = column.values.subarray(v * DECIMAL_BYTES, (v + 1) * DECIMAL_BYTES)
     const out = new Array<Uint8Array>(n)
-    for (let i = 0; i < n; i++) out[i] = buf.subarray(i * DECIMAL_BYTES, (i + 1) * DECIMAL_BYTES)
+    for (let i = 0; i < n; i++) out[i] = views[column.codes[i]!]!
     return out
   }
   const rawIndex = new Array<bigint>(n)
@@ -500,7 +533,7 @@ export class RowGroupEncoder {
     for (const chunk of rg.columns) {
       const md = chunk.meta_data
       const name = md?.path_in_schema[0]
-      const range = name === 'price' ? g.priceRange : name === 'size' ? g.sizeRange : undefined
+      const range = name === 'price' ? g.price.range : name === 'size' ? g.size.range : undefined
       if (md && range) md.statistics = { min_value: range[0], max_value: range[1], null_count: 0n }
     }
     return flushed

@@ -104,7 +104,7 @@ export function levelOf(code: string): CheckLevel {
 
 /** Counts for the summary of a check. */
 export interface CheckStats {
-  kind: 'store' | 'export' | null
+  kind: 'store' | 'export'
   manifests: number
   indexes: number
   parts: number
@@ -168,7 +168,7 @@ export class CheckRun {
   readonly level: CheckLevel
   readonly signal: AbortSignal | undefined
   readonly replayBudget: Partial<ReplayBudget>
-  readonly stats: CheckStats = { kind: null, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
+  readonly stats: CheckStats
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -181,7 +181,7 @@ export class CheckRun {
     this.level = opts.level
     this.signal = opts.signal
     this.replayBudget = opts.replayBudget ?? {}
-    this.stats.kind = layout.kind
+    this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 
   /** Whether this run performs the checks of `level`. */

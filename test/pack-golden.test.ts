@@ -139,3 +139,17 @@ t.test('the aperiodic pack made again, twice in different seconds, is the commit
     t.equal(same, built.length, `round ${round}: the same bytes`)
   }
 })
+
+t.test('DuckDB runs the export\'s views.sql and reads every table through it', async (t) => {
+  const dir = join(GOLDEN, 'export')
+  const db = await DuckDBInstance.create(':memory:')
+  const conn = await db.connect()
+  t.teardown(() => conn.closeSync())
+  const sql = (await readFile(join(dir, 'views.sql'), 'utf8')).replace(/read_parquet\('([^']+)'/g, (_m, p: string) => `read_parquet('${join(dir, p)}'`)
+  for (const statement of sql.split('\n').filter((l) => l.startsWith('CREATE'))) await conn.run(statement)
+  const views = [...sql.matchAll(/VIEW "([a-z_]+)"/g)].map((m) => m[1]!)
+  t.ok(views.includes('patterns') && views.includes('quickstart'))
+  const patterns = (await conn.runAndReadAll('SELECT class, period, dx, dy FROM patterns ORDER BY class')).getRows()
+  t.same(patterns.map((r) => [r[0], Number(r[1]), r[2], r[3]]), [['oscillator', 2, 0, 0], ['spaceship', 4, 1, 1], ['still_life', 1, 0, 0]], 'the blinker, the glider (down and to the right on the y-down grid), the block')
+  for (const v of views) t.ok(Number((await conn.runAndReadAll(`SELECT count(*) FROM "${v}"`)).getRows()[0]![0]) > 0, `${v} has rows`)
+})

@@ -185,3 +185,28 @@ t.test('local paths become file names', async (t) => {
   t.equal(withoutLocalPaths('C:\\Users\\me\\a.txt and \\\\server\\share\\b.txt and ~/c.txt and file:///tmp/d.txt'), 'a.txt and b.txt and c.txt and d.txt')
   t.equal(withoutLocalPaths('{"source":"/x/y/z.rle"}'), '{"source":"z.rle"}', 'inside JSON text too, and the JSON stays JSON')
 })
+
+t.test('no local path anywhere: every file and every table cell written is scanned', async (t) => {
+  const store = dir()
+  const rec = await records(dir(), [BLOCK, GLIDER], {
+    provenance: [{ target: '@patterns:1', seq: 0, kind: 'found', finder: null, orcid: null, search_kind: 'hunt', search: null, machine: 'linux-x86_64', date: T0, source: '/home/alice/soups/run-7/soup-17.rle', pack: null, run: '{"source":"C:\\\\Users\\\\alice\\\\soup.rle","tiling":"square"}' }],
+    annotations: [{ target: '@patterns:2', field: 'notes', value: '"seen in file:///home/alice/notes/glider.txt and ~/more/x.txt"', score_model: null, date: T0 }],
+  })
+  await publishPack(opts(store, rec))
+  const PATH = /(\/home\/|\/Users\/|[A-Za-z]:\\|\\\\[a-z]|file:\/\/|~\/)/
+  const bad: string[] = []
+  for (const f of await files(store)) {
+    if (f.endsWith('.parquet')) continue
+    if (PATH.test((await readFile(join(store, f))).toString('utf8'))) bad.push(f)
+  }
+  const m = await manifestOf(store, (JSON.parse(await readFile(join(store, 'refs', 'golden-a.json'), 'utf8')) as { manifest: string }).manifest)
+  let cells = 0
+  const scan = (v: unknown, where: string): void => {
+    if (typeof v === 'string') { cells++; if (PATH.test(v)) bad.push(`${where}: ${v}`) } else if (Array.isArray(v)) v.forEach((x) => scan(x, where))
+    else if (v !== null && typeof v === 'object') for (const x of Object.values(v)) scan(x, where)
+  }
+  for (const [table, index] of Object.entries(m.tables)) for (const row of await tableRows(store, table as keyof typeof PACK_TABLES, index)) scan(row, table)
+  t.same(bad, [], `no local path in ${(await files(store)).length} files and ${cells} string cells`)
+  const source = (await tableRows(store, 'provenance', m.tables['provenance']!)).map((r) => [r['source'], r['run']])
+  t.same(source, [['soup-17.rle', '{"source":"soup.rle","tiling":"square"}']], 'paths became file names, and JSON cells stayed JSON')
+})

@@ -1,12 +1,12 @@
 /** The thread of an hour's frames (hour-frames.ts): unpacks frame batches and hands them to HourFrames. */
 import { serveOrderedJobs } from '../../core/ordered-worker.js'
 import { findVenue } from '../../venues/index.js'
-import { FrameBatchReader, type FrameBatch } from './frame-batch.js'
+import { readFrameBatch, type FrameBatch } from './frame-batch.js'
 import { HourFrames, type HourFramesResult, type OpenHourFrames } from './hour-frames.js'
 
-let hour: { frames: HourFrames; reader: FrameBatchReader } | null = null
+let hour: HourFrames | null = null
 
-function current(): { frames: HourFrames; reader: FrameBatchReader } {
+function current(): HourFrames {
   if (!hour) throw new Error('hour frames: no open hour')
   return hour
 }
@@ -16,19 +16,19 @@ serveOrderedJobs<OpenHourFrames, FrameBatch, null, HourFramesResult>({
     if (!findVenue(o.venue) && o.venueModule) await import(o.venueModule)
     const venue = findVenue(o.venue)
     if (!venue) throw new Error(`hour frames: venue ${JSON.stringify(o.venue)} is not registered on the writer thread (give its module)`)
-    hour = { frames: new HourFrames(o.dir, venue, o.channel, o.createdBy), reader: new FrameBatchReader() }
+    hour = new HourFrames(o.dir, venue, o.channel, o.createdBy)
   },
   async item(batch) {
-    const { frames, reader } = current()
+    const frames = current()
     const waits: Promise<void>[] = []
-    reader.read(batch, (frame, inHour) => {
+    readFrameBatch(batch, (frame, inHour) => {
       const wait = frames.frame(frame, inHour)
       if (wait) waits.push(wait)
     })
     await Promise.all(waits)
   },
   async finish() {
-    const result = await current().frames.finish()
+    const result = await current().finish()
     hour = null
     return { result }
   },

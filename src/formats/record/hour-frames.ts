@@ -7,10 +7,10 @@
 import { join } from 'node:path'
 import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
 import type { SequenceSpan, SequenceState, VenueAdapter } from '../../venues/adapter.js'
-import { FrameBatchWriter, type FrameBatch } from './frame-batch.js'
+import { FrameBatchWriter, type FrameBatch, type PackedFrame } from './frame-batch.js'
 import { HourFilesWriter } from './hour-files.js'
 import type { FileEntry, SequenceGap } from './manifest.js'
-import type { FramePairing, MergedFrame } from './merge.js'
+import type { FramePairing } from './merge.js'
 import { RawLineWriter } from './raw-writer.js'
 import { RowGroupCutter, tableFileName, type RowGroupColumns } from './tables.js'
 import { CHANNEL_TABLES, type Channel, type TableName, type TableRow } from './types.js'
@@ -173,13 +173,13 @@ export class HourFrames {
   }
 
   /** Handles one frame; returns a promise only when the files' thread asks to wait. */
-  frame(frame: MergedFrame, inHour: boolean): Promise<void> | undefined {
+  frame(frame: PackedFrame, inHour: boolean): Promise<void> | undefined {
     const cls = this.venue.classify(this.channel, frame.payload, frame.binary)
     const spans = cls.kind === 'control' ? undefined : cls.sequences
     if (spans) for (const span of spans) this.sequences.add(span, inHour)
     if (!inHour) return undefined
     const rawIndex = this.raw.lines
-    this.raw.write(frame, cls.kind === 'rows' ? cls.exchangeTime : null)
+    this.raw.write(cls.kind === 'rows' ? cls.exchangeTime : null, frame.tail)
     if (cls.kind === 'unrepresentable') this.unrepresentable.push(rawIndex)
     if (cls.kind === 'rows') {
       const cutter = this.cutters.get(cls.table)

@@ -1,9 +1,11 @@
 import { isUtf8 } from 'node:buffer'
-import type { MergedFrame } from './merge.js'
+import { int64Of, type MergedFrame, type Receipt } from './merge.js'
 import { formatTime } from './time.js'
+import type { Replica } from './types.js'
 
 const NS_PER_SEC = 1_000_000_000n
 const INT64_MAX = (1n << 63n) - 1n
+const TWO_32 = 4294967296
 /** A raw-file chunk as the sealer hands it to zstd: large enough that per-chunk costs vanish. */
 export const RAW_CHUNK_BYTES = 1 << 20
 
@@ -24,8 +26,8 @@ ESCAPE[0x22] = 1
 ESCAPE[BACKSLASH] = 1
 const HEX = Buffer.from('0123456789abcdef')
 const EXCHANGE_TIME = Buffer.from('{"exchange_time":"')
-const PAYLOAD_AFTER_TIME = Buffer.from('","payload":"')
-const PAYLOAD = Buffer.from('{"payload":"')
+const AFTER_TIME = Buffer.from('",')
+const PAYLOAD_KEY = Buffer.from('"payload":"')
 const ENCODING_TEXT = Buffer.from('","payload_encoding":"text","receipts":[')
 const ENCODING_BASE64 = Buffer.from('","payload_encoding":"base64","receipts":[')
 const FIRST_RECEIPT = Buffer.from('{')
@@ -37,65 +39,174 @@ const REPLICA_B = Buffer.from('","replica":"b"}')
 const END = Buffer.from(']}\n')
 
 /**
+ * A frame's receipts as a raw-file line states them, receipt `r` at a time (in replica order): receive
+ * times as int64 halves (high signed, low unsigned), clock values as safe integers. FramePairing's slots
+ * are one; {@link receiptsOf} makes one of a MergedFrame's receipts.
+ */
+export interface ReceiptSource {
+  replica(r: number): Replica
+  connection(r: number): string
+  timeHi(r: number): number
+  timeLo(r: number): number
+  hasClock(r: number): boolean
+  clockOffset(r: number): number
+  clockErrorBound(r: number): number
+}
+
+/** A MergedFrame's receipts (receipt `r` is `receipts[r]`; times within int64, as the journal's are). */
+export function receiptsOf(receipts: readonly Receipt[]): ReceiptSource {
+  return {
+    replica: (r) => receipts[r]!.replica,
+    connection: (r) => receipts[r]!.connection,
+    timeHi: (r) => Number(receipts[r]!.receiveTime >> 32n),
+    timeLo: (r) => Number(BigInt.asUintN(32, receipts[r]!.receiveTime)),
+    hasClock: (r) => receipts[r]!.clockErrorBound !== undefined,
+    clockOffset: (r) => Number(receipts[r]!.clockOffset),
+    clockErrorBound: (r) => Number(receipts[r]!.clockErrorBound),
+  }
+}
+
+/**
+ * Writes times in the format's encoding into byte buffers. An hour's lines state times a few milliseconds
+ * apart, so the text up to the second is kept from the previous call (and its second as int64 halves, to
+ * tell without a bigint whether the next time falls in it): nearly every call writes only nine digits.
+ */
+class TimeWriter {
+  private readonly secondPrefix = Buffer.alloc(20) // YYYY-MM-DDTHH:MM:SS.
+  private startHi = 0
+  private startLo = 0
+  private endHi = 0
+  private endLo = 0
+  private cached = false
+
+  /** Writes the time at `pos` of `out`; returns the position after it. */
+  write(out: Uint8Array, pos: number, hi: number, lo: number): number {
+    if (hi < 0) return pos + Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(formatTime(int64Of(hi, lo)), pos, 'latin1')
+    if (!this.cached || before(hi, lo, this.startHi, this.startLo) || !before(hi, lo, this.endHi, this.endLo)) {
+      const ns = int64Of(hi, lo)
+      const start = ns - (ns % NS_PER_SEC)
+      const end = start + NS_PER_SEC
+      this.startHi = Number(start >> 32n)
+      this.startLo = Number(BigInt.asUintN(32, start))
+      this.endHi = Number(end >> 32n)
+      this.endLo = Number(BigInt.asUintN(32, end))
+      this.cached = true
+      this.secondPrefix.write(formatTime(start).slice(0, 20), 0, 'latin1')
+    }
+    const prefix = this.secondPrefix
+    for (let i = 0; i < 20; i++) out[pos++] = prefix[i]!
+    let fraction = (hi - this.startHi) * TWO_32 + (lo - this.startLo)
+    for (let d = pos + 8; d >= pos; d--) {
+      out[d] = 0x30 + (fraction % 10)
+      fraction = Math.floor(fraction / 10)
+    }
+    out[pos + 9] = 0x5a // Z
+    return pos + 10
+  }
+
+  /** A bigint time (anything beyond int64 as formatTime writes it). */
+  writeBig(out: Uint8Array, pos: number, ns: bigint): number {
+    if (ns < 0n || ns > INT64_MAX) return pos + Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(formatTime(ns), pos, 'latin1')
+    return this.write(out, pos, Number(ns >> 32n), Number(BigInt.asUintN(32, ns)))
+  }
+}
+
+/** Whether the int64 (aHi, aLo) is before (bHi, bLo). */
+function before(aHi: number, aLo: number, bHi: number, bLo: number): boolean {
+  return aHi < bHi || (aHi === bHi && aLo < bLo)
+}
+
+/** A short run of bytes: a loop beats a native copy's call cost at these sizes. */
+function put(out: Uint8Array, pos: number, bytes: Uint8Array): number {
+  for (let i = 0; i < bytes.length; i++) out[pos++] = bytes[i]!
+  return pos
+}
+
+/**
+ * Writes the tail of raw-file lines: everything after the line's optional `exchange_time`, from
+ * `"payload":"` to the newline, which is all that does not depend on what the venue adapter makes of the
+ * frame. The sealer writes tails where frames are paired and the rest of each line where they are
+ * classified, so that the two threads share the work ({@link RawLineWriter.write} joins them).
+ */
+export class LineTailWriter {
+  /** `"connection":<JSON string>,"receive_time":"` by connection id: a handful per hour. */
+  private readonly connectionPrefix = new Map<string, Buffer>()
+  private readonly times = new TimeWriter()
+
+  /** Bytes a tail may take at most: reserve them before {@link write}. */
+  static maxBytes(payloadBytes: number, receipts: ReceiptSource, first: number, count: number): number {
+    let most = 160 + Math.max(payloadBytes * 6, Math.ceil(payloadBytes / 3) * 4)
+    for (let r = first; r < first + count; r++) most += 160 + receipts.connection(r).length * 6 * 3
+    return most
+  }
+
+  /**
+   * Writes the tail of the line of a frame (`payloadBytes` bytes of `payload` from `payloadStart`, and
+   * receipts `first` to `first + count - 1` of `receipts`) into `out` at `pos`; returns the position after it.
+   */
+  write(out: Uint8Array, pos: number, payload: Uint8Array, payloadStart: number, payloadBytes: number, binary: boolean, receipts: ReceiptSource, first: number, count: number): number {
+    const p = payload.subarray(payloadStart, payloadStart + payloadBytes)
+    const text = !binary && isUtf8(p)
+    pos = put(out, pos, PAYLOAD_KEY)
+    if (text) pos = escaped(out, pos, p)
+    else pos += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('base64'), pos, 'latin1')
+    // A text frame whose bytes are not UTF-8 cannot come from a conforming WebSocket peer; should a
+    // journal hold one, it is kept as base64 so that no byte is lost.
+    pos = put(out, pos, text ? ENCODING_TEXT : ENCODING_BASE64)
+    for (let r = first; r < first + count; r++) {
+      pos = put(out, pos, r > first ? NEXT_RECEIPT : FIRST_RECEIPT)
+      if (receipts.hasClock(r)) {
+        pos = put(out, pos, CLOCK_ERROR_BOUND)
+        pos = integer(out, pos, receipts.clockErrorBound(r))
+        pos = put(out, pos, CLOCK_OFFSET)
+        pos = integer(out, pos, receipts.clockOffset(r))
+        out[pos++] = 0x2c // ,
+      }
+      const connection = receipts.connection(r)
+      let prefix = this.connectionPrefix.get(connection)
+      if (!prefix) {
+        prefix = Buffer.from(`"connection":${JSON.stringify(connection)},"receive_time":"`)
+        if (this.connectionPrefix.size > 4096) this.connectionPrefix.clear()
+        this.connectionPrefix.set(connection, prefix)
+      }
+      pos = put(out, pos, prefix)
+      pos = this.times.write(out, pos, receipts.timeHi(r), receipts.timeLo(r))
+      pos = put(out, pos, receipts.replica(r) === 'a' ? REPLICA_A : REPLICA_B)
+    }
+    return put(out, pos, END)
+  }
+}
+
+/**
  * Writes raw-file lines (RFC 8785 canonical envelopes, each with its newline) straight into byte chunks,
  * without building a string per line: at a million frames an hour, the strings and their UTF-8 conversion
  * were a fifth of the sealer's time. The key order is written by hand in RFC 8785 order; the bytes are
- * exactly what canonicalize() gives for the envelope (tested, with the byte-level checker).
+ * exactly what canonicalize() gives for the envelope (tested, with the byte-level checker). A line is its
+ * start (`{` and the exchange_time, if any) followed by its tail from {@link LineTailWriter}.
  *
  * Full chunks go to `onChunk`, which owns them; `end()` hands over the last one.
  */
 export class RawLineWriter {
   private buf: Buffer
   private pos = 0
-  /** `"connection":<JSON string>,"receive_time":"` by connection id: a handful per hour. */
-  private readonly connectionPrefix = new Map<string, Buffer>()
-  private secondStart = -1n
-  private readonly secondPrefix = Buffer.alloc(20) // YYYY-MM-DDTHH:MM:SS.
+  private readonly times = new TimeWriter()
   lines = 0
 
   constructor(private readonly onChunk: (chunk: Buffer) => void, private readonly chunkBytes = RAW_CHUNK_BYTES) {
     this.buf = Buffer.allocUnsafe(chunkBytes)
   }
 
-  /** Appends the envelope of `frame`; `exchangeTime` is the venue's stated time, null when it states none. */
-  write(frame: MergedFrame, exchangeTime: bigint | null): void {
-    const p = frame.payload
-    const text = !frame.binary && isUtf8(p)
-    let most = 160 + (text ? p.length * 6 : Math.ceil(p.length / 3) * 4)
-    for (const r of frame.receipts) most += 160 + r.connection.length * 6 * 3
-    this.reserve(most)
+  /** Appends a line: `exchangeTime` is the venue's stated time, null when it states none; `tail` its tail. */
+  write(exchangeTime: bigint | null, tail: Uint8Array): void {
+    this.reserve(64 + tail.length)
+    const out = this.buf
     if (exchangeTime !== null) {
-      this.put(EXCHANGE_TIME)
-      this.time(exchangeTime)
-      this.put(PAYLOAD_AFTER_TIME)
-    } else this.put(PAYLOAD)
-    if (text) this.escaped(p)
-    else this.pos += this.buf.write(Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('base64'), this.pos, 'latin1')
-    // A text frame whose bytes are not UTF-8 cannot come from a conforming WebSocket peer; should a
-    // journal hold one, it is kept as base64 so that no byte is lost.
-    this.put(text ? ENCODING_TEXT : ENCODING_BASE64)
-    const receipts = frame.receipts
-    for (let i = 0; i < receipts.length; i++) {
-      const r = receipts[i]!
-      this.put(i > 0 ? NEXT_RECEIPT : FIRST_RECEIPT)
-      if (r.clockErrorBound !== undefined) {
-        this.put(CLOCK_ERROR_BOUND)
-        this.integer(Number(r.clockErrorBound))
-        this.put(CLOCK_OFFSET)
-        this.integer(Number(r.clockOffset))
-        this.buf[this.pos++] = 0x2c // ,
-      }
-      let prefix = this.connectionPrefix.get(r.connection)
-      if (!prefix) {
-        prefix = Buffer.from(`"connection":${JSON.stringify(r.connection)},"receive_time":"`)
-        if (this.connectionPrefix.size > 4096) this.connectionPrefix.clear()
-        this.connectionPrefix.set(r.connection, prefix)
-      }
-      this.put(prefix)
-      this.time(r.receiveTime)
-      this.put(r.replica === 'a' ? REPLICA_A : REPLICA_B)
-    }
-    this.put(END)
+      let pos = put(out, this.pos, EXCHANGE_TIME)
+      pos = this.times.writeBig(out, pos, exchangeTime)
+      this.pos = put(out, pos, AFTER_TIME)
+    } else out[this.pos++] = 0x7b // {
+    out.set(tail, this.pos)
+    this.pos += tail.length
     this.lines++
   }
 
@@ -112,88 +223,57 @@ export class RawLineWriter {
     this.end()
     this.buf = Buffer.allocUnsafe(Math.max(this.chunkBytes, n))
   }
+}
 
-  /** A short run of bytes: a loop beats a native copy's call cost at these sizes. */
-  private put(bytes: Uint8Array): void {
-    const out = this.buf
-    let pos = this.pos
-    for (let i = 0; i < bytes.length; i++) out[pos++] = bytes[i]!
-    this.pos = pos
+/** A safe integer in decimal (receipts' clock values are within ±(2^53 − 1) by construction). */
+function integer(out: Uint8Array, pos: number, n: number): number {
+  if (n < 0) {
+    out[pos++] = 0x2d // -
+    n = -n
   }
+  let digits = 1
+  for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++
+  for (let d = pos + digits - 1; d >= pos; d--) {
+    out[d] = 0x30 + (n % 10)
+    n = Math.floor(n / 10)
+  }
+  return pos + digits
+}
 
-  /** A safe integer in decimal (receipts' clock values are within ±(2^53 − 1) by construction). */
-  private integer(n: number): void {
-    const out = this.buf
-    if (n < 0) {
-      out[this.pos++] = 0x2d // -
-      n = -n
+/** The bytes of a JSON string's content, as JSON.stringify escapes it (the payload is valid UTF-8). */
+function escaped(out: Uint8Array, pos: number, p: Uint8Array): number {
+  for (let i = 0; i < p.length; i++) {
+    const b = p[i]!
+    const e = ESCAPE[b]!
+    if (e === 0) {
+      out[pos++] = b
+    } else if (e === 1) {
+      out[pos++] = BACKSLASH
+      out[pos++] = b
+    } else if (e === 2) {
+      out[pos++] = BACKSLASH
+      out[pos++] = 0x75 // u
+      out[pos++] = 0x30
+      out[pos++] = 0x30
+      out[pos++] = HEX[b >> 4]!
+      out[pos++] = HEX[b & 15]!
+    } else {
+      out[pos++] = BACKSLASH
+      out[pos++] = e
     }
-    let digits = 1
-    for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++
-    for (let d = this.pos + digits - 1; d >= this.pos; d--) {
-      out[d] = 0x30 + (n % 10)
-      n = Math.floor(n / 10)
-    }
-    this.pos += digits
   }
-
-  /** The bytes of a JSON string's content, as JSON.stringify escapes it (the payload is valid UTF-8). */
-  private escaped(p: Uint8Array): void {
-    const out = this.buf
-    let pos = this.pos
-    for (let i = 0; i < p.length; i++) {
-      const b = p[i]!
-      const e = ESCAPE[b]!
-      if (e === 0) {
-        out[pos++] = b
-      } else if (e === 1) {
-        out[pos++] = BACKSLASH
-        out[pos++] = b
-      } else if (e === 2) {
-        out[pos++] = BACKSLASH
-        out[pos++] = 0x75 // u
-        out[pos++] = 0x30
-        out[pos++] = 0x30
-        out[pos++] = HEX[b >> 4]!
-        out[pos++] = HEX[b & 15]!
-      } else {
-        out[pos++] = BACKSLASH
-        out[pos++] = e
-      }
-    }
-    this.pos = pos
-  }
-
-  /**
-   * A time in the format's encoding. An hour's lines state times a few milliseconds apart, so the text up
-   * to the second is kept from the previous call and nearly every call writes only the nine digits.
-   */
-  private time(ns: bigint): void {
-    if (ns < 0n || ns > INT64_MAX) {
-      this.pos += this.buf.write(formatTime(ns), this.pos, 'latin1')
-      return
-    }
-    if (ns < this.secondStart || ns >= this.secondStart + NS_PER_SEC || this.secondStart < 0n) {
-      this.secondStart = ns - (ns % NS_PER_SEC)
-      this.secondPrefix.write(formatTime(this.secondStart).slice(0, 20), 0, 'latin1')
-    }
-    const out = this.buf
-    this.put(this.secondPrefix)
-    let fraction = Number(ns - this.secondStart)
-    for (let d = this.pos + 8; d >= this.pos; d--) {
-      out[d] = 0x30 + (fraction % 10)
-      fraction = Math.floor(fraction / 10)
-    }
-    out[this.pos + 9] = 0x5a // Z
-    this.pos += 10
-  }
+  return pos
 }
 
 /** One raw-file line of `frame`, without its newline (for tests and tools; the sealer streams). */
 export function envelopeLine(frame: MergedFrame, exchangeTime: bigint | null): string {
+  const receipts = receiptsOf(frame.receipts)
+  const count = frame.receipts.length
+  const tail = new Uint8Array(LineTailWriter.maxBytes(frame.payload.length, receipts, 0, count))
+  const end = new LineTailWriter().write(tail, 0, frame.payload, 0, frame.payload.length, frame.binary, receipts, 0, count)
   let line = ''
   const writer = new RawLineWriter((chunk) => { line += chunk.toString('utf8') })
-  writer.write(frame, exchangeTime)
+  writer.write(exchangeTime, tail.subarray(0, end))
   writer.end()
   return line.slice(0, -1)
 }

@@ -264,10 +264,10 @@ export interface RowGroupColumns {
 }
 
 /**
- * A decimal column of a row group: each distinct value once, as DECIMAL(38, 18) FIXED_LEN_BYTE_ARRAY(16),
- * and each row as the code of its value. Prices repeat (hundreds of distinct ones in 32,768 trades), so
- * each text is encoded once, and hyparquet-writer's dictionary finds repeats by object rather than by
- * hashing every row's bytes.
+ * A decimal column of a row group: its values as DECIMAL(38, 18) FIXED_LEN_BYTE_ARRAY(16), each row as the
+ * code of its value. Prices repeat (hundreds of distinct ones in 32,768 trades): each distinct text is
+ * encoded once, and hyparquet-writer's dictionary finds repeats by object rather than by hashing every
+ * row's bytes. A column whose values rarely repeat gives every row a value of its own.
  */
 export interface DecimalColumn {
   values: Uint8Array
@@ -276,9 +276,16 @@ export interface DecimalColumn {
   range: [bigint, bigint]
 }
 
+/**
+ * Rows after which a decimal column whose texts are mostly distinct (more than half) stops looking them
+ * up: sizes of trades rarely repeat, and looking up each text cost more than encoding it again.
+ */
+const DEDUPE_PROBE_ROWS = 1024
+
 /** Builds a {@link DecimalColumn} row by row from the venue's decimal texts. */
 class DecimalColumnBuilder {
-  private readonly codeOf = new Map<string, number>()
+  private codeOf: Map<string, number> | null = new Map()
+  private distinct = 0
   private readonly values: Uint8Array
   private readonly codes: Uint32Array
   /** Codes of the smallest and largest value so far. */
@@ -292,22 +299,25 @@ class DecimalColumnBuilder {
 
   /** Row `i` holds `text`, a decimal {@link checkRow} accepted. */
   push(i: number, text: string): void {
-    let code = this.codeOf.get(text)
+    const codeOf = this.codeOf
+    let code = codeOf?.get(text)
     if (code === undefined) {
-      code = this.codeOf.size
-      this.codeOf.set(text, code)
+      code = this.distinct++
+      codeOf?.set(text, code)
       const values = this.values
       encodeDecimalTextInto(text, values, code * DECIMAL_BYTES)
       if (code === 0 || compareDecimal16(values, code * DECIMAL_BYTES, values, this.min * DECIMAL_BYTES) < 0) this.min = code
       if (code === 0 || compareDecimal16(values, code * DECIMAL_BYTES, values, this.max * DECIMAL_BYTES) > 0) this.max = code
     }
     this.codes[i] = code
+    // A value seen again then gets a code of its own: the bytes are the same either way.
+    if (i === DEDUPE_PROBE_ROWS && this.distinct * 2 > i) this.codeOf = null
   }
 
   take(rows: number): DecimalColumn {
     const values = this.values
     return {
-      values: values.subarray(0, this.codeOf.size * DECIMAL_BYTES), codes: this.codes.subarray(0, rows),
+      values: values.subarray(0, this.distinct * DECIMAL_BYTES), codes: this.codes.subarray(0, rows),
       range: [decodeDecimal16(values, this.min * DECIMAL_BYTES), decodeDecimal16(values, this.max * DECIMAL_BYTES)],
     }
   }

@@ -16,37 +16,19 @@ import { hashRefusal, quote } from './documents.js'
 import { SEARCH_SCHEMA, type TablePart } from './doc-index.js'
 import type { Manifest } from './doc-manifest.js'
 import { checkPatchTileCount, GEOMETRY_CODES } from './geometry.js'
-import { checkAntRow, checkPatternRow, checkQuickstartRow, IDENTITY_CODES } from './identity.js'
 import { walkSearchIndex, walkTableIndex } from './index-walk.js'
-import { openPart, partFacts, PartReadError } from './parquet-read.js'
-import { WRITE_CODES } from './parquet-write.js'
+import { partFacts } from './parquet-read.js'
 import type { AutomatonTiling, Neighbourhood, PatternCell } from './replay-automaton.js'
 import { REPLAY_CODES, replayPeriodic, type ReplayStatus } from './replay.js'
 import { mediaExtension, type MediaFile } from './store.js'
-import {
-  PACK_TABLES,
-  REFERENCE_PATCH_SCHEMA,
-  ROW_CODES,
-  SCHEMAS_BY_ID,
-  partitionFindings,
-  rowValidator,
-  sortColumnsComparator,
-  sortKeyText,
-  type PackTableName,
-  type RowFinding,
-  type TableSchema,
-} from './table-schemas.js'
+import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
+import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
 
-/** A table's own checks of one valid row; `at` names the row (`<part> row <n>`). */
-type RowCheck = (row: Row, at: string) => Iterable<CheckIssue> | AsyncIterable<CheckIssue> | undefined
-
-interface TilingFacts {
-  pin: string
-  tilingGroup: string
+interface TilingFacts extends RecordTiling {
   kind: string
   /** A lattice's tile types and neighbour lists, once its geometry has been read (level 1 and up). */
   geometry?: AutomatonTiling
@@ -126,7 +108,7 @@ export class TableChecker {
     const rootPath = run.layout.indexPath(root)
     const loader = run.indexLoader()
     const walk = walkTableIndex(root, loader.load, { table })
-    const check = this.rowCheck(table)
+    const hook = this.rowHook(table)
     for (;;) {
       const next = yield* this.step(walk, loader, rootPath)
       if (next === undefined) return
@@ -145,88 +127,36 @@ export class TableChecker {
         yield run.thrown(err, loader.last() ?? rootPath)
         continue
       }
-      if (run.firstVisit(rel)) yield* this.tablePart(schema, rel, next.part, check)
+      if (run.firstVisit(rel)) yield* this.tablePart(schema, rel, next.part, hook)
     }
   }
 
-  private async *tablePart(schema: TableSchema, rel: string, part: TablePart, check: RowCheck | undefined): AsyncGenerator<CheckIssue> {
+  private async *tablePart(schema: TableSchema, rel: string, part: TablePart, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
     const bad = partitionFindings(schema, part.partition)
     if (this.run.at(1)) {
       for (const f of bad) yield this.run.issue(f.code, rel, `its index lists it in partition ${JSON.stringify(part.partition)}: ${f.column}: ${f.detail}`)
     }
     // A partition that is wrong itself is reported once, not again by every row.
     const partition = bad.length === 0 ? part.partition : undefined
-    yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, check)
+    yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, hook)
   }
 
   /**
-   * Reads a part a row group at a time, once its object is checked: every row is validated (reported from
-   * level 1), and each valid row is checked for order and given to `check`. Returns whether every row was
-   * read and valid.
+   * Reads a part (check-part.ts) once its object is checked, giving each valid row to `hook`. Returns
+   * whether every row was read and valid.
    */
-  private async *readPart(p: PartToRead, check?: RowCheck): AsyncGenerator<CheckIssue, boolean> {
+  private async *readPart(p: PartToRead, hook?: RowHook): AsyncGenerator<CheckIssue, boolean> {
     const run = this.run
     if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
-    const opened = await openPart(run.file(p.rel), p.schema)
-    if (!opened.ok) {
-      for (const f of opened.findings) yield run.issue(f.code, p.rel, f.detail)
-      return false
-    }
-    run.stats.parts++
-    const validate = rowValidator(p.schema, p.partition)
-    const compare = sortColumnsComparator(p.schema)
-    const problems: RowFinding[] = []
-    let rows = 0
-    let valid = 0
-    let firstKey: string | undefined
-    let lastKey: string | undefined
-    let previous: { row: Row; index: number } | undefined
-    try {
-      for await (const group of opened.part.rowGroups()) {
-        run.signal?.throwIfAborted()
-        for (let i = 0; i < group.rows.length; i++) {
-          const row = group.rows[i]!
-          const index = group.rowStart + i
-          const at = `${p.rel} row ${index}`
-          rows++
-          problems.length = 0
-          validate(row, index, problems)
-          if (problems.length > 0) {
-            if (run.at(1)) for (const f of problems) yield run.issue(f.code, at, `${f.column || 'row'}: ${f.detail}`)
-            lastKey = undefined
-            continue
-          }
-          valid++
-          lastKey = sortKeyText(p.schema, row)
-          if (index === 0) firstKey = lastKey
-          if (run.at(1) && previous && compare(previous.row, row) > 0) {
-            yield run.issue(WRITE_CODES.unsorted, at, `sorts before row ${previous.index} (by ${p.schema.sortColumns.join(', ')})`)
-          }
-          previous = { row, index }
-          const out = check?.(row, at)
-          if (out) yield* out
-        }
-      }
-    } catch (err) {
-      if (!(err instanceof PartReadError)) throw err
-      yield run.issue(err.finding.code, p.rel, err.finding.detail)
-      return false
-    } finally {
-      await opened.part.close()
-    }
-    run.stats.rows += rows
-    const listing = p.listing
-    if (run.at(1) && listing) {
-      if (rows !== listing.rows) yield run.issue(CHECK_CODES.partRows, p.rel, `its index states ${listing.rows} rows, the part has ${rows}`)
-      if (firstKey !== undefined && lastKey !== undefined && (firstKey !== listing.first || lastKey !== listing.last)) {
-        yield run.issue(CHECK_CODES.partBounds, p.rel, `its index states first ${quote(listing.first)} and last ${quote(listing.last)}, its rows give ${quote(firstKey)} and ${quote(lastKey)}`)
-      }
-    }
-    return valid === rows
+    const spec = { rel: p.rel, file: run.file(p.rel), schema: p.schema, ...(p.partition ? { partition: p.partition } : {}), ...(p.listing ? { listing: p.listing } : {}) }
+    const outcome = yield* checkPart(spec, { level: run.level, tilings: this.tilings, ...(run.signal ? { signal: run.signal } : {}) }, hook)
+    if (outcome.opened) run.stats.parts++
+    run.stats.rows += outcome.rows
+    return outcome.complete
   }
 
-  private rowCheck(table: string): RowCheck | undefined {
-    const from1 = this.run.at(1)
+  /** A table's checks that need its rows (its records' own are check-part.ts's). */
+  private rowHook(table: string): RowHook | undefined {
     const at3 = this.run.at(3)
     switch (table) {
       case 'tilings':
@@ -236,11 +166,7 @@ export class TableChecker {
       case 'verifications':
         return at3 ? (row) => this.keepMainRule(row) : undefined
       case 'patterns':
-        return from1 ? (row) => this.patternRow(row) : undefined
-      case 'ants':
-        return from1 ? (row) => this.recordRow(row, `ant:${String(row.id)}`, checkAntRow(row as Parameters<typeof checkAntRow>[0])) : undefined
-      case 'quickstart':
-        return from1 ? (row) => this.recordRow(row, `quickstart:${String(row.id)}`, checkQuickstartRow(row as Parameters<typeof checkQuickstartRow>[0])) : undefined
+        return at3 ? (row) => this.replay(row, `pattern:${String(row.id)}`) : undefined
       case 'media':
         return (row) => this.mediaRow(row)
       default:
@@ -313,30 +239,7 @@ export class TableChecker {
   }
 
   // -------------------------------------------------------------------------------------------------
-  // records
-
-  private *patternRow(row: Row): Generator<CheckIssue> {
-    const run = this.run
-    const target = `pattern:${String(row.id)}`
-    const { findings, spelling } = checkPatternRow(row as unknown as Parameters<typeof checkPatternRow>[0])
-    yield* this.recordRow(row, target, findings)
-    if (spelling === 'unknown') yield run.note(IDENTITY_CODES.identityUnknown, target, 'its identity is not in our spelling of jetcarp-pattern-v3: only its id is checked against it')
-    if (row.class_group !== row.class) yield run.issue(ROW_CODES.partitionMismatch, target, `class_group ${quote(row.class_group)} is not its class ${quote(row.class)}`)
-    if (run.at(3)) yield* this.replay(row, target)
-  }
-
-  /** A record's id findings, and its tiling: a row of tilings with its pin and tiling group. */
-  private *recordRow(row: Row, target: string, idFindings: readonly { code: string; detail: string }[]): Generator<CheckIssue> {
-    const run = this.run
-    for (const f of idFindings) yield run.issue(f.code, target, f.detail)
-    const tiling = this.tilings.get(row.pin_key as string)
-    if (!tiling) {
-      yield run.issue(CHECK_CODES.tilingMissing, target, `pin_key ${quote(row.pin_key)} names no row of tilings`)
-      return
-    }
-    if (tiling.pin !== row.pin) yield run.issue(CHECK_CODES.recordPin, target, `pin ${quote(row.pin)}, but tiling ${quote(row.pin_key)} has pin ${tiling.pin}`)
-    if (tiling.tilingGroup !== row.tiling_group) yield run.issue(ROW_CODES.partitionMismatch, target, `tiling_group ${quote(row.tiling_group)}, but tiling ${quote(row.pin_key)} is in ${quote(tiling.tilingGroup)}`)
-  }
+  // media
 
   private async *mediaRow(row: Row): AsyncGenerator<CheckIssue> {
     const run = this.run

@@ -129,8 +129,10 @@ class PartRows {
   private readonly sortColumns: readonly { name: string }[]
   private readonly records: RecordCheck | undefined
   private readonly problems: RowFinding[] = []
-  /** The last valid row's sort columns, and its index. */
-  private previous: { key: Record<string, unknown>; index: number } | undefined
+  /** The last valid row's sort columns and index (-1: none yet); this row's go in the other object. */
+  private previous: Record<string, unknown> = {}
+  private key: Record<string, unknown> = {}
+  private previousIndex = -1
   private firstKey: string | undefined
   private lastKey: string | undefined
 
@@ -167,13 +169,15 @@ class PartRows {
         }
       }
       this.valid++
-      const key = batch.pick(i, this.sortColumns)
+      const key = batch.pick(i, this.sortColumns, this.key)
       this.lastKey = sortKeyText(spec.schema, key)
       if (index === 0) this.firstKey = this.lastKey
-      if (this.at1 && this.previous && this.compare(this.previous.key, key) > 0) {
-        out.push(failure(WRITE_CODES.unsorted, rowAt(index), `sorts before row ${this.previous.index} (by ${spec.schema.sortColumns.join(', ')})`))
+      if (this.at1 && this.previousIndex >= 0 && this.compare(this.previous, key) > 0) {
+        out.push(failure(WRITE_CODES.unsorted, rowAt(index), `sorts before row ${this.previousIndex} (by ${spec.schema.sortColumns.join(', ')})`))
       }
-      this.previous = { key, index }
+      this.key = this.previous
+      this.previous = key
+      this.previousIndex = index
       cells?.(i, out)
       if (hook) {
         yield* out
@@ -254,14 +258,14 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     stepsPerGen: 0, period: 0n, dx: 0, dy: 0,
     phases: { first: 0, last: 0, cellOffsets: inner.offsets, i: field('i'), j: field('j'), k: field('k'), s: field('s') },
   }
-  const cells = (Object.keys(columns) as (keyof typeof columns)[]).map((name) => [c[name], columns[name]] as const)
+  const cells = (Object.keys(columns) as (keyof typeof columns)[]).map((name) => ({ to: c[name], from: columns[name] }))
   const [tilingGroup, classGroup] = [text('tiling_group'), text('class_group')]
   const found: IdentityFinding[] = []
   return (i, out) => {
     for (let n = 0; n < cells.length; n++) {
-      const [to, from] = cells[n]!
-      to.start = from.start[i]!
-      to.end = from.end[i]!
+      const pair = cells[n]!
+      pair.to.start = pair.from.start[i]!
+      pair.to.end = pair.from.end[i]!
     }
     c.stepsPerGen = stepsPerGen[i]!
     c.period = period[i]!

@@ -54,6 +54,8 @@ const sameText = (a: TextCell, b: Uint8Array, start: number, end: number): boole
  * at b[p], or -1 when the bytes there are not that text.
  */
 function spellsInteger(b: Uint8Array, p: number, end: number, v: number): number {
+  // One digit, as most cells' coordinates and states are.
+  if (v >= 0 && v < 10) return p < end && b[p] === 0x30 + v ? p + 1 : -1
   if (v < 0) {
     if (p >= end || b[p] !== 0x2d) return -1
     p++
@@ -78,18 +80,50 @@ const PHASES = LINES.indexOf('phases')
 /** Scratch space for identity + "\n" + pin, grown as needed (a cell is at most 1 MiB). */
 let scratch = Buffer.allocUnsafe(4096)
 
-/** The 32 hex digits of a content id over text + "\n" + pin, written in `cells` bytes, compared with `id`. */
-function idMatches(textCell: TextCell, pin: TextCell, id: TextCell): { ok: boolean; expected: string } {
+/** The SHA-256 (hex) of text + "\n" + pin, from the cells' bytes. */
+function contentDigest(textCell: TextCell, pin: TextCell): string {
   const t = textCell.end - textCell.start
   const n = t + 1 + pin.end - pin.start
   if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length))
   textCell.bytes.copy(scratch, 0, textCell.start, textCell.end)
   scratch[t] = 0x0a
   pin.bytes.copy(scratch, t + 1, pin.start, pin.end)
-  const digest = hash('sha256', scratch.subarray(0, n), 'hex')
-  let ok = id.end - id.start === 32
-  for (let x = 0; ok && x < 32; x++) ok = id.bytes[id.start + x] === digest.charCodeAt(x)
-  return { ok, expected: digest.slice(0, 32) }
+  return hash('sha256', scratch.subarray(0, n), 'hex')
+}
+
+/** Whether an id cell is the first 32 digits of a digest. */
+function isIdOf(id: TextCell, digest: string): boolean {
+  if (id.end - id.start !== 32) return false
+  for (let x = 0; x < 32; x++) if (id.bytes[id.start + x] !== digest.charCodeAt(x)) return false
+  return true
+}
+
+/** The lines that copy a text column, and its cell; the others are numbers (steps, period, d) or the phases. */
+const TEXT_CELLS = LINES.map((l) => ({ tiling: 'pinKey', model: 'model', nb: 'neighbourhood', class: 'class', canonical: 'canonical' } as const)[l as 'tiling'])
+
+/** Whether line n of LINES (its value at b[start, end)) says what the pattern's column says. */
+function lineMatches(c: PatternCells, n: number, b: Buffer, start: number, end: number): boolean {
+  const cell = TEXT_CELLS[n]
+  if (cell) return sameText(c[cell], b, start, end)
+  switch (LINES[n]) {
+    case 'steps':
+      return spellsInteger(b, start, end, c.stepsPerGen) === end
+    case 'period':
+      return c.period >= -(2n ** 53n) && c.period <= 2n ** 53n ? spellsInteger(b, start, end, Number(c.period)) === end : b.toString('utf8', start, end) === String(c.period)
+    case 'd': {
+      const comma = spellsInteger(b, start, end, c.dx)
+      return comma >= 0 && b[comma] === 0x2c && spellsInteger(b, comma + 1, end, c.dy) === end
+    }
+    default:
+      return spellsPhases(b, start, end, c.phases)
+  }
+}
+
+/** What a line's column says, for a finding (the phases have their own). */
+function columnText(c: PatternCells, n: number): string {
+  const cell = TEXT_CELLS[n]
+  if (cell) return text(c[cell])
+  return LINES[n] === 'd' ? `${c.dx},${c.dy}` : String(LINES[n] === 'steps' ? c.stepsPerGen : c.period)
 }
 
 /**
@@ -100,34 +134,22 @@ function idMatches(textCell: TextCell, pin: TextCell, id: TextCell): { ok: boole
  * it: level 4 is JETCARP's). Findings are appended to `out`.
  */
 export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): 'ours' | 'unknown' {
-  const id = idMatches(c.identity, c.pin, c.id)
-  if (!id.ok) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${id.expected})` })
+  const digest = contentDigest(c.identity, c.pin)
+  if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, 32)})` })
   const found = lineValues(c.identity)
   if (!found) return 'unknown'
   const b = c.identity.bytes
-  const line = (n: number, matches: (start: number, end: number) => boolean, column: () => string): void => {
+  for (let n = 0; n < LINES.length; n++) {
     const start = found[2 * n]!
     const end = found[2 * n + 1]!
-    if (start < 0) out.push({ code: IDENTITY_CODES.identityMalformed, detail: `the identity has no ${LINES[n]}= line` })
-    else if (!matches(start, end)) out.push({ code: IDENTITY_CODES.identityColumn, detail: `${LINES[n]}= says ${JSON.stringify(b.toString('utf8', start, end))}, the column ${JSON.stringify(column())}` })
-  }
-  const cell = (n: number, v: TextCell): void => line(n, (s, e) => sameText(v, b, s, e), () => text(v))
-  const integer = (n: number, v: number | bigint): void =>
-    line(n, (s, e) => (typeof v === 'number' || (v >= -(2n ** 53n) && v <= 2n ** 53n) ? spellsInteger(b, s, e, Number(v)) === e : b.toString('utf8', s, e) === String(v)), () => String(v))
-  cell(0, c.pinKey)
-  cell(1, c.model)
-  cell(2, c.neighbourhood)
-  integer(3, c.stepsPerGen)
-  cell(4, c.class)
-  integer(5, c.period)
-  line(6, (s, e) => {
-    const comma = spellsInteger(b, s, e, c.dx)
-    return comma >= 0 && b[comma] === 0x2c && spellsInteger(b, comma + 1, e, c.dy) === e
-  }, () => `${c.dx},${c.dy}`)
-  cell(7, c.canonical)
-  const phases = found[2 * PHASES]!
-  if (phases >= 0 && !spellsPhases(b, phases, found[2 * PHASES + 1]!, c.phases)) {
-    out.push({ code: IDENTITY_CODES.phasesMismatch, detail: 'the typed phases differ from the phases= line' })
+    // Without a phases= line there is nothing to compare the typed phases with, and no finding.
+    if (start < 0) {
+      if (n !== PHASES) out.push({ code: IDENTITY_CODES.identityMalformed, detail: `the identity has no ${LINES[n]}= line` })
+    } else if (!lineMatches(c, n, b, start, end)) {
+      out.push(n === PHASES
+        ? { code: IDENTITY_CODES.phasesMismatch, detail: 'the typed phases differ from the phases= line' }
+        : { code: IDENTITY_CODES.identityColumn, detail: `${LINES[n]}= says ${JSON.stringify(b.toString('utf8', start, end))}, the column ${JSON.stringify(columnText(c, n))}` })
+    }
   }
   return 'ours'
 }
@@ -142,20 +164,21 @@ const lineBounds = new Int32Array(2 * LINES.length)
 function lineValues(identity: TextCell): Int32Array | null {
   const b = identity.bytes
   const end = identity.end
-  let nl = identity.start
-  while (nl < end && b[nl] !== 0x0a) nl++
+  // Line ends natively (memchr), keys byte by byte: they are short, and a call costs more than they do.
+  const lineEnd = (from: number): number => {
+    const at = b.indexOf(0x0a, from)
+    return at < 0 || at > end ? end : at
+  }
+  let nl = lineEnd(identity.start)
   if (nl - identity.start !== SCHEME.length || SCHEME.compare(b, identity.start, nl) !== 0) return null
   const found = lineBounds.fill(-1)
   let others: Set<string> | undefined
   while (nl < end) {
     const start = nl + 1
-    let eq = -1
-    for (nl = start; nl < end; nl++) {
-      const x = b[nl]
-      if (x === 0x0a) break
-      if (x === 0x3d && eq < 0) eq = nl
-    }
-    if (eq <= start) return null
+    nl = lineEnd(start)
+    let eq = start
+    while (eq < nl && b[eq] !== 0x3d) eq++
+    if (eq === start || eq === nl) return null
     const n = lineKey(b, start, eq)
     if (n < 0) {
       const key = b.toString('utf8', start, eq)

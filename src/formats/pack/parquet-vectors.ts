@@ -497,7 +497,8 @@ function fixedArray(physical: string, n: number): Fixed {
 }
 
 function isText(s: Uint8Array, start: number, end: number): boolean {
-  // ASCII, byte by byte (most cells, and no call); anything else, natively.
+  // A long cell natively; a short one byte by byte, which costs less than the call.
+  if (end - start > 64) return isUtf8(s.subarray(start, end))
   for (let k = start; k < end; k++) if (s[k]! >= 0x80) return isUtf8(s.subarray(k, end))
   return true
 }
@@ -762,25 +763,35 @@ function shapeChain(chain: readonly ChainNode[], leaf: LeafChunk, what: string):
   const offsets = chain.map((_c, i) => (i + 1 < k && chain[i + 1]!.repeated ? new Int32Array(n + 1) : null))
   const present = new Uint8Array(n)
   const maxDef = chain[k - 1]!.def
+  const maxRep = chain[k - 1]!.rep
+  // The chain as flat arrays, for the loop below (a phases column's millions of entries go through it).
+  const D = Int32Array.from(chain, (c) => c.def)
+  const REPEATED = 1
+  const OPTIONAL = 2
+  const LISTS = 4
+  const flags = Uint8Array.from(chain, (c, i) => (c.repeated ? REPEATED : 0) | (c.optional ? OPTIONAL : 0) | (offsets[i] ? LISTS : 0))
+  // An entry of repetition level r opens slots from the first node whose repetition level is at least r:
+  // the nodes above it continue their slots.
+  const from = new Int32Array(maxRep + 2).fill(k)
+  for (let i = k - 1; i >= 0; i--) for (let r = 0; r <= chain[i]!.rep; r++) from[r] = i
   let absent = 0
   for (let e = 0; e < n; e++) {
     const d = def ? def[e]! : maxDef
     const r = rep ? rep[e]! : 0
     if (e === 0 && r !== 0) refuse(READ_CODES.malformed, `${what}: the first value continues a row`)
-    for (let i = 0; i < k; i++) {
-      const c = chain[i]!
-      if (r > c.rep) continue
-      if (c.repeated && d < c.def) break
+    let i = from[r]!
+    for (; i < k; i++) {
+      const f = flags[i]!
+      if ((f & REPEATED) !== 0 && d < D[i]!) break
       const s = slots[i]!
-      const o = offsets[i]
-      if (o) o[s] = slots[i + 1]!
-      const v = valid[i]
-      if (v) v[s] = d >= c.def ? 1 : 0
-      if (i === k - 1) {
-        present[s] = d >= c.def ? 1 : 0
-        if (d < c.def) absent++
-      }
+      if ((f & LISTS) !== 0) offsets[i]![s] = slots[i + 1]!
+      if ((f & OPTIONAL) !== 0) valid[i]![s] = d >= D[i]! ? 1 : 0
       slots[i] = s + 1
+    }
+    if (i === k) {
+      const s = slots[k - 1]! - 1
+      if (d >= maxDef) present[s] = 1
+      else absent++
     }
   }
   return chain.map((_c, i) => {
@@ -869,9 +880,8 @@ export class RowBatch {
     return this.pick(i, this.plans)
   }
 
-  /** Row i's values of some columns only (as `row` gives them). */
-  pick(i: number, columns: readonly { name: string }[]): Record<string, unknown> {
-    const out: Record<string, unknown> = {}
+  /** Row i's values of some columns only (as `row` gives them), into `out`. */
+  pick(i: number, columns: readonly { name: string }[], out: Record<string, unknown> = {}): Record<string, unknown> {
     for (const { name } of columns) {
       const c = this.plansByName.get(name)!
       const v = this.columns.get(name)

@@ -9,6 +9,7 @@
  * because the level-0 reading cannot go on past it.
  */
 import { lstat, readdir } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { PipeError } from '../../core/errors.js'
 import { DOC_CODES, type PackResult } from './documents.js'
@@ -172,13 +173,23 @@ export interface CheckRunOptions {
   level: CheckLevel
   signal?: AbortSignal
   replayBudget?: Partial<ReplayBudget>
+  /** Worker threads for parts (0: every part on this thread). */
+  threads?: number
+  /** The smallest part given to a thread: a smaller one is checked sooner than a thread would start. */
+  threadPartBytes?: number
 }
+
+/** A part of at least this many bytes goes to a thread, by default. */
+const THREAD_PART_BYTES = 256 * 1024
 
 export class CheckRun {
   readonly level: CheckLevel
   readonly signal: AbortSignal | undefined
   readonly replayBudget: Partial<ReplayBudget>
   readonly stats: CheckStats
+  /** Worker threads for parts, and the smallest part given to one. */
+  readonly threads: number
+  readonly threadPartBytes: number
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -191,6 +202,8 @@ export class CheckRun {
     this.level = opts.level
     this.signal = opts.signal
     this.replayBudget = opts.replayBudget ?? {}
+    this.threads = opts.threads ?? availableParallelism()
+    this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
     this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 

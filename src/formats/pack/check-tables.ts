@@ -24,6 +24,7 @@ import { mediaExtension, type MediaFile } from './store.js'
 import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
+import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
@@ -66,7 +67,25 @@ export class TableChecker {
   private readonly rules = new Map<string, RuleFacts>()
   private readonly mainRules = new Map<string, string[]>()
 
+  private pool: CheckPool | undefined
+
   constructor(private readonly run: CheckRun) {}
+
+  /** Stops or keeps (for the next check) the threads this check started. */
+  async close(): Promise<void> {
+    await this.pool?.close()
+    this.pool = undefined
+  }
+
+  /**
+   * The threads a part of `bytes` is checked on, or undefined to check it here: a small part, or one whose
+   * object failed its check before (it is neither checked again nor reported twice).
+   */
+  private poolFor(bytes: number, objectKnown: boolean | undefined): CheckPool | undefined {
+    const run = this.run
+    if (run.threads <= 0 || bytes < run.threadPartBytes || objectKnown === false) return undefined
+    return (this.pool ??= new CheckPool(run.threads))
+  }
 
   /**
    * Every table (tilings, rules and verifications first) and every search of a manifest. A tree another
@@ -93,52 +112,106 @@ export class TableChecker {
    * The walk's next event, or undefined at its end; an error that stops the walk becomes an issue on the
    * index last loaded (the one that failed to load or parse, or that lists a child the tree's rules refuse).
    */
-  private async *step<E>(walk: AsyncGenerator<E>, loader: { last(): string | undefined }, rootPath: string): AsyncGenerator<CheckIssue, E | undefined> {
+  private async step<E>(walk: AsyncGenerator<E>, loader: { last(): string | undefined }, rootPath: string): Promise<{ event: E } | { issue: CheckIssue } | undefined> {
     try {
       const next = await walk.next()
-      return next.done ? undefined : next.value
+      return next.done ? undefined : { event: next.value }
     } catch (err) {
-      yield this.run.thrown(err, loader.last() ?? rootPath)
-      return undefined
+      return { issue: this.run.thrown(err, loader.last() ?? rootPath) }
     }
   }
 
+  /**
+   * A table's index tree and parts. Parts whose checks need no state of this thread's go to the run's
+   * threads while the walk goes on (check-pool.ts); every issue still goes out in walk order: those of the
+   * parts given out before anything found after them.
+   */
   private async *table(table: string, schema: TableSchema, root: string): AsyncGenerator<CheckIssue> {
     const run = this.run
     const rootPath = run.layout.indexPath(root)
     const loader = run.indexLoader()
     const walk = walkTableIndex(root, loader.load, { table })
     const hook = this.rowHook(table)
+    const given: PendingPart[] = []
+    const drain = async function* (this: TableChecker): AsyncGenerator<CheckIssue> {
+      for (let p = given.shift(); p; p = given.shift()) yield* this.taken(p)
+    }.bind(this)
     for (;;) {
-      const next = yield* this.step(walk, loader, rootPath)
-      if (next === undefined) return
-      if (next.kind === 'index') {
+      const next = await this.step(walk, loader, rootPath)
+      if (next === undefined) break
+      if ('issue' in next) {
+        yield* drain()
+        yield next.issue
+        return
+      }
+      const e = next.event
+      if (e.kind === 'index') {
         run.stats.indexes++
-        if (next.level === 1 && SCHEMAS_BY_ID.get(next.index.schema) !== schema) {
-          yield run.issue(CHECK_CODES.schemaUnknown, rootPath, `schema ${quote(next.index.schema)}: this reader knows ${schema.schemaId} for table ${table}, so it cannot read the table`)
+        if (e.level === 1 && SCHEMAS_BY_ID.get(e.index.schema) !== schema) {
+          yield* drain()
+          yield run.issue(CHECK_CODES.schemaUnknown, rootPath, `schema ${quote(e.index.schema)}: this reader knows ${schema.schemaId} for table ${table}, so it cannot read the table`)
           return
         }
         continue
       }
       let rel: string
       try {
-        rel = run.layout.partPath(table, next.part)
+        rel = run.layout.partPath(table, e.part)
       } catch (err) {
+        yield* drain()
         yield run.thrown(err, loader.last() ?? rootPath)
         continue
       }
-      if (run.firstVisit(rel)) yield* this.tablePart(schema, rel, next.part, hook)
+      if (!run.firstVisit(rel)) continue
+      const pool = hook === undefined ? this.poolFor(e.part.bytes, run.objectKnown(rel)) : undefined
+      if (pool) {
+        given.push(pool.submit(this.partJob(table, schema, rel, e.part), this.partitionIssues(schema, rel, e.part).issues))
+        // Enough given out to keep every thread busy while the first comes back.
+        if (given.length > 2 * run.threads) yield* this.taken(given.shift()!)
+      } else {
+        yield* drain()
+        yield* this.tablePart(schema, rel, e.part, hook)
+      }
     }
+    yield* drain()
+  }
+
+  /** A part's partition as its index lists it: issues (from level 1), and the partition its rows must be in if it is right. */
+  private partitionIssues(schema: TableSchema, rel: string, part: TablePart): { issues: CheckIssue[]; partition?: Readonly<Record<string, string>> } {
+    const bad = partitionFindings(schema, part.partition)
+    const issues = this.run.at(1) ? bad.map((f) => this.run.issue(f.code, rel, `its index lists it in partition ${JSON.stringify(part.partition)}: ${f.column}: ${f.detail}`)) : []
+    // A partition that is wrong itself is reported once, not again by every row.
+    return bad.length === 0 ? { issues, partition: part.partition } : { issues }
   }
 
   private async *tablePart(schema: TableSchema, rel: string, part: TablePart, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
-    const bad = partitionFindings(schema, part.partition)
-    if (this.run.at(1)) {
-      for (const f of bad) yield this.run.issue(f.code, rel, `its index lists it in partition ${JSON.stringify(part.partition)}: ${f.column}: ${f.detail}`)
-    }
-    // A partition that is wrong itself is reported once, not again by every row.
-    const partition = bad.length === 0 ? part.partition : undefined
+    const { issues, partition } = this.partitionIssues(schema, rel, part)
+    yield* issues
     yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, hook)
+  }
+
+  /** A part as a thread checks it: what readPart would give checkPart, and the tilings its records need. */
+  private partJob(table: string, schema: TableSchema, rel: string, part: TablePart): PartJob {
+    const run = this.run
+    const { partition } = this.partitionIssues(schema, rel, part)
+    const records = table === 'patterns' || table === 'ants' || table === 'quickstart'
+    return {
+      rel, file: run.file(rel), hash: part.object, bytes: part.bytes, schemaId: schema.schemaId, level: run.level,
+      ...(partition ? { partition: { ...partition } } : {}),
+      listing: { rows: part.rows, first: part.first, last: part.last },
+      verify: run.objectKnown(rel) === undefined,
+      tilings: records ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup }]) : [],
+    }
+  }
+
+  /** A part given to a thread: its issues, then its counts and its object's check, as readPart keeps them. */
+  private async *taken(part: PendingPart): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const result = yield* part.issues()
+    run.signal?.throwIfAborted()
+    if (result.objectChecked) run.objectChecked(part.job.rel, result.objectOk)
+    if (result.outcome.opened) run.stats.parts++
+    run.stats.rows += result.outcome.rows
   }
 
   /**
@@ -340,8 +413,13 @@ export class TableChecker {
     const loader = run.indexLoader()
     const walk = walkSearchIndex(root, loader.load, { search })
     for (;;) {
-      const next = yield* this.step(walk, loader, rootPath)
-      if (next === undefined) return
+      const step = await this.step(walk, loader, rootPath)
+      if (step === undefined) return
+      if ('issue' in step) {
+        yield step.issue
+        return
+      }
+      const next = step.event
       if (next.kind === 'index') {
         run.stats.indexes++
         if (next.level === 1 && next.index.schema !== SEARCH_SCHEMA) {

@@ -40,6 +40,10 @@ export interface CheckOptions {
   signal?: AbortSignal
   /** Lower replay limits than replay.ts's (tests). */
   replayBudget?: Partial<ReplayBudget>
+  /** Worker threads that check parts (default: one per CPU the process may use; 0: none). */
+  threads?: number
+  /** The smallest part a thread checks (default 256 KiB; tests give threads every part with 0). */
+  threadPartBytes?: number
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -78,10 +82,16 @@ export class PackChecker {
       level: this.options.level ?? 3,
       ...(this.options.signal ? { signal: this.options.signal } : {}),
       ...(this.options.replayBudget ? { replayBudget: this.options.replayBudget } : {}),
+      ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
+      ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run)
-    yield* kind === 'store' ? versions.store() : versions.export()
+    try {
+      yield* kind === 'store' ? versions.store() : versions.export()
+    } finally {
+      await versions.close()
+    }
   }
 }
 
@@ -103,6 +113,10 @@ class VersionCheck {
 
   constructor(private readonly run: CheckRun) {
     this.tables = new TableChecker(run)
+  }
+
+  close(): Promise<void> {
+    return this.tables.close()
   }
 
   async *store(): AsyncGenerator<CheckIssue> {

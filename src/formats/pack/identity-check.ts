@@ -75,7 +75,8 @@ const SCHEME = Buffer.from(PATTERN_SCHEME)
 /** The lines checked against columns, in the order their findings come. */
 const LINES = ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'canonical', 'phases'] as const
 const LINE_KEYS = LINES.map((l) => Buffer.from(l))
-const PHASES = LINES.indexOf('phases')
+// Their indexes in LINES, for lineKey.
+const [LINE_TILING, LINE_MODEL, LINE_NB, LINE_STEPS, LINE_CLASS, LINE_PERIOD, LINE_D, LINE_CANONICAL, PHASES] = [0, 1, 2, 3, 4, 5, 6, 7, 8] as const
 
 /** Scratch space for identity + "\n" + pin, grown as needed (a cell is at most 1 MiB). */
 let scratch = Buffer.allocUnsafe(4096)
@@ -171,7 +172,8 @@ function lineValues(identity: TextCell): Int32Array | null {
   }
   let nl = lineEnd(identity.start)
   if (nl - identity.start !== SCHEME.length || SCHEME.compare(b, identity.start, nl) !== 0) return null
-  const found = lineBounds.fill(-1)
+  const found = lineBounds
+  for (let n = 0; n < LINES.length; n++) found[2 * n] = -1
   let others: Set<string> | undefined
   while (nl < end) {
     const start = nl + 1
@@ -193,15 +195,31 @@ function lineValues(identity: TextCell): Int32Array | null {
   return found
 }
 
-/** Which of LINES the key b[start, end) is, or -1. */
+/** Which of LINES the key b[start, end) is, or -1: the one its length and a letter allow, if its bytes are that. */
 function lineKey(b: Uint8Array, start: number, end: number): number {
-  next: for (let n = 0; n < LINE_KEYS.length; n++) {
-    const key = LINE_KEYS[n]!
-    if (key.length !== end - start) continue
-    for (let x = 0; x < key.length; x++) if (key[x] !== b[start + x]) continue next
-    return n
+  let n: number
+  switch (end - start) {
+    case 1:
+      n = LINE_D
+      break
+    case 2:
+      n = LINE_NB
+      break
+    case 5:
+      n = b[start] === 0x6d ? LINE_MODEL : b[start] === 0x73 ? LINE_STEPS : LINE_CLASS
+      break
+    case 6:
+      n = b[start] === 0x74 ? LINE_TILING : b[start + 1] === 0x65 ? LINE_PERIOD : PHASES
+      break
+    case 9:
+      n = LINE_CANONICAL
+      break
+    default:
+      return -1
   }
-  return -1
+  const key = LINE_KEYS[n]!
+  for (let x = 0; x < key.length; x++) if (key[x] !== b[start + x]) return -1
+  return n
 }
 
 /** Whether b[start, end) is exactly the phases= text of the typed phases: cells `i,j,k,s` joined by spaces, phases by `;`. */

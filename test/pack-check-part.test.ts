@@ -1,4 +1,7 @@
 /**
+ * A part's rows checked on their vectors (src/formats/pack/check-part.ts): row groups whose times, floats
+ * or partition values might break a row rule have their rows validated, each finding on its row.
+ *
  * Parts checked on worker threads (src/formats/pack/check-pool.ts): a thread's findings carry their level,
  * code and target; a hostile part is a refusal there too, as is an object that does not hash; a part with
  * thousands of findings comes back whole and in order, though a thread may run only a few chunks ahead; a
@@ -6,6 +9,7 @@
  * the same order, with the same counts, whether its parts are checked on threads or not.
  */
 import { createHash } from 'node:crypto'
+import { createRequire } from 'node:module'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,9 +18,12 @@ import { checkPart } from '../src/formats/pack/check-part.js'
 import { CheckPool, type PartJob, type PartJobResult } from '../src/formats/pack/check-pool.js'
 import { PackChecker, type CheckIssue } from '../src/formats/pack/check.js'
 import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
+import { PACK_TABLES, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
 import { BLOCK, buildStore, cleanRows, inflatedPart, patternRow, type Row } from './pack-check-fixtures.js'
+
+const require = createRequire(import.meta.url)
+const { parquetWriteBuffer } = require('hyparquet-writer') as typeof import('hyparquet-writer')
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-check-pool-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -115,4 +122,38 @@ t.test('checkPack on threads: the same issues in the same order, and the same co
     t.same(threaded, here, `level ${level}`)
     if (level === 1) t.ok(here.issues.some((i) => i.code === 'pack.id-mismatch' && i.target === `pattern:${'0'.repeat(32)}`) && here.issues.some((i) => i.code === 'pack.record-pin-mismatch'), 'the damage is found')
   }
+})
+
+t.test('rows whose times, floats or partition values break the row rules are found among valid ones', async (t) => {
+  const schema: TableSchema = {
+    name: 'test', schemaId: 'jetcarp-test 1', kind: 'event', sortColumns: ['n'], partitionColumns: ['g'], ourChoice: false,
+    columns: [
+      { name: 'n', type: { kind: 'int32' }, nullable: false },
+      { name: 'at', type: { kind: 'time' }, nullable: false },
+      { name: 'x', type: { kind: 'float64' }, nullable: true },
+      { name: 'g', type: { kind: 'string' }, nullable: false },
+    ],
+  }
+  const n = 40
+  const at = (i: number) => (i === 7 ? 'yesterday' : '2026-11-11T00:00:00Z')
+  const x = (i: number) => (i === 21 ? Number.NaN : i === 30 ? null : i / 3)
+  const g = (i: number) => (i === 33 ? 'Other' : 'one')
+  const part = await save(new Uint8Array(parquetWriteBuffer({
+    columnData: [
+      { name: 'n', data: Array.from({ length: n }, (_, i) => (i === 12 ? 11 - 5 : i)), type: 'INT32', nullable: false },
+      { name: 'at', data: Array.from({ length: n }, (_, i) => at(i)), type: 'STRING', nullable: false },
+      { name: 'x', data: Array.from({ length: n }, (_, i) => x(i)), type: 'DOUBLE' },
+      { name: 'g', data: Array.from({ length: n }, (_, i) => g(i)), type: 'STRING', nullable: false },
+    ],
+    rowGroupSize: 10,
+  })))
+  const issues: CheckIssue[] = []
+  for await (const i of checkPart({ rel: 'p', file: part.file, schema, partition: { g: 'one' } }, { level: 1, tilings: new Map() })) issues.push(i)
+  t.same(issues.map((i) => [i.code, i.target]), [
+    ['pack.table-time-invalid', 'p row 7'],
+    ['pack.parquet-rows-unsorted', 'p row 12'],
+    ['pack.table-row-invalid', 'p row 21'],
+    ['pack.partition-value-invalid', 'p row 33'],
+  ], 'each on its row, in row order, among row groups with nothing to find')
+  t.match(issues[2], { level: 1, detail: /^x: expected a finite float64, got NaN$/ })
 })

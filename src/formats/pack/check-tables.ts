@@ -1,9 +1,9 @@
 /**
- * The tables and searches of a manifest (check.ts): every index tree walked (index-walk.ts), every part
- * read a row group at a time (parquet-read.ts) with the rules all parts share (partition, row validity,
- * sort order, the index's rows, first and last), and each table's own rows checked: ids and identity lines
- * (identity.ts), tilings' pins from their geometry or reference patch (tilings.ts), each record's tiling,
- * media objects, and at level 3 the replay of periodic patterns (replay.ts).
+ * The tables and searches of a manifest (check.ts): every index tree walked (index-walk.ts), every part's
+ * rows checked (check-part.ts: the rules all parts share, and records' ids, identity lines and tilings),
+ * on worker threads where nothing here is needed (check-pool.ts), and the checks that keep state here:
+ * tilings' pins from their geometry or reference patch (tilings.ts), media objects, and at level 3 the
+ * replay of periodic patterns (replay.ts).
  *
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
  * tiling, and a pattern's rule and main verification, are known when its row is read. What later rows need

@@ -325,6 +325,8 @@ interface LeafChunk {
   /** Fixed-width values (booleans as 0 and 1), or null for byte arrays. */
   values: Int32Array | BigInt64Array | Float64Array | Uint8Array | null
   text: { bytes: Buffer; start: Int32Array; end: Int32Array; entry: Int32Array | null; entries: number } | null
+  /** Each data page's stored levels, its entries and its non-null values: what a sibling with the same levels takes instead of decoding its own. */
+  pages: { levels: Uint8Array; entries: number; count: number }[]
 }
 
 let zstd: InstanceType<typeof zstdBinding.DCtx> | undefined
@@ -421,11 +423,17 @@ function readLevels(region: Uint8Array, p: number, end: number, max: number, out
   for (let k = at; k < at + n; k++) if (out[k]! > max) refuse(READ_CODES.malformed, `${what}: a level of ${out[k]}, above the column's ${max}`)
 }
 
-function v1Levels(region: Uint8Array, p: number, max: number, out: Uint8Array, at: number, n: number, what: string): number {
+/** Where a v1 page's levels that start at p (their 4-byte length, then the runs) end. */
+function v1LevelsEnd(region: Uint8Array, p: number, what: string): number {
   if (p + 4 > region.length) refuse(READ_CODES.malformed, `${what}: the levels' length is past the page`)
   const length = region[p]! + region[p + 1]! * 2 ** 8 + region[p + 2]! * 2 ** 16 + region[p + 3]! * 2 ** 24
   const end = p + 4 + length
   if (end > region.length) refuse(READ_CODES.malformed, `${what}: levels of ${length} bytes past the page`)
+  return end
+}
+
+function v1Levels(region: Uint8Array, p: number, max: number, out: Uint8Array, at: number, n: number, what: string): number {
+  const end = v1LevelsEnd(region, p, what)
   readLevels(region, p + 4, end, max, out, at, n, what)
   return end
 }
@@ -503,8 +511,12 @@ function isText(s: Uint8Array, start: number, end: number): boolean {
   return true
 }
 
-/** Decodes a leaf's column chunk: `raw` is the chunk's stored bytes, starting at byte `rawStart` of the part. */
-function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, leaf: LeafSpec, limits: ReadLimits, meter: DecodedMeter): LeafChunk {
+/**
+ * Decodes a leaf's column chunk: `raw` is the chunk's stored bytes, starting at byte `rawStart` of the part.
+ * Where a page stores the same level bytes as the same page of `like` (a struct's fields most often do),
+ * its levels are `like`'s, not decoded again.
+ */
+function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, leaf: LeafSpec, limits: ReadLimits, meter: DecodedMeter, like?: LeafChunk): LeafChunk {
   const codec = scan.meta.codec
   const physical = leaf.physical
   const isBytes = physical === 'BYTE_ARRAY'
@@ -528,6 +540,8 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
   let at = 0
   let slot = 0
   let nv = 0
+  const pages: LeafChunk['pages'] = []
+  const sameLevels = like !== undefined && (like.def !== null) === (def !== null) && (like.rep !== null) === (rep !== null)
   for (const page of scan.pages) {
     if (page.type === 'INDEX_PAGE') continue
     const what = `page at byte ${page.offset}`
@@ -563,19 +577,33 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
       continue
     }
     const n = page.values
-    if (page.v2) {
-      if (rep) readLevels(region, 0, page.v2.repetitionBytes, leaf.maxRep, rep, slot, n, what)
-      if (def) readLevels(region, page.v2.repetitionBytes, levelsEnd, leaf.maxDef, def, slot, n, what)
-      p = levelsEnd
-    } else {
-      if (rep) p = v1Levels(region, p, leaf.maxRep, rep, slot, n, what)
-      if (def) p = v1Levels(region, p, leaf.maxDef, def, slot, n, what)
+    if (!page.v2) {
+      levelsEnd = rep ? v1LevelsEnd(region, 0, what) : 0
+      if (def) levelsEnd = v1LevelsEnd(region, levelsEnd, what)
     }
+    const levels = region.subarray(0, levelsEnd)
+    const twin = sameLevels ? like.pages[pages.length] : undefined
     let k = n
-    if (def) {
-      k = 0
-      for (let e = slot; e < slot + n; e++) if (def[e] === leaf.maxDef) k++
+    if (twin && twin.entries === n && (levels === twin.levels || Buffer.compare(levels, twin.levels) === 0)) {
+      if (def) def.set(like!.def!.subarray(slot, slot + n), slot)
+      if (rep) rep.set(like!.rep!.subarray(slot, slot + n), slot)
+      k = twin.count
+    } else {
+      if (page.v2) {
+        if (rep) readLevels(region, 0, page.v2.repetitionBytes, leaf.maxRep, rep, slot, n, what)
+        if (def) readLevels(region, page.v2.repetitionBytes, levelsEnd, leaf.maxDef, def, slot, n, what)
+      } else {
+        let q = 0
+        if (rep) q = v1Levels(region, q, leaf.maxRep, rep, slot, n, what)
+        if (def) v1Levels(region, q, leaf.maxDef, def, slot, n, what)
+      }
+      if (def) {
+        k = 0
+        for (let e = slot; e < slot + n; e++) if (def[e] === leaf.maxDef) k++
+      }
     }
+    p = levelsEnd
+    pages.push({ levels, entries: n, count: k })
     slot += n
     const encoding = page.encoding
     if (encoding === 'PLAIN') {
@@ -682,6 +710,7 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
     entries, def, rep, count: nv,
     values,
     text: isBytes ? { bytes, start: start!, end: end!, entry, entries: dictionary?.size ?? 0 } : null,
+    pages,
   }
 }
 
@@ -916,18 +945,19 @@ export function decodeRowGroup(source: ChunkSource, plans: readonly ColumnPlan[]
 function decodeColumn(c: ColumnPlan, source: ChunkSource, rows: number, limits: ReadLimits, meter: DecodedMeter): Vector {
   const shapes = new Map<Plan, NodeShape>()
   const leaves = new Map<ScalarPlan, LeafChunk>()
-  let last: { leaf: LeafChunk; chain: readonly ChainNode[]; shapes: NodeShape[] } | undefined
+  let last: { leaf: LeafChunk; chain: readonly ChainNode[]; shapes: NodeShape[]; maxDef: number; maxRep: number } | undefined
   for (const plan of c.leaves) {
     const { scan, raw, rawStart } = source.chunk(plan.leaf.path)
     const what = `leaf ${plan.leaf.path}`
-    const leaf = decodeLeafChunk(raw, rawStart, scan, plan.leaf, limits, meter)
+    const like = last && last.maxDef === plan.leaf.maxDef && last.maxRep === plan.leaf.maxRep ? last.leaf : undefined
+    const leaf = decodeLeafChunk(raw, rawStart, scan, plan.leaf, limits, meter, like)
     leaves.set(plan, leaf)
     // A struct's fields share its nodes and, most often, their levels: a sibling's shapes serve again.
     const sibling = last && last.chain.length === plan.chain.length && last.chain.every((n, i) => i === plan.chain.length - 1 || n === plan.chain[i]) &&
       last.chain[last.chain.length - 1]!.optional === plan.chain[plan.chain.length - 1]!.optional &&
       last.leaf.entries === leaf.entries && sameBytes(last.leaf.def, leaf.def) && sameBytes(last.leaf.rep, leaf.rep)
     const chainShapes = sibling ? last!.shapes : shapeChain(plan.chain, leaf, what)
-    last = { leaf, chain: plan.chain, shapes: chainShapes }
+    last = { leaf, chain: plan.chain, shapes: chainShapes, maxDef: plan.leaf.maxDef, maxRep: plan.leaf.maxRep }
     plan.chain.forEach((node, i) => {
       if (!node.plan) return
       const s = chainShapes[i]!

@@ -48,7 +48,7 @@ t.test('pictures: tile types, states, empty rows', async (t) => {
 })
 
 /** A pattern row's cells as a decoded part holds them: text as UTF-8 bytes (each cell in a buffer of its own, at an offset), phases flat. */
-function cellsOf(row: { id: string; identity: string; pin: string; pin_key: string; model: string; neighbourhood: string; class: string; canonical: string; steps_per_gen: number; period: bigint; dx: number; dy: number; phases: Cell[][] }): PatternCells {
+function cellsOf(row: { id: string; identity: string; pin: string; pin_key: string; model: string; neighbourhood: string; class: string; canonical: string; steps_per_gen: number; period: bigint | number; dx: number; dy: number; phases: Cell[][] }): PatternCells {
   const text = (s: string): TextCell => {
     const bytes = Buffer.concat([Buffer.from('xx'), Buffer.from(s), Buffer.from(';,=\n')])
     return { bytes, start: 2, end: bytes.length - 4 }
@@ -85,6 +85,8 @@ t.test('level 1 on a pattern\'s cells: the id, the lines against the columns, th
   t.same(codes({ dx: 11 }), [IDENTITY_CODES.identityColumn])
   t.same(codes({ steps_per_gen: 10 }), [IDENTITY_CODES.identityColumn])
   t.same(codes({ period: 40n }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ period: 4 }), [], 'a period read as a number')
+  t.same(codes({ period: 40 }), [IDENTITY_CODES.identityColumn])
   t.same(codes({ pin_key: 'squares' }), [IDENTITY_CODES.identityColumn])
   t.same(check({ model: 'generations:3' }).findings, [{ code: IDENTITY_CODES.identityColumn, detail: 'model= says "bs", the column "generations:3"' }], 'the finding quotes the line and the column')
   t.same(codes({ phases: [phases[0], phases[2], phases[1], phases[3]] }), [IDENTITY_CODES.phasesMismatch], 'phases out of order differ from the line')

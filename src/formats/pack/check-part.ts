@@ -250,6 +250,12 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
   const struct = inner.element as Extract<Vector, { kind: 'struct' }>
   const field = (name: string): Int32Array => (struct.fields.get(name) as Extract<Vector, { kind: 'int32' }>).values
   const period = (batch.column('period') as Extract<Vector, { kind: 'int64' }>).values
+  // The periods' 32-bit halves (little-endian), read as a number where they make a safe integer.
+  const halves = new Int32Array(period.buffer, period.byteOffset, 2 * period.length)
+  const periodAt = (i: number): number | bigint => {
+    const high = halves[2 * i + 1]!
+    return high >= -(2 ** 20) && high < 2 ** 20 ? high * 2 ** 32 + (halves[2 * i]! >>> 0) : period[i]!
+  }
   const [stepsPerGen, dx, dy] = [ints('steps_per_gen'), ints('dx'), ints('dy')]
   const cell = (v: StringVector): TextCell => ({ bytes: v.bytes, start: 0, end: 0 })
   const c: PatternCells = {
@@ -268,7 +274,7 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
       pair.to.end = pair.from.end[i]!
     }
     c.stepsPerGen = stepsPerGen[i]!
-    c.period = period[i]!
+    c.period = periodAt(i)
     c.dx = dx[i]!
     c.dy = dy[i]!
     c.phases.first = phases.offsets[i]!

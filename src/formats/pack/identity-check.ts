@@ -35,7 +35,8 @@ export interface PatternCells {
   class: TextCell
   canonical: TextCell
   stepsPerGen: number
-  period: bigint
+  /** A number where it is a safe integer, as most are: a bigint costs an allocation a row. */
+  period: number | bigint
   dx: number
   dy: number
   phases: TypedPhases
@@ -44,8 +45,10 @@ export interface PatternCells {
 const text = (c: TextCell): string => c.bytes.toString('utf8', c.start, c.end)
 
 const sameText = (a: TextCell, b: Uint8Array, start: number, end: number): boolean => {
-  if (a.end - a.start !== end - start) return false
-  for (let x = a.start, y = start; x < a.end; x++, y++) if (a.bytes[x] !== b[y]) return false
+  const ab = a.bytes
+  const aEnd = a.end
+  if (aEnd - a.start !== end - start) return false
+  for (let x = a.start, y = start; x < aEnd; x++, y++) if (ab[x] !== b[y]) return false
   return true
 }
 
@@ -94,8 +97,9 @@ function contentDigest(textCell: TextCell, pin: TextCell): string {
 
 /** Whether an id cell is the first 32 digits of a digest. */
 function isIdOf(id: TextCell, digest: string): boolean {
-  if (id.end - id.start !== 32) return false
-  for (let x = 0; x < 32; x++) if (id.bytes[id.start + x] !== digest.charCodeAt(x)) return false
+  const { bytes, start } = id
+  if (id.end - start !== 32) return false
+  for (let x = 0; x < 32; x++) if (bytes[start + x] !== digest.charCodeAt(x)) return false
   return true
 }
 
@@ -110,7 +114,7 @@ function lineMatches(c: PatternCells, n: number, b: Buffer, start: number, end: 
     case 'steps':
       return spellsInteger(b, start, end, c.stepsPerGen) === end
     case 'period':
-      return c.period >= -(2n ** 53n) && c.period <= 2n ** 53n ? spellsInteger(b, start, end, Number(c.period)) === end : b.toString('utf8', start, end) === String(c.period)
+      return typeof c.period === 'number' ? spellsInteger(b, start, end, c.period) === end : b.toString('utf8', start, end) === String(c.period)
     case 'd': {
       const comma = spellsInteger(b, start, end, c.dx)
       return comma >= 0 && b[comma] === 0x2c && spellsInteger(b, comma + 1, end, c.dy) === end

@@ -43,11 +43,11 @@ import {
   type SchemaTree,
 } from 'hyparquet'
 import { READ_CODES, READ_LIMITS, refuse, toFinding, type ParquetFinding, type ReadLimits } from './parquet-limits.js'
-import { compileColumns, decodeRowGroup, type ChunkScan, type ChunkSource, type ColumnPlan, type DecodedMeter, type PageInfo, type RowBatch } from './parquet-vectors.js'
+import { compileColumns, decodeRowGroup, giveArena, takeArena, type Arena, type ChunkScan, type ChunkSource, type ColumnPlan, type DecodedMeter, type PageInfo, type RowBatch } from './parquet-vectors.js'
 import type { TableSchema } from './table-schemas.js'
 
 export { READ_CODES, READ_LIMITS, type ParquetFinding, type ReadCode, type ReadLimits } from './parquet-limits.js'
-export { RowBatch, StringVector, compareBytes, type ChunkScan, type PageInfo, type Vector } from './parquet-vectors.js'
+export { RowBatch, StringVector, type ChunkScan, type PageInfo, type Vector } from './parquet-vectors.js'
 
 // A deep module through require(), as parquet-write.ts explains.
 const require = createRequire(import.meta.url)
@@ -490,6 +490,9 @@ export interface PartRows {
 export class PackPart {
   /** Each row group's column chunks, by leaf path. */
   private readonly chunksOf: Map<string, ChunkScan>[]
+  /** What its row groups decode into: a batch is good until the next is decoded, or the part closed. */
+  private readonly arena: Arena = takeArena()
+  private closed = false
 
   constructor(
     private readonly file: PartFile,
@@ -511,7 +514,8 @@ export class PackPart {
   }
 
   /**
-   * The row groups, decoded into vectors. Throws a PartReadError (its `finding` with a `pack.parquet-*`
+   * The row groups, decoded into vectors; a batch's vectors are good until the next batch is asked for
+   * (they share the part's arena). Throws a PartReadError (its `finding` with a `pack.parquet-*`
    * code) for anything that fails while decoding; nothing else escapes.
    */
   async *batches(): AsyncGenerator<RowBatch, void, undefined> {
@@ -520,7 +524,7 @@ export class PackPart {
       const n = Number(this.metadata.row_groups[g]!.num_rows)
       let batch: RowBatch
       try {
-        batch = decodeRowGroup(await this.chunks(g), this.columns, g, rowStart, n, this.limits, this.meter)
+        batch = decodeRowGroup(await this.chunks(g), this.columns, g, rowStart, n, this.limits, this.meter, this.arena)
       } catch (err) {
         const f = toFinding(err)
         throw new PartReadError({ code: f.code, detail: `row group ${g}: ${f.detail}` })
@@ -553,8 +557,12 @@ export class PackPart {
     return { chunk: (path) => read.get(path)! }
   }
 
-  close(): Promise<void> {
-    return this.file.close()
+  /** Closes the file; the last batch's vectors are not to be read after. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    giveArena(this.arena)
+    await this.file.close()
   }
 }
 

@@ -60,6 +60,66 @@ export interface DecodedMeter {
   limit: number
 }
 
+/**
+ * Arrays a part's decoding reuses from one row group, and one part, to the next: a pattern part's row group
+ * takes megabytes of them (pages' bytes, levels, indexes, offsets), and allocating them afresh every time
+ * was work for the allocator and the collector's threads both. An arena serves one open part (PackPart takes
+ * one when opened and gives it back when closed), and the vectors of the part's row group are views of it,
+ * good until it decodes the next. A view's contents are what the arena last held: callers write every
+ * element they read, or fill it.
+ */
+export class Arena {
+  private readonly kept = new Map<string, Uint8Array | Int32Array | BigInt64Array | Float64Array>()
+  private size = 0
+
+  bytes(key: string, n: number): Buffer {
+    return this.take(`${key} bytes`, n, (m) => Buffer.allocUnsafe(m)) as Buffer
+  }
+
+  u8(key: string, n: number): Uint8Array {
+    return this.take(`${key} u8`, n, (m) => new Uint8Array(m))
+  }
+
+  i32(key: string, n: number): Int32Array {
+    return this.take(`${key} i32`, n, (m) => new Int32Array(m))
+  }
+
+  /** The array a fixed-width leaf's values are kept in: FLOAT widened to float64, BOOLEAN as 0 and 1. */
+  fixed(key: string, physical: string, n: number): Fixed {
+    if (physical === 'INT32') return this.i32(key, n)
+    if (physical === 'INT64') return this.take(`${key} i64`, n, (m) => new BigInt64Array(m))
+    if (physical === 'BOOLEAN') return this.u8(key, n)
+    return this.take(`${key} f64`, n, (m) => new Float64Array(m))
+  }
+
+  /** Bytes it holds. */
+  get held(): number {
+    return this.size
+  }
+
+  /** `key` names the array's type too: one leaf path is an int32 column in one table and an int64 in another. */
+  private take<T extends Uint8Array | Int32Array | BigInt64Array | Float64Array>(key: string, n: number, make: (n: number) => T): T {
+    const kept = this.kept.get(key) as T | undefined
+    if (kept && kept.length >= n) return kept.subarray(0, n) as T
+    // Grown by half again at least, so that a part a little larger than the last does not allocate again.
+    const made = make(Math.max(n, Math.ceil(1.5 * (kept?.length ?? 0))))
+    this.size += made.byteLength - (kept?.byteLength ?? 0)
+    this.kept.set(key, made)
+    return made.subarray(0, n) as T
+  }
+}
+
+/** Arenas given back, for the next part opened on this thread; one of more than 256 MB is let go. */
+const arenas: Arena[] = []
+
+export function takeArena(): Arena {
+  return arenas.pop() ?? new Arena()
+}
+
+export function giveArena(arena: Arena): void {
+  if (arena.held <= 256 * 1024 * 1024 && arenas.length < 4) arenas.push(arena)
+}
+
 function meterAdd(meter: DecodedMeter, n: number): void {
   meter.bytes += n
   if (meter.bytes > meter.limit) refuse(READ_CODES.decodedTooLarge, `the decoded values pass ${meter.limit} bytes (64x the part's size plus 64 MiB)`)
@@ -114,20 +174,16 @@ export class StringVector implements VectorBase {
   /** Whether slot i's bytes are `other`'s slot j's. */
   equals(i: number, other: StringVector, j: number): boolean {
     if (other === this && this.entry !== null && this.entry[i]! >= 0 && this.entry[i] === this.entry[j]) return true
-    return compareBytes(this.bytes, this.start[i]!, this.end[i]!, other.bytes, other.start[j]!, other.end[j]!) === 0
+    return sameBytesAt(this.bytes, this.start[i]!, this.end[i]!, other.bytes, other.start[j]!, other.end[j]!)
   }
 }
 
 export type Vector = Int32Vector | Int64Vector | Float64Vector | BoolVector | StringVector | ListVector | StructVector
 
-/** Byte order, which is UTF-8 text's code point order. */
-export function compareBytes(a: Uint8Array, as: number, ae: number, b: Uint8Array, bs: number, be: number): number {
-  const n = Math.min(ae - as, be - bs)
-  for (let k = 0; k < n; k++) {
-    const d = a[as + k]! - b[bs + k]!
-    if (d !== 0) return d
-  }
-  return ae - as - (be - bs)
+function sameBytesAt(a: Uint8Array, as: number, ae: number, b: Uint8Array, bs: number, be: number): boolean {
+  if (ae - as !== be - bs) return false
+  for (let k = 0; k < ae - as; k++) if (a[as + k] !== b[bs + k]) return false
+  return true
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -516,7 +572,7 @@ function isText(s: Uint8Array, start: number, end: number): boolean {
  * Where a page stores the same level bytes as the same page of `like` (a struct's fields most often do),
  * its levels are `like`'s, not decoded again.
  */
-function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, leaf: LeafSpec, limits: ReadLimits, meter: DecodedMeter, like?: LeafChunk): LeafChunk {
+function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, leaf: LeafSpec, limits: ReadLimits, meter: DecodedMeter, arena: Arena, like?: LeafChunk): LeafChunk {
   const codec = scan.meta.codec
   const physical = leaf.physical
   const isBytes = physical === 'BYTE_ARRAY'
@@ -526,12 +582,13 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
     if (p.version > 0) entries += p.values
     if (p.type !== 'INDEX_PAGE') poolBytes += p.uncompressedBytes
   }
-  const pool = Buffer.allocUnsafe(poolBytes)
-  const def = leaf.maxDef > 0 ? new Uint8Array(entries) : null
-  const rep = leaf.maxRep > 0 ? new Uint8Array(entries) : null
-  const values = isBytes ? null : fixedArray(physical, entries)
-  const start = isBytes ? new Int32Array(entries) : null
-  const end = isBytes ? new Int32Array(entries) : null
+  const key = leaf.path
+  const pool = arena.bytes(`${key} pages`, poolBytes)
+  const def = leaf.maxDef > 0 ? arena.u8(`${key} def`, entries) : null
+  const rep = leaf.maxRep > 0 ? arena.u8(`${key} rep`, entries) : null
+  const values = isBytes ? null : arena.fixed(`${key} values`, physical, entries)
+  const start = isBytes ? arena.i32(`${key} start`, entries) : null
+  const end = isBytes ? arena.i32(`${key} end`, entries) : null
   let entry: Int32Array | null = null
   let dictionary: { values: Fixed | null; start: Int32Array | null; end: Int32Array | null; size: number } | undefined
   // DELTA_BYTE_ARRAY values are built, not found in a page: they go after the pages, in `built`.
@@ -568,7 +625,7 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
         const de = new Int32Array(n)
         plainBytes(region, 0, regionAt, n, ds, de, 0, limits, what)
         dictionary = { values: null, start: ds, end: de, size: n }
-        entry = new Int32Array(entries).fill(-1)
+        entry = arena.i32(`${key} entry`, entries).fill(-1)
       } else {
         const dv = fixedArray(physical, n)
         plainFixed(region, 0, physical, dv, 0, n, what)
@@ -597,10 +654,7 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
         if (rep) q = v1Levels(region, q, leaf.maxRep, rep, slot, n, what)
         if (def) v1Levels(region, q, leaf.maxDef, def, slot, n, what)
       }
-      if (def) {
-        k = 0
-        for (let e = slot; e < slot + n; e++) if (def[e] === leaf.maxDef) k++
-      }
+      if (def) k = countOf(def, slot, slot + n, leaf.maxDef)
     }
     p = levelsEnd
     pages.push({ levels, entries: n, count: k })
@@ -614,25 +668,10 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
       if (p >= region.length && k > 0) refuse(READ_CODES.malformed, `${what}: dictionary indexes past the page`)
       const width = k > 0 ? region[p]! : 0
       if (width > 32) refuse(READ_CODES.malformed, `${what}: dictionary indexes of ${width} bits`)
-      const indexes = new Int32Array(k)
+      const indexes = arena.i32(`${key} indexes`, k)
       if (k > 0) readHybrid(region, p + 1, region.length, width, indexes, 0, k, what)
-      for (let j = 0; j < k; j++) {
-        const x = indexes[j]!
-        if (x < 0 || x >= dictionary.size) refuse(READ_CODES.malformed, `${what}: dictionary index ${x >>> 0} of a dictionary of ${dictionary.size}`)
-      }
-      if (isBytes) {
-        for (let j = 0; j < k; j++) {
-          const x = indexes[j]!
-          start![nv + j] = dictionary.start![x]!
-          end![nv + j] = dictionary.end![x]!
-          entry![nv + j] = x
-        }
-      } else {
-        const dv = dictionary.values!
-        const out = values!
-        if (out instanceof BigInt64Array) for (let j = 0; j < k; j++) out[nv + j] = (dv as BigInt64Array)[indexes[j]!]!
-        else for (let j = 0; j < k; j++) out[nv + j] = (dv as Int32Array)[indexes[j]!]!
-      }
+      if (isBytes) resolveTexts(indexes, k, dictionary.start!, dictionary.end!, dictionary.size, start!, end!, entry!, nv, what)
+      else resolveValues(indexes, k, dictionary.values!, dictionary.size, values!, nv, what)
     } else if (encoding === 'RLE' && physical === 'BOOLEAN') {
       v1HybridBooleans(region, p, values as Uint8Array, nv, k, what)
     } else if (encoding === 'DELTA_BINARY_PACKED' && (physical === 'INT32' || physical === 'INT64')) {
@@ -699,9 +738,7 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
   }
   // Counted as decoded: a string by its bytes, anything else as 8.
   if (isBytes) {
-    let bytes = 0
-    for (let j = 0; j < nv; j++) bytes += end![j]! - start![j]!
-    meterAdd(meter, bytes)
+    meterAdd(meter, spanned(start!, end!, nv))
   } else {
     meterAdd(meter, 8 * nv)
   }
@@ -712,6 +749,63 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
     text: isBytes ? { bytes, start: start!, end: end!, entry, entries: dictionary?.size ?? 0 } : null,
     pages,
   }
+}
+
+// Small loops of one array type each, out of decodeLeafChunk: there, sharing the function with every
+// other type and encoding, the dictionary loop took several times longer per value.
+
+/** How many of levels[from, to) are `level`. */
+function countOf(levels: Uint8Array, from: number, to: number, level: number): number {
+  let n = 0
+  for (let e = from; e < to; e++) if (levels[e] === level) n++
+  return n
+}
+
+/** The bytes of n byte ranges. */
+function spanned(start: Int32Array, end: Int32Array, n: number): number {
+  let bytes = 0
+  for (let j = 0; j < n; j++) bytes += end[j]! - start[j]!
+  return bytes
+}
+
+function outsideDictionary(index: number, size: number, what: string): never {
+  return refuse(READ_CODES.malformed, `${what}: dictionary index ${index >>> 0} of a dictionary of ${size}`)
+}
+
+/** Dictionary-encoded byte arrays: each index's entry, its bytes' place, into slots at..at + k. */
+function resolveTexts(indexes: Int32Array, k: number, ds: Int32Array, de: Int32Array, size: number, start: Int32Array, end: Int32Array, entry: Int32Array, at: number, what: string): void {
+  for (let j = 0; j < k; j++) {
+    const x = indexes[j]!
+    if (x >>> 0 >= size) outsideDictionary(x, size, what)
+    start[at + j] = ds[x]!
+    end[at + j] = de[x]!
+    entry[at + j] = x
+  }
+}
+
+/** Dictionary-encoded fixed-width values into out[at...]: a loop for each array type. */
+function resolveValues(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number, what: string): void {
+  for (let j = 0; j < k; j++) if (indexes[j]! >>> 0 >= size) outsideDictionary(indexes[j]!, size, what)
+  if (out instanceof Int32Array) resolveInt32(indexes, k, dictionary as Int32Array, out, at)
+  else if (out instanceof BigInt64Array) resolveInt64(indexes, k, dictionary as BigInt64Array, out, at)
+  else if (out instanceof Float64Array) resolveFloat64(indexes, k, dictionary as Float64Array, out, at)
+  else resolveBytes(indexes, k, dictionary as Uint8Array, out, at)
+}
+
+function resolveInt32(indexes: Int32Array, k: number, dictionary: Int32Array, out: Int32Array, at: number): void {
+  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
+}
+
+function resolveInt64(indexes: Int32Array, k: number, dictionary: BigInt64Array, out: BigInt64Array, at: number): void {
+  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
+}
+
+function resolveFloat64(indexes: Int32Array, k: number, dictionary: Float64Array, out: Float64Array, at: number): void {
+  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
+}
+
+function resolveBytes(indexes: Int32Array, k: number, dictionary: Uint8Array, out: Uint8Array, at: number): void {
+  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
 }
 
 function checkCell(length: number, limits: ReadLimits, what: string): void {
@@ -780,17 +874,17 @@ interface NodeShape {
  * level reaches it (an empty list has no element), any other node as its parent does, so that a struct's
  * fields line up with it (null below a null node). A list's offsets are taken as its slots open.
  */
-function shapeChain(chain: readonly ChainNode[], leaf: LeafChunk, what: string): NodeShape[] {
+function shapeChain(chain: readonly ChainNode[], leaf: LeafChunk, what: string, arena: Arena, key: string): NodeShape[] {
   const k = chain.length
   const n = leaf.entries
   const { def, rep } = leaf
   if (!def && !rep) return chain.map(() => ({ slots: n, valid: null, offsets: null, present: null, holding: n }))
   const uniform = sameEntries(leaf)
-  if (uniform >= 0) return uniformShapes(chain, n, uniform)
+  if (uniform >= 0) return uniformShapes(chain, n, uniform, arena, key)
   const slots = new Int32Array(k)
-  const valid = chain.map((c) => (c.optional ? new Uint8Array(n) : null))
-  const offsets = chain.map((_c, i) => (i + 1 < k && chain[i + 1]!.repeated ? new Int32Array(n + 1) : null))
-  const present = new Uint8Array(n)
+  const valid = chain.map((c, i) => (c.optional ? arena.u8(`${key} valid ${i}`, n) : null))
+  const offsets = chain.map((_c, i) => (i + 1 < k && chain[i + 1]!.repeated ? arena.i32(`${key} offsets ${i}`, n + 1) : null))
+  const present = arena.u8(`${key} present`, n).fill(0)
   const maxDef = chain[k - 1]!.def
   const maxRep = chain[k - 1]!.rep
   // The chain as flat arrays, for the loop below (a phases column's millions of entries go through it).
@@ -847,7 +941,7 @@ function sameEntries(leaf: LeafChunk): number {
 }
 
 /** shapeChain's shapes when all n entries are rows with definition level d: one entry's walk, n times over. */
-function uniformShapes(chain: readonly ChainNode[], n: number, d: number): NodeShape[] {
+function uniformShapes(chain: readonly ChainNode[], n: number, d: number, arena: Arena, key: string): NodeShape[] {
   const k = chain.length
   let reached = 0
   while (reached < k && !(chain[reached]!.repeated && d < chain[reached]!.def)) reached++
@@ -857,14 +951,15 @@ function uniformShapes(chain: readonly ChainNode[], n: number, d: number): NodeS
     let offsets: Int32Array | null = null
     if (i + 1 < k && chain[i + 1]!.repeated) {
       // Each slot's list holds the one element its entry opens, or none.
-      offsets = new Int32Array(slots + 1)
+      offsets = arena.i32(`${key} offsets ${i}`, slots + 1)
       if (i + 1 < reached) for (let j = 0; j <= slots; j++) offsets[j] = j
+      else offsets.fill(0)
     }
     return {
       slots,
-      valid: c.optional ? new Uint8Array(slots).fill(d >= c.def ? 1 : 0) : null,
+      valid: c.optional ? arena.u8(`${key} valid ${i}`, slots).fill(d >= c.def ? 1 : 0) : null,
       offsets,
-      present: leaf && slots > 0 && d < c.def ? new Uint8Array(slots) : null,
+      present: leaf && slots > 0 && d < c.def ? arena.u8(`${key} present`, slots).fill(0) : null,
       holding: leaf && d >= c.def ? slots : 0,
     }
   })
@@ -887,6 +982,8 @@ export interface ChunkSource {
 
 /** A row group decoded: a vector per top-level column (null: the file lacks that nullable column). */
 export class RowBatch {
+  private readonly plansByName: ReadonlyMap<string, ColumnPlan>
+
   constructor(
     readonly rowGroup: number,
     /** Index in the part of the group's first row. */
@@ -897,8 +994,6 @@ export class RowBatch {
   ) {
     this.plansByName = new Map(plans.map((p) => [p.name, p]))
   }
-
-  private readonly plansByName: ReadonlyMap<string, ColumnPlan>
 
   column(name: string): Vector | null {
     return this.columns.get(name) ?? null
@@ -921,7 +1016,7 @@ export class RowBatch {
 }
 
 /** Decodes one row group's columns, each checked by the reader's rules on values before the next is decoded. */
-export function decodeRowGroup(source: ChunkSource, plans: readonly ColumnPlan[], rowGroup: number, rowStart: number, rows: number, limits: ReadLimits, meter: DecodedMeter): RowBatch {
+export function decodeRowGroup(source: ChunkSource, plans: readonly ColumnPlan[], rowGroup: number, rowStart: number, rows: number, limits: ReadLimits, meter: DecodedMeter, arena: Arena): RowBatch {
   const columns = new Map<string, Vector | null>()
   for (const c of plans) {
     if (!c.plan) {
@@ -930,7 +1025,7 @@ export function decodeRowGroup(source: ChunkSource, plans: readonly ColumnPlan[]
     }
     let vector: Vector
     try {
-      vector = decodeColumn(c, source, rows, limits, meter)
+      vector = decodeColumn(c, source, rows, limits, meter, arena)
     } catch (err) {
       const f = toFinding(err)
       return refuse(f.code, `column ${c.name}: ${f.detail}`)
@@ -942,7 +1037,7 @@ export function decodeRowGroup(source: ChunkSource, plans: readonly ColumnPlan[]
   return new RowBatch(rowGroup, rowStart, rows, columns, plans)
 }
 
-function decodeColumn(c: ColumnPlan, source: ChunkSource, rows: number, limits: ReadLimits, meter: DecodedMeter): Vector {
+function decodeColumn(c: ColumnPlan, source: ChunkSource, rows: number, limits: ReadLimits, meter: DecodedMeter, arena: Arena): Vector {
   const shapes = new Map<Plan, NodeShape>()
   const leaves = new Map<ScalarPlan, LeafChunk>()
   let last: { leaf: LeafChunk; chain: readonly ChainNode[]; shapes: NodeShape[]; maxDef: number; maxRep: number } | undefined
@@ -950,13 +1045,13 @@ function decodeColumn(c: ColumnPlan, source: ChunkSource, rows: number, limits: 
     const { scan, raw, rawStart } = source.chunk(plan.leaf.path)
     const what = `leaf ${plan.leaf.path}`
     const like = last && last.maxDef === plan.leaf.maxDef && last.maxRep === plan.leaf.maxRep ? last.leaf : undefined
-    const leaf = decodeLeafChunk(raw, rawStart, scan, plan.leaf, limits, meter, like)
+    const leaf = decodeLeafChunk(raw, rawStart, scan, plan.leaf, limits, meter, arena, like)
     leaves.set(plan, leaf)
     // A struct's fields share its nodes and, most often, their levels: a sibling's shapes serve again.
     const sibling = last && last.chain.length === plan.chain.length && last.chain.every((n, i) => i === plan.chain.length - 1 || n === plan.chain[i]) &&
       last.chain[last.chain.length - 1]!.optional === plan.chain[plan.chain.length - 1]!.optional &&
       last.leaf.entries === leaf.entries && sameBytes(last.leaf.def, leaf.def) && sameBytes(last.leaf.rep, leaf.rep)
-    const chainShapes = sibling ? last!.shapes : shapeChain(plan.chain, leaf, what)
+    const chainShapes = sibling ? last!.shapes : shapeChain(plan.chain, leaf, what, arena, plan.leaf.path)
     last = { leaf, chain: plan.chain, shapes: chainShapes, maxDef: plan.leaf.maxDef, maxRep: plan.leaf.maxRep }
     plan.chain.forEach((node, i) => {
       if (!node.plan) return
@@ -970,28 +1065,28 @@ function decodeColumn(c: ColumnPlan, source: ChunkSource, rows: number, limits: 
   }
   const top = shapes.get(c.plan!)!
   if (top.slots !== rows) refuse(READ_CODES.malformed, `${top.slots} values in a row group of ${rows} rows`)
-  return buildVector(c.plan!, shapes, leaves)
+  return buildVector(c.plan!, shapes, leaves, arena)
 }
 
 /** A leaf's values spread over its slots: `present` says which slots hold one (null: all do). */
-function spread<T extends Int32Array | BigInt64Array | Float64Array | Uint8Array>(values: T, present: Uint8Array | null, slots: number): T {
+function spread<T extends Int32Array | BigInt64Array | Float64Array | Uint8Array>(values: T, present: Uint8Array | null, slots: number, arena: Arena, key: string): T {
   if (!present) return values.length === slots ? values : (values.subarray(0, slots) as T)
-  const out = new (values.constructor as new (n: number) => T)(slots)
+  const out = (values instanceof Int32Array ? arena.i32(key, slots) : values instanceof Uint8Array ? arena.u8(key, slots) : new (values.constructor as new (n: number) => T)(slots)) as T
   for (let s = 0, v = 0; s < slots; s++) if (present[s]) out[s] = values[v++]!
   return out
 }
 
-function buildVector(plan: Plan, shapes: ReadonlyMap<Plan, NodeShape>, leaves: ReadonlyMap<ScalarPlan, LeafChunk>): Vector {
+function buildVector(plan: Plan, shapes: ReadonlyMap<Plan, NodeShape>, leaves: ReadonlyMap<ScalarPlan, LeafChunk>, arena: Arena): Vector {
   const shape = shapes.get(plan)!
   const { slots: length, valid } = shape
   switch (plan.kind) {
     case 'list': {
       // The list's offsets were taken at its own node, above its repeated node.
-      return { kind: 'list', length, valid, offsets: shape.offsets!, element: buildVector(plan.element, shapes, leaves) }
+      return { kind: 'list', length, valid, offsets: shape.offsets!, element: buildVector(plan.element, shapes, leaves, arena) }
     }
     case 'struct': {
       const fields = new Map<string, Vector | null>()
-      for (const f of plan.fields) fields.set(f.name, f.plan ? buildVector(f.plan, shapes, leaves) : null)
+      for (const f of plan.fields) fields.set(f.name, f.plan ? buildVector(f.plan, shapes, leaves, arena) : null)
       return { kind: 'struct', length, valid, fields }
     }
     case 'scalar': {
@@ -999,13 +1094,14 @@ function buildVector(plan: Plan, shapes: ReadonlyMap<Plan, NodeShape>, leaves: R
       const present = shape.present
       if (leaf.text) {
         const t = leaf.text
-        const start = spread(t.start, present, length)
-        const end = spread(t.end, present, length)
-        const entry = t.entry ? spread(t.entry, present, length) : null
+        const key = plan.leaf.path
+        const start = spread(t.start, present, length, arena, `${key} start spread`)
+        const end = spread(t.end, present, length, arena, `${key} end spread`)
+        const entry = t.entry ? spread(t.entry, present, length, arena, `${key} entry spread`) : null
         if (entry && present) for (let s = 0; s < length; s++) if (!present[s]) entry[s] = -1
         return new StringVector(length, valid, t.bytes, start, end, entry, t.entries)
       }
-      const raw = spread(leaf.values!, present, length)
+      const raw = spread(leaf.values!, present, length, arena, `${plan.leaf.path} values spread`)
       switch (plan.scalar) {
         case 'bool':
           return { kind: 'bool', length, valid, values: raw as Uint8Array }

@@ -111,9 +111,14 @@ function mayBeInvalid(batch: RowBatch, schema: TableSchema, partition: Readonly<
   if (schema.columns.some((c) => bad(c.type, batch.column(c.name)))) return true
   for (const col of schema.partitionColumns) {
     const s = batch.column(col) as StringVector
+    // A dictionary entry is checked once, however many rows hold it.
+    const checked = new Set<number>()
     for (let i = 0; i < s.length; i++) {
+      const e = s.entry ? s.entry[i]! : -1
+      if (e >= 0 && checked.has(e)) continue
       const v = s.text(i)
       if (!isPartitionValue(v) || (partition && partition[col] !== v)) return true
+      if (e >= 0) checked.add(e)
     }
   }
   return false
@@ -267,6 +272,9 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
   const cells = (Object.keys(columns) as (keyof typeof columns)[]).map((name) => ({ to: c[name], from: columns[name] }))
   const [tilingGroup, classGroup] = [text('tiling_group'), text('class_group')]
   const found: IdentityFinding[] = []
+  // The dictionary entries of pin_key, pin and tiling_group (-1: a value stored plainly), and the last row's whose tiling was right.
+  const [pinKeyEntry, pinEntry, groupEntry] = [columns.pinKey.entry, columns.pin.entry, tilingGroup.entry]
+  const good = [-1, -1, -1]
   return (i, out) => {
     for (let n = 0; n < cells.length; n++) {
       const pair = cells[n]!
@@ -281,7 +289,18 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     c.phases.last = phases.offsets[i + 1]!
     found.length = 0
     const spelling = checkPatternIdentity(c, found)
-    tilingFindings(columns.pinKey.text(i), columns.pin.text(i), tilingGroup.text(i), tilings, found)
+    // A row of the same dictionary entries as the last row whose tiling was right is right too.
+    const pk = pinKeyEntry ? pinKeyEntry[i]! : -1
+    const pn = pinEntry ? pinEntry[i]! : -1
+    const tg = groupEntry ? groupEntry[i]! : -1
+    if (pk < 0 || pn < 0 || tg < 0 || pk !== good[0] || pn !== good[1] || tg !== good[2]) {
+      const before = found.length
+      tilingFindings(columns.pinKey.text(i), columns.pin.text(i), tilingGroup.text(i), tilings, found)
+      const right = found.length === before
+      good[0] = right ? pk : -1
+      good[1] = right ? pn : -1
+      good[2] = right ? tg : -1
+    }
     const classGood = classGroup.equals(i, columns.class, i)
     if (found.length === 0 && spelling === 'ours' && classGood) return
     const target = `pattern:${columns.id.text(i)}`

@@ -75,24 +75,29 @@ function spellsInteger(b: Uint8Array, p: number, end: number, v: number): number
 }
 
 const SCHEME = Buffer.from(PATTERN_SCHEME)
+const SCHEME_CELL: TextCell = { bytes: SCHEME, start: 0, end: SCHEME.length }
 /** The lines checked against columns, in the order their findings come. */
 const LINES = ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'canonical', 'phases'] as const
 const LINE_KEYS = LINES.map((l) => Buffer.from(l))
 // Their indexes in LINES, for lineKey.
 const [LINE_TILING, LINE_MODEL, LINE_NB, LINE_STEPS, LINE_CLASS, LINE_PERIOD, LINE_D, LINE_CANONICAL, PHASES] = [0, 1, 2, 3, 4, 5, 6, 7, 8] as const
 
-/** Scratch space for identity + "\n" + pin, grown as needed (a cell is at most 1 MiB). */
+/** Scratch space for identity + "\n" + pin, grown as needed (a cell is at most 1 MiB), and its views by length up to 4 KiB. */
 let scratch = Buffer.allocUnsafe(4096)
+let views: Buffer[] = []
 
 /** The SHA-256 (hex) of text + "\n" + pin, from the cells' bytes. */
 function contentDigest(textCell: TextCell, pin: TextCell): string {
   const t = textCell.end - textCell.start
   const n = t + 1 + pin.end - pin.start
-  if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length))
+  if (scratch.length < n) {
+    scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length))
+    views = []
+  }
   textCell.bytes.copy(scratch, 0, textCell.start, textCell.end)
   scratch[t] = 0x0a
   pin.bytes.copy(scratch, t + 1, pin.start, pin.end)
-  return hash('sha256', scratch.subarray(0, n), 'hex')
+  return hash('sha256', n <= 4096 ? (views[n] ??= scratch.subarray(0, n)) : scratch.subarray(0, n), 'hex')
 }
 
 /** Whether an id cell is the first 32 digits of a digest. */
@@ -169,23 +174,25 @@ const lineBounds = new Int32Array(2 * LINES.length)
 function lineValues(identity: TextCell): Int32Array | null {
   const b = identity.bytes
   const end = identity.end
-  // Line ends natively (memchr), keys byte by byte: they are short, and a call costs more than they do.
-  const lineEnd = (from: number): number => {
-    const at = b.indexOf(0x0a, from)
-    return at < 0 || at > end ? end : at
-  }
-  let nl = lineEnd(identity.start)
-  if (nl - identity.start !== SCHEME.length || SCHEME.compare(b, identity.start, nl) !== 0) return null
+  let nl = identity.start + SCHEME.length
+  if (nl > end || !sameText(SCHEME_CELL, b, identity.start, nl) || (nl < end && b[nl] !== 0x0a)) return null
   const found = lineBounds
   for (let n = 0; n < LINES.length; n++) found[2 * n] = -1
   let others: Set<string> | undefined
   while (nl < end) {
     const start = nl + 1
-    nl = lineEnd(start)
     let eq = start
-    while (eq < nl && b[eq] !== 0x3d) eq++
-    if (eq === start || eq === nl) return null
+    while (eq < end && b[eq] !== 0x3d && b[eq] !== 0x0a) eq++
+    if (eq === start || eq === end || b[eq] === 0x0a) return null
     const n = lineKey(b, start, eq)
+    // A short value's end byte by byte; a long one's (phases, canonical, lines we do not know) natively.
+    if (n === PHASES || n === LINE_CANONICAL || n < 0) {
+      const at = b.indexOf(0x0a, eq + 1)
+      nl = at < 0 || at > end ? end : at
+    } else {
+      nl = eq + 1
+      while (nl < end && b[nl] !== 0x0a) nl++
+    }
     if (n < 0) {
       const key = b.toString('utf8', start, eq)
       if ((others ??= new Set()).has(key)) return null

@@ -785,27 +785,33 @@ function resolveTexts(indexes: Int32Array, k: number, ds: Int32Array, de: Int32A
 
 /** Dictionary-encoded fixed-width values into out[at...]: a loop for each array type. */
 function resolveValues(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number, what: string): void {
-  for (let j = 0; j < k; j++) if (indexes[j]! >>> 0 >= size) outsideDictionary(indexes[j]!, size, what)
-  if (out instanceof Int32Array) resolveInt32(indexes, k, dictionary as Int32Array, out, at)
-  else if (out instanceof BigInt64Array) resolveInt64(indexes, k, dictionary as BigInt64Array, out, at)
-  else if (out instanceof Float64Array) resolveFloat64(indexes, k, dictionary as Float64Array, out, at)
-  else resolveBytes(indexes, k, dictionary as Uint8Array, out, at)
+  const bad = out instanceof Int32Array ? resolveInt32(indexes, k, dictionary as Int32Array, size, out, at) : resolveOther(indexes, k, dictionary, size, out, at)
+  if (bad >= 0) outsideDictionary(indexes[bad]!, size, what)
 }
 
-function resolveInt32(indexes: Int32Array, k: number, dictionary: Int32Array, out: Int32Array, at: number): void {
-  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
+/**
+ * Each resolves indexes into out[at...] and returns the first index outside the dictionary's size, or -1.
+ * int32 has a loop of its own (a pattern's cells are four int32 columns): one loop for every array type ran
+ * the phases' decoding a third slower.
+ */
+function resolveInt32(indexes: Int32Array, k: number, dictionary: Int32Array, size: number, out: Int32Array, at: number): number {
+  for (let j = 0; j < k; j++) {
+    const x = indexes[j]!
+    if (x >>> 0 >= size) return j
+    out[at + j] = dictionary[x]!
+  }
+  return -1
 }
 
-function resolveInt64(indexes: Int32Array, k: number, dictionary: BigInt64Array, out: BigInt64Array, at: number): void {
-  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
-}
-
-function resolveFloat64(indexes: Int32Array, k: number, dictionary: Float64Array, out: Float64Array, at: number): void {
-  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
-}
-
-function resolveBytes(indexes: Int32Array, k: number, dictionary: Uint8Array, out: Uint8Array, at: number): void {
-  for (let j = 0; j < k; j++) out[at + j] = dictionary[indexes[j]!]!
+function resolveOther(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number): number {
+  const o = out as Float64Array
+  const d = dictionary as Float64Array
+  for (let j = 0; j < k; j++) {
+    const x = indexes[j]!
+    if (x >>> 0 >= size) return j
+    o[at + j] = d[x]!
+  }
+  return -1
 }
 
 function checkCell(length: number, limits: ReadLimits, what: string): void {
@@ -881,6 +887,7 @@ function shapeChain(chain: readonly ChainNode[], leaf: LeafChunk, what: string, 
   if (!def && !rep) return chain.map(() => ({ slots: n, valid: null, offsets: null, present: null, holding: n }))
   const uniform = sameEntries(leaf)
   if (uniform >= 0) return uniformShapes(chain, n, uniform, arena, key)
+  if (!chain.some((c) => c.optional)) return requiredShapes(chain, leaf, what, arena, key)
   const slots = new Int32Array(k)
   const valid = chain.map((c, i) => (c.optional ? arena.u8(`${key} valid ${i}`, n) : null))
   const offsets = chain.map((_c, i) => (i + 1 < k && chain[i + 1]!.repeated ? arena.i32(`${key} offsets ${i}`, n + 1) : null))
@@ -927,6 +934,41 @@ function shapeChain(chain: readonly ChainNode[], leaf: LeafChunk, what: string, 
       present: i === k - 1 && absent > 0 ? present.subarray(0, slots[i]) : null,
       holding: i === k - 1 ? slots[i]! - absent : 0,
     }
+  })
+}
+
+/**
+ * shapeChain's shapes when no node is OPTIONAL (as our writer writes lists): then the definition level at
+ * the repeated node of repetition level l is l, a null is impossible, and the walk is by repetition level:
+ * an entry of levels (r, d) opens an element at each level from r (a row at 0) down to d, and each element
+ * opens the list below it. A node's slots are its level's count; a list's offsets those of the level below.
+ */
+function requiredShapes(chain: readonly ChainNode[], leaf: LeafChunk, what: string, arena: Arena, key: string): NodeShape[] {
+  const n = leaf.entries
+  const { def, rep } = leaf
+  const levels = chain[chain.length - 1]!.rep
+  const counts = new Int32Array(levels + 1)
+  // offsets[l]: where each slot of level l - 1 starts its list of level l elements.
+  const offsets = Array.from({ length: levels + 1 }, (_x, l) => (l === 0 ? new Int32Array(0) : arena.i32(`${key} offsets ${l}`, n + 1)))
+  for (let e = 0; e < n; e++) {
+    const d = def ? def[e]! : levels
+    const r = rep ? rep[e]! : 0
+    if (r === 0) {
+      if (levels > 0) offsets[1]![counts[0]!] = counts[1]!
+      counts[0]!++
+    } else if (e === 0) {
+      refuse(READ_CODES.malformed, `${what}: the first value continues a row`)
+    }
+    for (let l = r > 0 ? r : 1; l <= levels && d >= l; l++) {
+      if (l < levels) offsets[l + 1]![counts[l]!] = counts[l + 1]!
+      counts[l]!++
+    }
+  }
+  for (let l = 1; l <= levels; l++) offsets[l]![counts[l - 1]!] = counts[l]!
+  return chain.map((c, i) => {
+    const slots = counts[c.rep]!
+    const lists = i + 1 < chain.length && chain[i + 1]!.repeated
+    return { slots, valid: null, offsets: lists ? offsets[c.rep + 1]!.subarray(0, slots + 1) : null, present: null, holding: i === chain.length - 1 ? slots : 0 }
   })
 }
 

@@ -126,8 +126,14 @@ const WORKER_URL = siblingWorkerUrl(import.meta.url, 'check-pool-worker')
  */
 const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 32 }
 
+/**
+ * Parts a thread is given at once: while it checks one, the next one's file is read and hashed (the reads
+ * run on libuv's threads), rather than the thread waiting for it after each part.
+ */
+const PARTS_PER_THREAD = 2
+
 class Thread {
-  job: PendingPart | undefined
+  readonly jobs = new Map<number, PendingPart>()
   /** The pool it works for (none while it waits, idle, for the next check). */
   pool: CheckPool | undefined
   dead = false
@@ -135,29 +141,45 @@ class Thread {
 
   constructor() {
     this.worker.on('message', (msg: FromThread) => {
-      const job = this.job
-      if (!job || msg.id !== job.id) return
+      const job = this.jobs.get(msg.id)
+      if (!job) return
       job.receive(msg)
       if (msg.type === 'issues') return
-      this.job = undefined
+      this.jobs.delete(msg.id)
       this.pool?.dispatch()
     })
-    this.worker.on('error', (err) => this.job?.fail(new PipeError('internal.worker-failed', `check thread failed: ${err.message}`, { cause: err })))
+    this.worker.on('error', (err) => this.failAll(new PipeError('internal.worker-failed', `check thread failed: ${err.message}`, { cause: err })))
     this.worker.on('exit', () => {
       this.dead = true
       const at = idle.indexOf(this)
       if (at >= 0) idle.splice(at, 1)
-      this.job?.fail(new PipeError('internal.worker-failed', 'check thread stopped unexpectedly'))
+      this.failAll(new PipeError('internal.worker-failed', 'check thread stopped unexpectedly'))
     })
   }
 
   send(msg: ToThread): void {
     this.worker.postMessage(msg)
   }
+
+  private failAll(err: PipeError): void {
+    for (const job of this.jobs.values()) job.fail(err)
+  }
 }
 
-/** Threads that finished their check, for the next one in this process. */
+/** Threads that finished their check, or were started ahead of one, for the next check in this process. */
 const idle: Thread[] = []
+
+/**
+ * Starts `n` threads for a check about to begin, unref'd (unused, they do not keep the process): they load
+ * the checker while the caller starts the check, instead of after it has found its first part.
+ */
+export function startThreads(n: number): void {
+  while (idle.length < n) {
+    const thread = new Thread()
+    thread.worker.unref()
+    idle.push(thread)
+  }
+}
 
 /** Parts' ids, unique in the process: a thread kept for the next check must not take an old credit for a new part. */
 let nextId = 0
@@ -182,8 +204,8 @@ export class CheckPool {
     const threads = this.threads.splice(0)
     await Promise.all(threads.map(async (t) => {
       t.pool = undefined
-      if (t.job || t.dead) {
-        t.job = undefined
+      if (t.jobs.size > 0 || t.dead) {
+        t.jobs.clear()
         await t.worker.terminate()
         return
       }
@@ -195,32 +217,35 @@ export class CheckPool {
   /** @internal Starts queued parts on free threads. */
   dispatch(): void {
     while (this.queue.length > 0) {
-      let thread = this.threads.find((t) => !t.job && !t.dead)
-      if (!thread && this.threads.filter((t) => !t.dead).length < this.size) {
+      // The least busy thread; a new one while every thread has a part and there may be more.
+      const alive = this.threads.filter((t) => !t.dead)
+      let thread = alive.reduce<Thread | undefined>((best, t) => (!best || t.jobs.size < best.jobs.size ? t : best), undefined)
+      if ((!thread || thread.jobs.size > 0) && alive.length < this.size) {
         thread = idle.pop() ?? new Thread()
         thread.worker.ref()
         thread.pool = this
         this.threads.push(thread)
       }
-      if (!thread) return
+      if (!thread || thread.jobs.size >= PARTS_PER_THREAD) return
       const part = this.queue.shift()!
-      thread.job = part
+      thread.jobs.set(part.id, part)
       part.thread = thread
       thread.send({ type: 'part', id: part.id, job: part.job })
     }
   }
 }
 
-/** The thread's side: one part at a time, its issues in chunks, never more than CHUNKS_AHEAD untaken. */
+/** The thread's side: its parts' issues in chunks, never more than CHUNKS_AHEAD of a part's untaken. */
 export function servePartJobs(port: { on(event: 'message', f: (msg: ToThread) => void): void; postMessage(msg: FromThread): void }): void {
-  let current: { id: number; ahead: number; wake: (() => void) | undefined } | undefined
+  const jobs = new Map<number, { ahead: number; wake: (() => void) | undefined }>()
   const send = async (id: number, issues: CheckIssue[]): Promise<void> => {
     port.postMessage({ type: 'issues', id, issues })
-    current!.ahead++
-    while (current!.ahead >= CHUNKS_AHEAD) await new Promise<void>((resolve) => { current!.wake = resolve })
+    const credit = jobs.get(id)!
+    credit.ahead++
+    while (credit.ahead >= CHUNKS_AHEAD) await new Promise<void>((resolve) => { credit.wake = resolve })
   }
   const run = async (id: number, job: PartJob): Promise<void> => {
-    current = { id, ahead: 0, wake: undefined }
+    jobs.set(id, { ahead: 0, wake: undefined })
     try {
       const issues = runPartJob(job)
       let chunk: CheckIssue[] = []
@@ -238,15 +263,20 @@ export function servePartJobs(port: { on(event: 'message', f: (msg: ToThread) =>
       }
     } catch (err) {
       port.postMessage({ type: 'failed', id, code: err instanceof PipeError ? err.code : 'internal.worker-failed', message: err instanceof Error ? err.message : String(err) })
+    } finally {
+      jobs.delete(id)
     }
   }
   port.on('message', (msg) => {
-    if (msg.type === 'part') void run(msg.id, msg.job)
-    else if (current?.id === msg.id) {
-      current.ahead--
-      const wake = current.wake
-      current.wake = undefined
-      wake?.()
+    if (msg.type === 'part') {
+      void run(msg.id, msg.job)
+      return
     }
+    const credit = jobs.get(msg.id)
+    if (!credit) return
+    credit.ahead--
+    const wake = credit.wake
+    credit.wake = undefined
+    wake?.()
   })
 }

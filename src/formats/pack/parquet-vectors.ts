@@ -819,19 +819,26 @@ function checkCell(length: number, limits: ReadLimits, what: string): void {
   if (length < 0) refuse(READ_CODES.malformed, `${what}: a value of negative length`)
 }
 
-/** `n` PLAIN byte arrays from region[p...]: their places (as offsets of the pool, region starting at `regionAt`). */
+/**
+ * `n` PLAIN byte arrays from region[p...]: their places (as offsets of the pool, region starting at
+ * `regionAt`). Their UTF-8 is checked in one call for them all: each length, once read, is overwritten with
+ * spaces (the region is this decoder's copy), so the values joined by ASCII are valid UTF-8 exactly when
+ * every value is (a character cannot run across a space, nor a value start inside one).
+ */
 function plainBytes(region: Uint8Array, p: number, regionAt: number, n: number, start: Int32Array, end: Int32Array, at: number, limits: ReadLimits, what: string): void {
+  const from = p
   for (let j = 0; j < n; j++) {
     if (p + 4 > region.length) refuse(READ_CODES.malformed, `${what}: value ${j} of ${n} past the page`)
     const len = region[p]! + region[p + 1]! * 2 ** 8 + region[p + 2]! * 2 ** 16 + region[p + 3]! * 2 ** 24
+    region[p] = region[p + 1] = region[p + 2] = region[p + 3] = 0x20
     p += 4
     checkCell(len, limits, what)
     if (p + len > region.length) refuse(READ_CODES.malformed, `${what}: value ${j} of ${n} past the page`)
-    if (!isText(region, p, p + len)) refuse(READ_CODES.stringNotUtf8, 'a string cell that is not UTF-8')
     start[at + j] = regionAt + p
     end[at + j] = regionAt + p + len
     p += len
   }
+  if (p > from && !isUtf8(region.subarray(from, p))) refuse(READ_CODES.stringNotUtf8, 'a string cell that is not UTF-8')
 }
 
 /** `n` PLAIN fixed-width values from region[p...] into out[at...]. */

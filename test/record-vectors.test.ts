@@ -2,7 +2,8 @@
  * The record format v1 conformance vectors (test/vectors/record, built by scripts/make-record-vectors.ts):
  * their hashes; every `<case>_fail` fails `pipe run verify` (exit 1) with its expected (check, code) pairs
  * and nothing but them and its allowed pairs; every `reason_<reason>` case passes and its manifest states
- * the reason; the untouched golden day passes. Verify runs in-process (the runner, as `pipe run verify`).
+ * the reason, and every `reason_<reason>_fail` case states a completeness its data refutes; the untouched
+ * golden day passes. Verify runs in-process (the runner, as `pipe run verify`).
  */
 import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
@@ -43,7 +44,7 @@ const walk = async (d: string, rel = ''): Promise<string[]> =>
 
 const cases = (await readdir(VECTORS, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort()
 const failCases = cases.filter((c) => c.endsWith('_fail'))
-const reasonCases = cases.filter((c) => c.startsWith('reason_'))
+const reasonCases = cases.filter((c) => c.startsWith('reason_') && !c.endsWith('_fail'))
 
 t.test('the vectors are what hashes.txt lists', async (t) => {
   const listed = (await readFile(join(VECTORS, 'hashes.txt'), 'utf8')).trimEnd().split('\n').map((l) => /^([0-9a-f]{64}) {2}(.+)$/.exec(l)!)
@@ -62,6 +63,7 @@ t.test('at least one failing case per check 1..10, and a case the sealer makes f
   const stated = new Set<string>()
   for (const c of reasonCases) for (const r of (JSON.parse(await readFile(join(VECTORS, c, 'expected.json'), 'utf8')) as Expected).reasons ?? []) stated.add(r)
   t.same([...stated].sort(), [...COMPLETENESS_REASONS].sort())
+  t.same(COMPLETENESS_REASONS.filter((r) => !failCases.includes(`reason_${r}_fail`)), [], 'a failing case per completeness reason')
 })
 
 for (const c of failCases) {

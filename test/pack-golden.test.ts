@@ -19,10 +19,12 @@ import { objectPath } from '../src/formats/pack/store.js'
 import { checkPack } from '../src/formats/pack/check.js'
 import { buildGoldenPack } from '../scripts/make-golden-packs.js'
 
+type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
 const GOLDEN = join(import.meta.dirname, 'golden')
 const PACKS = ['minimal', 'retraction', 'merge', 'searches', 'media', 'aperiodic', 'ants']
 /** The tool is installed (it ran, whatever it said). */
-const has = (tool: string) => spawnSync(tool, ['--help'], { stdio: 'ignore' }).error === undefined
+/** The independent tools are part of the proof: .ci/run installs them, and a missing one fails, never skips. */
+const requireTool = (t: Tap, tool: string) => t.ok(spawnSync(tool, ['--help'], { stdio: 'ignore' }).error === undefined, `${tool} is installed (.ci/run installs it)`)
 const work = await mkdtemp(join(tmpdir(), 'pipe-pack-golden-'))
 t.teardown(() => rm(work, { recursive: true, force: true }))
 
@@ -43,7 +45,8 @@ t.test('every golden pack is what its hashes.txt lists', async (t) => {
   }
 })
 
-t.test('sha256sum of every object equals its name', { skip: has('sha256sum') ? false : 'sha256sum not installed' }, async (t) => {
+t.test('sha256sum of every object equals its name', async (t) => {
+  requireTool(t, 'sha256sum')
   for (const name of PACKS) {
     const store = join(GOLDEN, name, 'store')
     const objects = (await files(store)).filter((f) => f.startsWith('objects/'))
@@ -57,7 +60,8 @@ t.test('sha256sum of every object equals its name', { skip: has('sha256sum') ? f
   }
 })
 
-t.test('ssh-keygen -Y verify accepts every manifest, ref and key-statement signature', { skip: has('ssh-keygen') ? false : 'ssh-keygen not installed' }, async (t) => {
+t.test('ssh-keygen -Y verify accepts every manifest, ref and key-statement signature', async (t) => {
+  requireTool(t, 'ssh-keygen')
   const verify = async (publicKey: string, namespace: string, signature: string | Buffer, message: Buffer) => {
     const allowed = join(work, `allowed-${Math.random().toString(16).slice(2)}`)
     const sig = `${allowed}.sig`

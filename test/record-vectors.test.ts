@@ -5,11 +5,12 @@
  * the reason, and every `reason_<reason>_fail` case states a completeness its data refutes; the untouched
  * golden day passes. Verify runs in-process (the runner, as `pipe run verify`).
  */
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import t from 'tap'
-import { captureIO } from './helpers/io.js'
+import { captureIO, childEnv } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
 import { COMPLETENESS_REASONS, type HourlyManifest } from '../src/formats/record/manifest.js'
 import { VERIFY_CODES } from '../src/formats/record/verify.js'
@@ -102,4 +103,10 @@ t.test('the untouched golden day passes', async (t) => {
   t.equal(r.exitCode, 0)
   t.same(r.findings, [])
   t.equal(r.hours, 25)
+})
+
+t.test('the vectors are what scripts/make-record-vectors.ts makes now, byte for byte (--check)', async (t) => {
+  const r = spawnSync(process.execPath, ['dist/scripts/make-record-vectors.js', '--check'], { env: childEnv(), encoding: 'utf8', timeout: 300_000 })
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stdout + r.stderr, /identical to a fresh build/)
 })

@@ -142,6 +142,16 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     const { root } = await oneHour({ edit: (m) => { m.format_version = 2 } })
     exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
   })
+  t.test('members a reader does not know are ignored (a later 1.x may add optional ones)', async (t) => {
+    const { root } = await oneHour({
+      edit: (m) => {
+        Object.assign(m, { zz_added_in_1_1: { nested: ['x'] } })
+        Object.assign(m.replicas[0]!, { latency_p99_ns: 12 })
+        Object.assign(m.completeness, { note: 'x' })
+      },
+    })
+    exactly(t, (await verify([root])).findings, [])
+  })
   t.test('a member of the wrong shape', async (t) => {
     const { root } = await oneHour({ edit: (m) => { delete (m as Partial<typeof m>).replica_agreement } })
     const r = await verify([root])

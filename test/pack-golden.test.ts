@@ -18,11 +18,11 @@ import { keyStatementSignedBytes, type KeyStatementDocument } from '../src/forma
 import { objectPath } from '../src/formats/pack/store.js'
 import { checkPack } from '../src/formats/pack/check.js'
 import { buildGoldenPack } from '../scripts/make-golden-packs.js'
+import { childEnv } from './helpers/io.js'
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
 const GOLDEN = join(import.meta.dirname, 'golden')
 const PACKS = ['minimal', 'retraction', 'merge', 'searches', 'media', 'aperiodic', 'ants']
-/** The tool is installed (it ran, whatever it said). */
 /** The independent tools are part of the proof: .ci/run installs them, and a missing one fails, never skips. */
 const requireTool = (t: Tap, tool: string) => t.ok(spawnSync(tool, ['--help'], { stdio: 'ignore' }).error === undefined, `${tool} is installed (.ci/run installs it)`)
 const work = await mkdtemp(join(tmpdir(), 'pipe-pack-golden-'))
@@ -156,4 +156,10 @@ t.test('DuckDB runs the export\'s views.sql and reads every table through it', a
   const patterns = (await conn.runAndReadAll('SELECT class, period, dx, dy FROM patterns ORDER BY class')).getRows()
   t.same(patterns.map((r) => [r[0], Number(r[1]), r[2], r[3]]), [['oscillator', 2, 0, 0], ['spaceship', 4, 1, 1], ['still_life', 1, 0, 0]], 'the blinker, the glider (down and to the right on the y-down grid), the block')
   for (const v of views) t.ok(Number((await conn.runAndReadAll(`SELECT count(*) FROM "${v}"`)).getRows()[0]![0]) > 0, `${v} has rows`)
+})
+
+t.test('the publisher still makes every golden pack byte for byte (scripts/make-golden-packs.ts --check)', async (t) => {
+  const r = spawnSync(process.execPath, ['dist/scripts/make-golden-packs.js', '--check'], { env: childEnv(), encoding: 'utf8', timeout: 300_000 })
+  t.equal(r.status, 0, r.stderr)
+  t.equal((r.stdout.match(/identical to a fresh build/g) ?? []).length, PACKS.length + 1, r.stdout)
 })

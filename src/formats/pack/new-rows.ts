@@ -7,17 +7,21 @@
  *
  * Rows the parents already have are left out (a fact row by its key, an event row by its text), and a fact
  * key given twice is kept once; a fact key given two different rows is refused. What is remembered for
- * this are 128-bit hashes of keys and texts: 32 bytes a row of the feed.
+ * this are 128-bit hashes of keys and rows: 32 bytes a row of the feed.
  *
- * A chunk entry is the row's sort values and text, read back with JSON.parse when written: one flat
- * string a row costs a fraction of its objects. The text loses only the sign of a float64 -0 (JSON writes
- * it 0), so a row holding one (a lattice vector, a corner) is kept whole.
+ * A chunk holds its rows encoded (row-bytes.ts), a fraction of their objects and nothing the garbage
+ * collector traces; a row is hashed by those bytes, which are the same exactly when its RFC 8785 texts are.
+ * A full chunk goes to the part writer's thread as it is, with the order to write it in, while the next
+ * chunk fills. Only event rows keep their text, which breaks ties between rows equal on the sort columns (a
+ * fact table has none: its sort columns are its key).
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
+import type { PartitionRun } from './parquet-write.js'
+import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
 import { canonicalRowText, compareUtf8, sortColumnsComparator, type TableSchema } from './table-schemas.js'
 
-/** About 8 MiB of row text a chunk: some thirty thousand pattern rows, a few tens of MB of heap. */
+/** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
 
 export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
@@ -25,9 +29,14 @@ export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
 interface Entry {
   part: string
   key: unknown[]
-  text: string
-  whole?: Record<string, unknown>
+  /** The row's RFC 8785 text, for an event row. */
+  text: string | undefined
+  /** The row's number in the chunk's batch. */
+  row: number
 }
+
+/** Where a full chunk goes: its batch, the order to write its rows in, and its partitions' runs. */
+export type ChunkSink = (taken: { batch: RowBatch; transfer: ArrayBuffer[] }, order: Int32Array, runs: PartitionRun[]) => Promise<void>
 
 /** A set of 128-bit hashes, each with a 128-bit value, in open addressing over flat words. */
 export class HashTable128 {
@@ -84,78 +93,90 @@ export class HashTable128 {
   }
 }
 
-/** The first 16 bytes of SHA-256 of a text: a row's or a fact key's identity here. */
-function hash16(text: string): Buffer {
-  const out = Buffer.from(new ArrayBuffer(16)) // its own buffer, 4-aligned for HashTable128's word views
-  createHash('sha256').update(text).digest().copy(out, 0, 0, 16)
+/** The first 16 bytes of SHA-256 of a text or bytes: a row's or a fact key's identity here. */
+function hash16(data: string | Uint8Array): Uint8Array {
+  // Its own buffer, 4-aligned for HashTable128's word views.
+  const out = new Uint8Array(16)
+  out.set(hash('sha256', data, 'buffer').subarray(0, 16))
   return out
 }
 
-function holdsNegativeZero(v: unknown): boolean {
-  if (typeof v === 'number') return Object.is(v, -0)
-  if (Array.isArray(v)) return v.some(holdsNegativeZero)
-  if (v !== null && typeof v === 'object') {
-    for (const k in v) if (holdsNegativeZero((v as Record<string, unknown>)[k])) return true
-  }
-  return false
+const sameHash = (stored: Uint32Array, h: Uint8Array) => {
+  const w = new Uint32Array(h.buffer, h.byteOffset, 4)
+  return stored[0] === w[0] && stored[1] === w[1] && stored[2] === w[2] && stored[3] === w[3]
 }
 
-const partOf = (schema: TableSchema, row: Record<string, unknown>) => schema.partitionColumns.map((c) => `${c}=${String(row[c])}`).join('/')
-
 export class NewRows {
-  private chunk: Entry[] = []
+  private entries: Entry[] = []
   private chunkBytes = 0
-  /** Fact key hash → text hash (the parents' and this publish's); event text hashes of the parents. */
+  private batch: RowBatchBuilder
+  private readonly hashBytes: RowHashBytes
+  /** The partitions of the chunk's rows, by their folder text. */
+  private partitions = new Map<string, Readonly<Record<string, string>>>()
+  /** Fact key hash → row hash (the parents' and this publish's); event row hashes of the parents. */
   private readonly seen = new HashTable128()
   private readonly fact: boolean
-  private readonly floats: boolean
   private readonly compare: (a: Entry, b: Entry) => number
 
-  /** `flush` writes one sorted chunk's rows (each with its partition folder text). */
-  constructor(readonly schema: TableSchema, private readonly flush: (rows: { part: string; row: Record<string, unknown> }[]) => Promise<void>, private readonly maxChunkBytes = CHUNK_TEXT_BYTES) {
+  constructor(readonly schema: TableSchema, private readonly sink: ChunkSink, private readonly maxChunkBytes = CHUNK_TEXT_BYTES) {
     this.fact = schema.kind === 'fact'
-    this.floats = JSON.stringify(schema.columns).includes('"float64"')
+    this.batch = new RowBatchBuilder(schema)
+    this.hashBytes = new RowHashBytes(schema)
     const byKey = sortColumnsComparator({ ...schema, sortColumns: schema.sortColumns.map((_, i) => String(i)), columns: schema.sortColumns.map((c, i) => ({ ...schema.columns.find((x) => x.name === c)!, name: String(i) })) })
-    this.compare = (a, b) => (a.part === b.part ? 0 : compareUtf8(a.part, b.part)) || byKey(a.key, b.key) || compareUtf8(a.text, b.text)
+    this.compare = (a, b) => (a.part === b.part ? 0 : compareUtf8(a.part, b.part)) || byKey(a.key, b.key) || compareUtf8(a.text!, b.text!)
   }
 
-  private keyHash(row: Record<string, unknown>): Buffer {
+  private keyHash(row: Record<string, unknown>): Uint8Array {
     return hash16(this.schema.sortColumns.map((c) => String(row[c])).join('\u0000'))
   }
 
   /** A row of a parent: the same row (by key for a fact, by text for an event) is not written again. */
   parent(row: Record<string, unknown>): void {
-    const text = hash16(canonicalRowText(this.schema, row))
-    this.seen.add(this.fact ? this.keyHash(row) : text, text)
+    const rowHash = hash16(this.hashBytes.of(row))
+    this.seen.add(this.fact ? this.keyHash(row) : rowHash, rowHash)
   }
 
-  async add(row: Record<string, unknown>): Promise<void> {
-    const text = canonicalRowText(this.schema, row)
+  /** A checked row (table-schemas.ts rowValidator) whose RFC 8785 text is `textBytes` of UTF-8. */
+  async add(row: Record<string, unknown>, textBytes: number): Promise<void> {
+    const { textUnits, negativeZero } = this.batch.add(row, textBytes)
+    const r = this.batch.rows - 1
+    const rowHash = hash16(negativeZero ? this.hashBytes.of(row) : this.batch.rowBytes(r))
     if (this.fact) {
-      const textHash = hash16(text)
       const key = this.keyHash(row)
       const stored = this.seen.get(key)
       if (stored) {
-        if (!Buffer.from(stored.buffer, stored.byteOffset, 16).equals(textHash)) {
+        if (!sameHash(stored, rowHash)) {
           throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c) => `${c} ${JSON.stringify(String(row[c]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
         }
-        return // the table has it already: from a parent, or earlier in this publish
+        this.batch.dropLast() // the table has it already: from a parent, or earlier in this publish
+        return
       }
-      this.seen.add(key, textHash)
-    } else if (this.seen.get(hash16(text))) return
-    const entry: Entry = { part: partOf(this.schema, row), key: this.schema.sortColumns.map((c) => row[c]), text }
-    if (this.floats && holdsNegativeZero(row)) entry.whole = row
-    this.chunk.push(entry)
-    this.chunkBytes += text.length + 64
+      this.seen.add(key, rowHash)
+    } else if (this.seen.get(rowHash)) {
+      this.batch.dropLast()
+      return
+    }
+    const part = this.schema.partitionColumns.map((c) => `${c}=${String(row[c])}`).join('/')
+    if (!this.partitions.has(part)) this.partitions.set(part, Object.fromEntries(this.schema.partitionColumns.map((c) => [c, String(row[c])])))
+    this.entries.push({ part, key: this.schema.sortColumns.map((c) => row[c]), text: this.fact ? undefined : canonicalRowText(this.schema, row), row: r })
+    // The chunk's measure is its rows' texts in UTF-16 units and 64 a row, whatever form they are kept in.
+    this.chunkBytes += textUnits + 64
     if (this.chunkBytes >= this.maxChunkBytes) await this.end()
   }
 
   /** Writes what is gathered. */
   async end(): Promise<void> {
-    if (this.chunk.length === 0) return
-    const chunk = this.chunk.sort(this.compare)
-    this.chunk = []
+    if (this.entries.length === 0) return
+    const entries = this.entries.sort(this.compare)
+    const order = new Int32Array(entries.length)
+    const runs: PartitionRun[] = []
+    for (let i = 0; i < entries.length; i++) {
+      order[i] = entries[i]!.row
+      if (i + 1 === entries.length || entries[i + 1]!.part !== entries[i]!.part) runs.push({ partition: this.partitions.get(entries[i]!.part)!, end: i + 1, close: true })
+    }
+    this.entries = []
     this.chunkBytes = 0
-    await this.flush(chunk.map((e) => ({ part: e.part, row: e.whole ?? (JSON.parse(e.text) as Record<string, unknown>) })))
+    this.partitions = new Map()
+    await this.sink(this.batch.take(), order, runs)
   }
 }

@@ -1,10 +1,10 @@
 /**
- * The pack part writer's encoding thread (parquet-write.ts `PackPartWriter`): row groups arrive shredded,
+ * The pack part writer's encoding thread (parquet-write.ts `PartsJob`): batches of encoded rows arrive,
  * their buffers moved rather than copied (core/ordered-worker.ts carries them in order, with flow
- * control), and leave as pages in part files.
+ * control), and leave as row groups in part files.
  */
 import { serveOrderedJobs } from '../../core/ordered-worker.js'
-import { PartFiles, partFileWork, type PartFilesOptions, type RowGroupItem, type WrittenPart } from './parquet-write.js'
+import { PartFiles, partFileWork, type PartFilesOptions, type PartRowsItem, type WrittenPart } from './parquet-write.js'
 
 let files: PartFiles | null = null
 
@@ -13,12 +13,12 @@ function current(): PartFiles {
   return files
 }
 
-serveOrderedJobs<PartFilesOptions, RowGroupItem, null, WrittenPart[]>({
+serveOrderedJobs<PartFilesOptions, PartRowsItem, null, WrittenPart[]>({
   open(opts) {
     files = new PartFiles(opts)
   },
-  item(group) {
-    return partFileWork('writing a row group', () => current().add(group))
+  item(rows) {
+    return partFileWork('writing a row group', () => current().add(rows))
   },
   async finish() {
     const parts = await partFileWork('closing a part', () => current().finish())

@@ -2,9 +2,10 @@
  * Publishing: records (docs/pack-records.md) to a new signed version of a feed in a store ("The store",
  * "The manifest", "Tables, indexes and parts", "Refs", "Signatures and keys").
  *
- * - Rows are completed (publish-rows.ts), checked (table-schemas.ts) and staged in a temporary SQLite
- *   database under the store's .tmp/, which sorts them by partition, the table's sort columns and their
- *   RFC 8785 text, and tells which the parents already have: memory stays bounded whatever the pack's size.
+ * - Rows are completed (publish-rows.ts), checked (table-schemas.ts) and gathered in chunks (new-rows.ts),
+ *   each sorted by partition, the table's sort columns and their RFC 8785 text and written as parts of its
+ *   own on the part writer's thread while the next fills; what the parents already have is known by 128-bit
+ *   hashes: memory stays bounded whatever the pack's size.
  * - A new version keeps its parents' parts (the feed's current version first, then any merged), adds parts
  *   holding only rows its parents lack (a fact row by its key, an event row by its bytes), and keeps an
  *   unchanged table's index hash. Retractions are cumulative, each with its publisher.
@@ -21,7 +22,7 @@ import { buildRef, parseRef, signRef } from './doc-ref.js'
 import { isPackTime } from './key-statements.js'
 import { isFeedName, isUuid, parseTarget, readPackJson, storeDocumentBytes } from './documents.js'
 import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js'
-import { PackPartWriter, type WrittenPart } from './parquet-write.js'
+import { PackPartWriter, PartsJob, type WrittenPart } from './parquet-write.js'
 import { openPart } from './parquet-read.js'
 import {
   PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
@@ -272,16 +273,24 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   for (const name of TABLE_ORDER) {
     const schema = PACK_TABLES[name]
     const kept = inherited.get(name) ?? []
-    const parts: TablePart[] = []
-    const rows = new NewRows(schema, async (sorted) => { parts.push(...(await writeParts(o.store, schema, sorted))) })
-    for (const part of kept) {
-      await eachPartRow(o.store, part.object, schema, (row) => {
-        if (name === 'tilings') tilings.add(row as never)
-        rows.parent(row)
-      })
+    const job = new PartsJob(schema, { dir: tmp })
+    const rows = new NewRows(schema, (taken, order, runs) => job.post(taken, order, runs))
+    let parts: TablePart[]
+    try {
+      for (const part of kept) {
+        await eachPartRow(o.store, part.object, schema, (row) => {
+          if (name === 'tilings') tilings.add(row as never)
+          rows.parent(row)
+        })
+      }
+      await stageTable(o, name, rows, tilings, ids, defaults)
+      await rows.end()
+      parts = []
+      for (const p of await job.finish()) parts.push(await adopt(o.store, p))
+    } catch (err) {
+      await job.abort()
+      throw err
     }
-    await stageTable(o, name, rows, tilings, ids, defaults)
-    await rows.end()
     newParts[name] = parts.length
     if (parts.length === 0 && kept.length === 0) continue
     const firstParentIndex = parents[0]?.manifest.tables[name]
@@ -369,11 +378,11 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows,
     const pin = resolveReferences(name, row, lookup, at)
     applyDefaults(name, row, defaults, pin)
     findings.length = 0
-    validate(row, at.line - 1, findings)
+    const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
-    await rows.add(row)
+    await rows.add(row, textBytes)
   }
 }
 
@@ -400,38 +409,26 @@ async function writePatch(store: string, rows: readonly object[]): Promise<strin
 
 const WRITE_BATCH = 4096
 
-/** Writes rows (in order, partition by partition) as parts of the store. */
-async function writeParts(store: string, schema: TableSchema, rows: Iterable<{ part: string; row: Row }> | AsyncIterable<{ part: string; row: Row }>): Promise<TablePart[]> {
-  const out: TablePart[] = []
-  let writer: PackPartWriter | undefined
-  let current: string | undefined
-  let batch: Row[] = []
-  const close = async () => {
-    if (!writer) return
-    if (batch.length > 0) await writer.write(batch)
-    batch = []
-    for (const p of await writer.finish()) out.push(await adopt(store, p))
-    writer = undefined
-  }
+/** Writes rows (in order, of an unpartitioned schema) as parts of the store. */
+async function writeParts(store: string, schema: TableSchema, rows: AsyncIterable<Row>): Promise<TablePart[]> {
+  const writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER) })
   try {
-    for await (const { part, row } of rows) {
-      if (part !== current || !writer) {
-        await close()
-        current = part
-        writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER), partition: Object.fromEntries(schema.partitionColumns.map((c) => [c, String(row[c])])) })
-      }
+    let batch: Row[] = []
+    for await (const row of rows) {
       batch.push(row)
       if (batch.length >= WRITE_BATCH) {
         await writer.write(batch)
         batch = []
       }
     }
-    await close()
+    await writer.write(batch)
+    const out: TablePart[] = []
+    for (const p of await writer.finish()) out.push(await adopt(store, p))
+    return out
   } catch (err) {
-    await writer?.abort()
+    await writer.abort()
     throw err
   }
-  return out
 }
 
 async function adopt(store: string, p: WrittenPart): Promise<TablePart> {
@@ -509,13 +506,13 @@ async function publishSearches(store: string, recordsDir: string): Promise<Recor
 async function segmentObject(store: string, schema: TableSchema, dir: string, file: string): Promise<TablePart> {
   const validate = rowValidator(schema)
   const findings: RowFinding[] = []
-  async function* rows(): AsyncGenerator<{ part: string; row: Row }> {
+  async function* rows(): AsyncGenerator<Row> {
     for await (const { value, at } of records(dir, file)) {
       const row = scrubLocalPaths(value as Row)
       findings.length = 0
       validate(row, at.line - 1, findings)
       if (findings.length > 0) throw firstFinding(findings, at)
-      yield { part: '', row }
+      yield row
     }
   }
   const parts = await writeParts(store, schema, rows())

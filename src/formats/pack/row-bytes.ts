@@ -1,0 +1,224 @@
+/**
+ * Rows as bytes: the form a table's checked rows take between the thread that makes them and the part
+ * writer's encoding thread (parquet-write.ts), and what NewRows keeps of a chunk and hashes. A batch is one
+ * flat buffer: a fraction of its rows' objects, nothing for the garbage collector to trace, moved to the
+ * encoding thread without a copy and read there straight into column chunks.
+ *
+ * A row is its schema's columns in order, each value as its type gives, depth first, little-endian:
+ *
+ *   nullable column or field   a byte: 0 for null (nothing follows), 1 before the value
+ *   string, time               u32 byte length, then the UTF-8
+ *   int32 / int64 / float64    i32 / i64 / f64 (a float64 -0 stays -0)
+ *   bool                       a byte, 0 or 1
+ *   list                       u32 element count, then the elements
+ *   struct                     its fields in order
+ *
+ * Two rows have the same bytes exactly when they have the same RFC 8785 text, but for the sign of a zero
+ * float64, which the text drops and the bytes keep (hashing, the writer may ask for zeros written +0). An
+ * int64 is the same bytes as a number or a bigint. Rows are encoded after they are checked
+ * (table-schemas.ts rowValidator): the encoder trusts their types.
+ */
+import type { PackType, TableSchema } from './table-schemas.js'
+
+/** A batch of encoded rows of one table, as it moves to the encoding thread. */
+export interface RowBatch {
+  /** Row r at [r === 0 ? 0 : ends[r - 1], ends[r]). */
+  bytes: Uint8Array
+  ends: Int32Array
+  /** Each row's RFC 8785 text length in UTF-8, which a row group's text limit counts. */
+  textBytes: Float64Array
+  /** Each row's first sort column as text: a part's first and last. */
+  keys: string[]
+  rows: number
+}
+
+/** Where the generated encoder writes: a buffer that grows, and what the last row held. */
+class RowWriter {
+  b: Buffer
+  dv: DataView
+  at = 0
+  /** UTF-8 bytes beyond one per UTF-16 unit in the strings written since reset. */
+  extra = 0
+  /** Whether a float64 -0 was written since reset. */
+  negativeZero = false
+
+  constructor(bytes: number) {
+    this.b = Buffer.allocUnsafeSlow(bytes)
+    this.dv = new DataView(this.b.buffer, this.b.byteOffset, this.b.byteLength)
+  }
+
+  get cap(): number {
+    return this.b.length
+  }
+
+  /** Room for `n` more bytes. */
+  grow(n: number): void {
+    // Never from Node's shared pool: a batch's buffer moves to the encoding thread.
+    const next = Buffer.allocUnsafeSlow(Math.max(this.at + n, this.b.length * 2))
+    this.b.copy(next, 0, 0, this.at)
+    this.b = next
+    this.dv = new DataView(next.buffer, next.byteOffset, next.byteLength)
+  }
+}
+
+type Encode = (row: object, w: RowWriter, zerosPositive: boolean) => void
+
+/** The encoder's source for the value in variable `v` of type `t`. */
+function encodeSource(t: PackType, v: string, fresh: () => string): string {
+  switch (t.kind) {
+    case 'string':
+    case 'time':
+      return `{ if (W.at + 4 + 3 * ${v}.length > W.cap) W.grow(4 + 3 * ${v}.length); const n = W.b.write(${v}, W.at + 4, 'utf8'); W.dv.setUint32(W.at, n, true); W.at += 4 + n; W.extra += n - ${v}.length; }\n`
+    case 'int32':
+      return `if (W.at + 4 > W.cap) W.grow(4); W.dv.setInt32(W.at, ${v}, true); W.at += 4;\n`
+    case 'int64':
+      // A number's two's complement from its high and low 32 bits, which equals setBigInt64 of the same value.
+      return (
+        `if (W.at + 8 > W.cap) W.grow(8);\n` +
+        `if (typeof ${v} === 'bigint') W.dv.setBigInt64(W.at, ${v}, true);\n` +
+        `else { const hi = Math.floor(${v} / 4294967296); W.dv.setUint32(W.at, ${v} - hi * 4294967296, true); W.dv.setInt32(W.at + 4, hi, true); }\n` +
+        `W.at += 8;\n`
+      )
+    case 'float64':
+      return (
+        `if (W.at + 8 > W.cap) W.grow(8);\n` +
+        `if (${v} === 0 && 1 / ${v} < 0) { if (Z) W.dv.setFloat64(W.at, 0, true); else { W.negativeZero = true; W.dv.setFloat64(W.at, ${v}, true); } }\n` +
+        `else W.dv.setFloat64(W.at, ${v}, true);\nW.at += 8;\n`
+      )
+    case 'bool':
+      return `if (W.at + 1 > W.cap) W.grow(1); W.b[W.at++] = ${v} ? 1 : 0;\n`
+    case 'list': {
+      const i = fresh()
+      const e = fresh()
+      return (
+        `if (W.at + 4 > W.cap) W.grow(4); W.dv.setUint32(W.at, ${v}.length, true); W.at += 4;\n` +
+        `for (let ${i} = 0; ${i} < ${v}.length; ${i}++) {\nconst ${e} = ${v}[${i}];\n${encodeSource(t.element, e, fresh)}}\n`
+      )
+    }
+    case 'struct':
+      return t.fields.map((f) => fieldSource(f.name, f.type, f.nullable, v, fresh)).join('')
+  }
+}
+
+function fieldSource(name: string, type: PackType, nullable: boolean, parent: string, fresh: () => string): string {
+  const x = fresh()
+  const value = encodeSource(type, x, fresh)
+  if (!nullable) return `{ const ${x} = ${parent}.${name};\n${value}}\n`
+  return (
+    `{ const ${x} = ${parent}.${name};\nif (W.at + 1 > W.cap) W.grow(1);\n` +
+    `if (${x} === null || ${x} === undefined) W.b[W.at++] = 0;\nelse { W.b[W.at++] = 1;\n${value}} }\n`
+  )
+}
+
+const encoders = new WeakMap<TableSchema, Encode>()
+
+/**
+ * The schema's encoder: generated code with plain property reads, as the row check is (names are the
+ * schema notation's identifiers, safe in code).
+ */
+function encoderOf(schema: TableSchema): Encode {
+  let encode = encoders.get(schema)
+  if (!encode) {
+    let k = 0
+    const fresh = () => `v${k++}`
+    const body = schema.columns.map((c) => fieldSource(c.name, c.type, c.nullable, 'row', fresh)).join('')
+    encode = new Function('row', 'W', 'Z', body) as Encode
+    encoders.set(schema, encode)
+  }
+  return encode
+}
+
+/** Encoded rows gathered into a batch. */
+export class RowBatchBuilder {
+  private readonly encode: Encode
+  private readonly firstSortColumn: string
+  private readonly w: RowWriter
+  private ends = new Int32Array(1024)
+  private textBytes = new Float64Array(1024)
+  private keys: string[] = []
+  rows = 0
+
+  constructor(readonly schema: TableSchema, initialBytes = 1 << 20) {
+    this.encode = encoderOf(schema)
+    this.firstSortColumn = schema.sortColumns[0]!
+    this.w = new RowWriter(initialBytes)
+  }
+
+  /** Bytes of the rows so far. */
+  get byteLength(): number {
+    return this.w.at
+  }
+
+  /**
+   * Adds a checked row whose RFC 8785 text is `textBytes` of UTF-8. Returns what the last row's text is in
+   * UTF-16 units (what JS's string length counts) and whether it holds a float64 -0.
+   */
+  add(row: object, textBytes: number): { textUnits: number; negativeZero: boolean } {
+    const w = this.w
+    w.extra = 0
+    w.negativeZero = false
+    this.encode(row, w, false)
+    const r = this.rows++
+    if (r >= this.ends.length) {
+      this.ends = growTyped(this.ends, r + 1)
+      this.textBytes = growTyped(this.textBytes, r + 1)
+    }
+    this.ends[r] = w.at
+    this.textBytes[r] = textBytes
+    this.keys.push(String((row as Record<string, unknown>)[this.firstSortColumn]))
+    return { textUnits: textBytes - w.extra, negativeZero: w.negativeZero }
+  }
+
+  /** The bytes of row r (a view: valid until the batch is taken). */
+  rowBytes(r: number): Uint8Array {
+    return this.w.b.subarray(r === 0 ? 0 : this.ends[r - 1]!, this.ends[r]!)
+  }
+
+  /** Drops the last row added. */
+  dropLast(): void {
+    this.rows--
+    this.keys.pop()
+    this.w.at = this.rows === 0 ? 0 : this.ends[this.rows - 1]!
+  }
+
+  /** Hands the batch over (its buffers to move) and starts an empty one with buffers of the same size. */
+  take(): { batch: RowBatch; transfer: ArrayBuffer[] } {
+    const w = this.w
+    const batch: RowBatch = { bytes: w.b.subarray(0, w.at), ends: this.ends, textBytes: this.textBytes, keys: this.keys, rows: this.rows }
+    const transfer = [w.b.buffer as ArrayBuffer, this.ends.buffer as ArrayBuffer, this.textBytes.buffer as ArrayBuffer]
+    const fresh = new RowWriter(w.cap)
+    Object.assign(w, { b: fresh.b, dv: fresh.dv, at: 0 })
+    this.ends = new Int32Array(this.ends.length)
+    this.textBytes = new Float64Array(this.textBytes.length)
+    this.keys = []
+    this.rows = 0
+    return { batch, transfer }
+  }
+}
+
+/**
+ * The bytes a row is hashed by (NewRows): as a batch encodes it, with zeros written +0, so that two rows
+ * hash alike exactly when their RFC 8785 texts are the same. A scratch buffer, reused; the view it returns
+ * is valid until the next call.
+ */
+export class RowHashBytes {
+  private readonly encode: Encode
+  private readonly w = new RowWriter(64 * 1024)
+
+  constructor(schema: TableSchema) {
+    this.encode = encoderOf(schema)
+  }
+
+  of(row: object): Uint8Array {
+    const w = this.w
+    w.at = 0
+    this.encode(row, w, true)
+    return w.b.subarray(0, w.at)
+  }
+}
+
+function growTyped<T extends Int32Array | Float64Array>(a: T, need: number): T {
+  const next = new (a.constructor as new (n: number) => T)(Math.max(need, a.length * 2))
+  next.set(a as never)
+  return next
+}

@@ -84,7 +84,11 @@ export function completeTiling(input: Row, at: RecordPlace): { row: Row; patch?:
   return { row }
 }
 
-const isCell = (c: unknown): c is Cell => typeof c === 'object' && c !== null && ['i', 'j', 'k', 's'].every((k) => Number.isInteger((c as Row)[k]))
+const isCell = (c: unknown): c is Cell => {
+  if (typeof c !== 'object' || c === null) return false
+  const { i, j, k, s } = c as Row
+  return Number.isInteger(i) && Number.isInteger(j) && Number.isInteger(k) && Number.isInteger(s)
+}
 
 /**
  * A patterns record states its facts: pin_key, model, neighbourhood, steps_per_gen, class, period, dx, dy,

@@ -14,7 +14,7 @@
 import { createReadStream } from 'node:fs'
 import { mkdir, readFile, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
+import { StringDecoder } from 'node:string_decoder'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
 import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from './doc-index.js'
@@ -207,24 +207,62 @@ class IdBook {
   }
 }
 
-/** Reads `<records>/<table>.jsonl` line by line (1-based line numbers), if the file is there. */
-async function* records(dir: string, file: string): AsyncGenerator<{ value: unknown; at: RecordPlace }> {
+/** What ends a line, as readline reads it: \r\n, \n or a lone \r. */
+const LINE_END = /\r\n|\n|\r/
+
+/** A text's lines (a split on a plain \n, when that is the only ending, is several times faster). */
+const splitLines = (text: string) => (text.includes('\r') ? text.split(LINE_END) : text.split('\n'))
+
+/**
+ * The lines of a file as readline gives them (every line ending ends a line; a last line without one
+ * counts, an empty one after the last ending does not), a chunk's lines at a time: a promise a line cost
+ * more than the JSON.parse of a record.
+ */
+async function* lineBatches(path: string): AsyncGenerator<string[]> {
+  const decoder = new StringDecoder('utf8')
+  let carry = ''
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
+    let text = carry + decoder.write(chunk as Buffer)
+    // A \r at the end may be the first half of a \r\n.
+    const held = text.endsWith('\r')
+    if (held) text = text.slice(0, -1)
+    const lines = splitLines(text)
+    carry = lines.pop()! + (held ? '\r' : '')
+    if (lines.length > 0) yield lines
+  }
+  const lines = splitLines(carry + decoder.end())
+  if (lines.at(-1) === '') lines.pop()
+  if (lines.length > 0) yield lines
+}
+
+/**
+ * Calls `each` with every record of `<records>/<table>.jsonl` (if the file is there) and its place (lines
+ * from 1), in order. A record is parsed when its turn comes, so that a chunk of lines never becomes
+ * thousands of live objects.
+ */
+async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void>): Promise<void> {
   const path = join(dir, file)
   if (!(await exists(path))) return
   let line = 0
-  for await (const text of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
-    line++
-    const at = { file: path, line }
-    if (text.trim() === '') throw recordError(PUBLISH_CODES.record, at, 'blank line')
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch (err) {
-      throw recordError(PUBLISH_CODES.record, at, `not JSON: ${(err as Error).message}`)
+  for await (const texts of lineBatches(path)) {
+    for (const text of texts) {
+      const at = { file: path, line: ++line }
+      await each(parseRecord(text, at), at)
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw recordError(PUBLISH_CODES.record, at, 'a record is a JSON object')
-    yield { value, at }
   }
+}
+
+/** A line's record: refused when blank, not JSON, or not an object. */
+function parseRecord(text: string, at: RecordPlace): Row {
+  if (text.trim() === '') throw recordError(PUBLISH_CODES.record, at, 'blank line')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw recordError(PUBLISH_CODES.record, at, `not JSON: ${(err as Error).message}`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw recordError(PUBLISH_CODES.record, at, 'a record is a JSON object')
+  return value as Row
 }
 
 function firstFinding(findings: RowFinding[], at: RecordPlace): PipeError {
@@ -365,8 +403,8 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows,
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
-  for await (const { value, at } of records(o.records, `${name}.jsonl`)) {
-    let row = scrubLocalPaths(value as Row)
+  await eachRecord(o.records, `${name}.jsonl`, async (record, at) => {
+    let row = scrubLocalPaths(record)
     if (name === 'tilings') {
       const done = completeTiling(row, at)
       row = done.row
@@ -383,7 +421,7 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows,
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     await rows.add(row, textBytes)
-  }
+  })
 }
 
 /** A media record names its file (`file`, relative to the records folder): the file becomes an object of the store. */
@@ -408,28 +446,6 @@ async function writePatch(store: string, rows: readonly object[]): Promise<strin
 }
 
 const WRITE_BATCH = 4096
-
-/** Writes rows (in order, of an unpartitioned schema) as parts of the store. */
-async function writeParts(store: string, schema: TableSchema, rows: AsyncIterable<Row>): Promise<TablePart[]> {
-  const writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER) })
-  try {
-    let batch: Row[] = []
-    for await (const row of rows) {
-      batch.push(row)
-      if (batch.length >= WRITE_BATCH) {
-        await writer.write(batch)
-        batch = []
-      }
-    }
-    await writer.write(batch)
-    const out: TablePart[] = []
-    for (const p of await writer.finish()) out.push(await adopt(store, p))
-    return out
-  } catch (err) {
-    await writer.abort()
-    throw err
-  }
-}
 
 async function adopt(store: string, p: WrittenPart): Promise<TablePart> {
   const o = await adoptObjectFile(store, p.path, p.sha256, p.bytes, 'parquet')
@@ -506,16 +522,27 @@ async function publishSearches(store: string, recordsDir: string): Promise<Recor
 async function segmentObject(store: string, schema: TableSchema, dir: string, file: string): Promise<TablePart> {
   const validate = rowValidator(schema)
   const findings: RowFinding[] = []
-  async function* rows(): AsyncGenerator<Row> {
-    for await (const { value, at } of records(dir, file)) {
-      const row = scrubLocalPaths(value as Row)
+  const writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER) })
+  const parts: TablePart[] = []
+  try {
+    let batch: Row[] = []
+    await eachRecord(dir, file, async (record, at) => {
+      const row = scrubLocalPaths(record)
       findings.length = 0
       validate(row, at.line - 1, findings)
       if (findings.length > 0) throw firstFinding(findings, at)
-      yield row
-    }
+      batch.push(row)
+      if (batch.length >= WRITE_BATCH) {
+        await writer.write(batch)
+        batch = []
+      }
+    })
+    await writer.write(batch)
+    for (const p of await writer.finish()) parts.push(await adopt(store, p))
+  } catch (err) {
+    await writer.abort()
+    throw err
   }
-  const parts = await writeParts(store, schema, rows())
   if (parts.length !== 1) throw recordError(PUBLISH_CODES.record, { file: join(dir, file), line: 1 }, 'a segment is one Parquet object with at least one row')
   return parts[0]!
 }

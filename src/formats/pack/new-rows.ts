@@ -38,7 +38,7 @@ interface Entry {
 /** Where a full chunk goes: its batch, the order to write its rows in, and its partitions' runs. */
 export type ChunkSink = (taken: { batch: RowBatch; transfer: ArrayBuffer[] }, order: Int32Array, runs: PartitionRun[]) => Promise<void>
 
-/** A set of 128-bit hashes, each with a 128-bit value, in open addressing over flat words. */
+/** A set of 128-bit hashes (four words), each with a 128-bit value, in open addressing over flat words. */
 export class HashTable128 {
   private words = new Uint32Array(8 * 1024)
   private used = 0
@@ -47,30 +47,38 @@ export class HashTable128 {
     return this.words.length / 8
   }
 
-  /** The value stored for `key` (16 bytes), or undefined. */
-  get(key: Uint8Array): Uint32Array | undefined {
-    const at = this.find(key)
-    return this.words[at * 8]! === 0 && this.words[at * 8 + 1]! === 0 && this.words[at * 8 + 2]! === 0 && this.words[at * 8 + 3]! === 0 ? undefined : this.words.subarray(at * 8 + 4, at * 8 + 8)
+  /** Whether `key` is stored. */
+  has(key: Uint32Array): boolean {
+    return !this.isEmpty(this.find(key))
   }
 
-  /** Stores `value` (16 bytes) for `key` unless it has one. */
-  add(key: Uint8Array, value: Uint8Array): void {
+  /** Whether `key` is stored with `value`, or undefined when it is not stored. */
+  holds(key: Uint32Array, value: Uint32Array): boolean | undefined {
+    const s = this.find(key) * 8
+    if (this.isEmpty(s / 8)) return undefined
+    const w = this.words
+    return w[s + 4] === value[0] && w[s + 5] === value[1] && w[s + 6] === value[2] && w[s + 7] === value[3]
+  }
+
+  /** Stores `value` for `key` unless it has one. */
+  add(key: Uint32Array, value: Uint32Array): void {
     if ((this.used + 1) * 2 > this.slots) this.grow()
     const at = this.find(key)
+    if (!this.isEmpty(at)) return
     const w = this.words
-    if (w[at * 8]! === 0 && w[at * 8 + 1]! === 0 && w[at * 8 + 2]! === 0 && w[at * 8 + 3]! === 0) {
-      const k = new Uint32Array(key.buffer, key.byteOffset, 4)
-      const v = new Uint32Array(value.buffer, value.byteOffset, 4)
-      // An all-zero key marks an empty slot; the one key that is all zero (a 2^-128 chance) is moved by one bit.
-      w.set(k, at * 8)
-      if (k[0] === 0 && k[1] === 0 && k[2] === 0 && k[3] === 0) w[at * 8] = 1
-      w.set(v, at * 8 + 4)
-      this.used++
-    }
+    w.set(key, at * 8)
+    // An all-zero key marks an empty slot; the one key that is all zero (a 2^-128 chance) is moved by one bit.
+    if (key[0] === 0 && key[1] === 0 && key[2] === 0 && key[3] === 0) w[at * 8] = 1
+    w.set(value, at * 8 + 4)
+    this.used++
   }
 
-  private find(key: Uint8Array): number {
-    const k = new Uint32Array(key.buffer, key.byteOffset, 4)
+  private isEmpty(at: number): boolean {
+    const w = this.words
+    return w[at * 8] === 0 && w[at * 8 + 1] === 0 && w[at * 8 + 2] === 0 && w[at * 8 + 3] === 0
+  }
+
+  private find(k: Uint32Array): number {
     const k0 = k[0] === 0 && k[1] === 0 && k[2] === 0 && k[3] === 0 ? 1 : k[0]!
     const mask = this.slots - 1
     const w = this.words
@@ -86,24 +94,22 @@ export class HashTable128 {
     this.used = 0
     for (let s = 0; s < old.length; s += 8) {
       if (old[s] === 0 && old[s + 1] === 0 && old[s + 2] === 0 && old[s + 3] === 0) continue
-      const at = this.find(new Uint8Array(old.buffer, s * 4, 16))
+      const at = this.find(old.subarray(s, s + 4))
       this.words.set(old.subarray(s, s + 8), at * 8)
       this.used++
     }
   }
 }
 
-/** The first 16 bytes of SHA-256 of a text or bytes: a row's or a fact key's identity here. */
-function hash16(data: string | Uint8Array): Uint8Array {
-  // Its own buffer, 4-aligned for HashTable128's word views.
-  const out = new Uint8Array(16)
-  out.set(hash('sha256', data, 'buffer').subarray(0, 16))
-  return out
-}
-
-const sameHash = (stored: Uint32Array, h: Uint8Array) => {
-  const w = new Uint32Array(h.buffer, h.byteOffset, 4)
-  return stored[0] === w[0] && stored[1] === w[1] && stored[2] === w[2] && stored[3] === w[3]
+/**
+ * Puts the first 16 bytes of SHA-256 of a text or bytes (a row's or a fact key's identity here) in `into`,
+ * as four words. Hashing to a Latin-1 ('binary') string is cheaper than to a new Buffer, which costs more than the hash
+ * of a short key.
+ */
+function hash16(data: string | Uint8Array, into: Uint32Array): Uint32Array {
+  const h = hash('sha256', data, 'binary')
+  for (let i = 0; i < 4; i++) into[i] = (h.charCodeAt(4 * i) | (h.charCodeAt(4 * i + 1) << 8) | (h.charCodeAt(4 * i + 2) << 16) | (h.charCodeAt(4 * i + 3) << 24)) >>> 0
+  return into
 }
 
 export class NewRows {
@@ -126,13 +132,17 @@ export class NewRows {
     this.compare = (a, b) => (a.part === b.part ? 0 : compareUtf8(a.part, b.part)) || byKey(a.key, b.key) || compareUtf8(a.text!, b.text!)
   }
 
-  private keyHash(row: Record<string, unknown>): Uint8Array {
-    return hash16(this.schema.sortColumns.map((c) => String(row[c])).join('\u0000'))
+  // Scratch for the two hashes of a row: HashTable128 keeps copies.
+  private readonly keyScratch = new Uint32Array(4)
+  private readonly rowScratch = new Uint32Array(4)
+
+  private keyHash(row: Record<string, unknown>): Uint32Array {
+    return hash16(this.schema.sortColumns.map((c) => String(row[c])).join('\u0000'), this.keyScratch)
   }
 
   /** A row of a parent: the same row (by key for a fact, by text for an event) is not written again. */
   parent(row: Record<string, unknown>): void {
-    const rowHash = hash16(this.hashBytes.of(row))
+    const rowHash = hash16(this.hashBytes.of(row), this.rowScratch)
     this.seen.add(this.fact ? this.keyHash(row) : rowHash, rowHash)
   }
 
@@ -140,19 +150,19 @@ export class NewRows {
   async add(row: Record<string, unknown>, textBytes: number): Promise<void> {
     const { textUnits, negativeZero } = this.batch.add(row, textBytes)
     const r = this.batch.rows - 1
-    const rowHash = hash16(negativeZero ? this.hashBytes.of(row) : this.batch.rowBytes(r))
+    const rowHash = hash16(negativeZero ? this.hashBytes.of(row) : this.batch.rowBytes(r), this.rowScratch)
     if (this.fact) {
       const key = this.keyHash(row)
-      const stored = this.seen.get(key)
-      if (stored) {
-        if (!sameHash(stored, rowHash)) {
-          throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c) => `${c} ${JSON.stringify(String(row[c]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
-        }
+      const same = this.seen.holds(key, rowHash)
+      if (same === false) {
+        throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c) => `${c} ${JSON.stringify(String(row[c]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
+      }
+      if (same) {
         this.batch.dropLast() // the table has it already: from a parent, or earlier in this publish
         return
       }
       this.seen.add(key, rowHash)
-    } else if (this.seen.get(rowHash)) {
+    } else if (this.seen.has(rowHash)) {
       this.batch.dropLast()
       return
     }

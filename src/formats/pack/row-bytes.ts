@@ -32,7 +32,7 @@ export interface RowBatch {
   rows: number
 }
 
-/** Where the generated encoder writes: a buffer that grows, and what the last row held. */
+/** Where the generated encoder writes: a buffer that grows, and what the rows since reset held. */
 class RowWriter {
   b: Buffer
   dv: DataView
@@ -44,20 +44,78 @@ class RowWriter {
 
   constructor(bytes: number) {
     this.b = Buffer.allocUnsafeSlow(bytes)
-    this.dv = new DataView(this.b.buffer, this.b.byteOffset, this.b.byteLength)
+    this.dv = new DataView(this.b.buffer)
   }
 
-  get cap(): number {
-    return this.b.length
+  /** Starts over in a buffer of its own, of the same size (the old one has been handed over). */
+  renew(): void {
+    this.b = Buffer.allocUnsafeSlow(this.b.length)
+    this.dv = new DataView(this.b.buffer)
+    this.at = 0
   }
 
   /** Room for `n` more bytes. */
-  grow(n: number): void {
+  room(n: number): void {
+    if (this.at + n <= this.b.length) return
     // Never from Node's shared pool: a batch's buffer moves to the encoding thread.
     const next = Buffer.allocUnsafeSlow(Math.max(this.at + n, this.b.length * 2))
     this.b.copy(next, 0, 0, this.at)
     this.b = next
-    this.dv = new DataView(next.buffer, next.byteOffset, next.byteLength)
+    this.dv = new DataView(next.buffer)
+  }
+
+  str(s: string): void {
+    const units = s.length
+    this.room(4 + 3 * units)
+    const b = this.b
+    const start = this.at + 4
+    let n = 0
+    // A short string is copied by hand while it is ASCII: cheaper than a call into Buffer#write.
+    if (units <= 64) while (n < units && s.charCodeAt(n) < 0x80) b[start + n] = s.charCodeAt(n++)
+    if (n < units) n = b.write(s, start, 'utf8')
+    this.dv.setUint32(this.at, n, true)
+    this.at = start + n
+    this.extra += n - units
+  }
+
+  u32(x: number): void {
+    this.room(4)
+    this.dv.setUint32(this.at, x, true)
+    this.at += 4
+  }
+
+  i32(x: number): void {
+    this.room(4)
+    this.dv.setInt32(this.at, x, true)
+    this.at += 4
+  }
+
+  /** An int64 as a number or a bigint: the same bytes (a number's two's complement from its high and low words). */
+  i64(x: number | bigint): void {
+    this.room(8)
+    if (typeof x === 'bigint') this.dv.setBigInt64(this.at, x, true)
+    else {
+      const hi = Math.floor(x / 4294967296)
+      this.dv.setUint32(this.at, x - hi * 4294967296, true)
+      this.dv.setInt32(this.at + 4, hi, true)
+    }
+    this.at += 8
+  }
+
+  /** A float64; -0 as +0 when `zerosPositive`. */
+  f64(x: number, zerosPositive: boolean): void {
+    this.room(8)
+    if (x === 0 && 1 / x < 0) {
+      if (zerosPositive) x = 0
+      else this.negativeZero = true
+    }
+    this.dv.setFloat64(this.at, x, true)
+    this.at += 8
+  }
+
+  byte(x: number): void {
+    this.room(1)
+    this.b[this.at++] = x
   }
 }
 
@@ -68,32 +126,19 @@ function encodeSource(t: PackType, v: string, fresh: () => string): string {
   switch (t.kind) {
     case 'string':
     case 'time':
-      return `{ if (W.at + 4 + 3 * ${v}.length > W.cap) W.grow(4 + 3 * ${v}.length); const n = W.b.write(${v}, W.at + 4, 'utf8'); W.dv.setUint32(W.at, n, true); W.at += 4 + n; W.extra += n - ${v}.length; }\n`
+      return `W.str(${v});\n`
     case 'int32':
-      return `if (W.at + 4 > W.cap) W.grow(4); W.dv.setInt32(W.at, ${v}, true); W.at += 4;\n`
+      return `W.i32(${v});\n`
     case 'int64':
-      // A number's two's complement from its high and low 32 bits, which equals setBigInt64 of the same value.
-      return (
-        `if (W.at + 8 > W.cap) W.grow(8);\n` +
-        `if (typeof ${v} === 'bigint') W.dv.setBigInt64(W.at, ${v}, true);\n` +
-        `else { const hi = Math.floor(${v} / 4294967296); W.dv.setUint32(W.at, ${v} - hi * 4294967296, true); W.dv.setInt32(W.at + 4, hi, true); }\n` +
-        `W.at += 8;\n`
-      )
+      return `W.i64(${v});\n`
     case 'float64':
-      return (
-        `if (W.at + 8 > W.cap) W.grow(8);\n` +
-        `if (${v} === 0 && 1 / ${v} < 0) { if (Z) W.dv.setFloat64(W.at, 0, true); else { W.negativeZero = true; W.dv.setFloat64(W.at, ${v}, true); } }\n` +
-        `else W.dv.setFloat64(W.at, ${v}, true);\nW.at += 8;\n`
-      )
+      return `W.f64(${v}, Z);\n`
     case 'bool':
-      return `if (W.at + 1 > W.cap) W.grow(1); W.b[W.at++] = ${v} ? 1 : 0;\n`
+      return `W.byte(${v} ? 1 : 0);\n`
     case 'list': {
       const i = fresh()
       const e = fresh()
-      return (
-        `if (W.at + 4 > W.cap) W.grow(4); W.dv.setUint32(W.at, ${v}.length, true); W.at += 4;\n` +
-        `for (let ${i} = 0; ${i} < ${v}.length; ${i}++) {\nconst ${e} = ${v}[${i}];\n${encodeSource(t.element, e, fresh)}}\n`
-      )
+      return `W.u32(${v}.length);\nfor (let ${i} = 0; ${i} < ${v}.length; ${i}++) {\nconst ${e} = ${v}[${i}];\n${encodeSource(t.element, e, fresh)}}\n`
     }
     case 'struct':
       return t.fields.map((f) => fieldSource(f.name, f.type, f.nullable, v, fresh)).join('')
@@ -104,10 +149,7 @@ function fieldSource(name: string, type: PackType, nullable: boolean, parent: st
   const x = fresh()
   const value = encodeSource(type, x, fresh)
   if (!nullable) return `{ const ${x} = ${parent}.${name};\n${value}}\n`
-  return (
-    `{ const ${x} = ${parent}.${name};\nif (W.at + 1 > W.cap) W.grow(1);\n` +
-    `if (${x} === null || ${x} === undefined) W.b[W.at++] = 0;\nelse { W.b[W.at++] = 1;\n${value}} }\n`
-  )
+  return `{ const ${x} = ${parent}.${name};\nif (${x} === null || ${x} === undefined) W.byte(0);\nelse { W.byte(1);\n${value}} }\n`
 }
 
 const encoders = new WeakMap<TableSchema, Encode>()
@@ -186,8 +228,7 @@ export class RowBatchBuilder {
     const w = this.w
     const batch: RowBatch = { bytes: w.b.subarray(0, w.at), ends: this.ends, textBytes: this.textBytes, keys: this.keys, rows: this.rows }
     const transfer = [w.b.buffer as ArrayBuffer, this.ends.buffer as ArrayBuffer, this.textBytes.buffer as ArrayBuffer]
-    const fresh = new RowWriter(w.cap)
-    Object.assign(w, { b: fresh.b, dv: fresh.dv, at: 0 })
+    w.renew()
     this.ends = new Int32Array(this.ends.length)
     this.textBytes = new Float64Array(this.textBytes.length)
     this.keys = []

@@ -1,9 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { HashTable128, NewRows, type ChunkSink } from '../src/formats/pack/new-rows.js'
-import { PartsJob } from '../src/formats/pack/parquet-write.js'
+import { HashTable128, NewRowsJob } from '../src/formats/pack/new-rows.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { PACK_TABLES, canonicalRowText, rowComparator, validateRow, rowValidator, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { latticeTilingRows } from '../src/formats/pack/tilings.js'
@@ -20,40 +19,34 @@ const sighting = () => ({
   first_seen: '2026-11-11T00:00:00Z', last_seen: '2026-11-11T00:00:00Z',
 })
 
-/** Runs rows through NewRows into parts (written on this thread); gives each chunk's rows as read back, and each chunk's row count. */
-async function collect(schema: TableSchema, added: object[], parents: object[] = [], maxChunkBytes?: number) {
-  const job = new PartsJob(schema, { dir, encodeOnThread: false })
-  const chunkRows: number[] = []
-  const sink: ChunkSink = (taken, order, runs) => {
-    chunkRows.push(order.length)
-    return job.post(taken, order, runs)
-  }
-  const rows = new NewRows(schema, sink, maxChunkBytes)
+/** Runs rows through a NewRowsJob (on this thread, or on the encoding thread) and reads its parts back. */
+async function collect(schema: TableSchema, added: object[], parents: object[] = [], opts: { maxChunkBytes?: number; encodeOnThread?: boolean; dir?: string } = {}) {
+  const rows = new NewRowsJob(schema, { dir: opts.dir ?? dir, encodeOnThread: opts.encodeOnThread ?? false, maxChunkBytes: opts.maxChunkBytes })
   const measure = rowValidator(schema)
-  for (const p of parents) rows.parent(p as Record<string, unknown>)
+  for (const p of parents) await rows.parent(p as Record<string, unknown>)
   for (const r of added) await rows.add(r as Record<string, unknown>, measure(r, 0, []))
-  await rows.end()
   const parts = []
-  for (const p of await job.finish()) {
+  for (const p of await rows.finish()) {
     const read = await readPartRows(p.path, schema)
     if (!read.ok) throw new Error(read.findings[0]!.detail)
-    parts.push({ partition: p.partition, rows: read.rows })
+    parts.push({ partition: p.partition, rows: read.rows, sha256: p.sha256 })
   }
-  return { parts, chunkRows }
+  return parts
 }
 
 t.test('each chunk is sorted as a part must be; rows the parents have are left out', async (t) => {
   const schema = PACK_TABLES.sightings
   const all = Array.from({ length: 3000 }, sighting)
   const parents = all.filter((_, i) => i % 5 === 0)
-  const { parts, chunkRows } = await collect(schema, all, parents, 20_000)
-  t.ok(chunkRows.length > 5, `several chunks (${chunkRows.length})`)
-  t.equal(parts.length, chunkRows.length, 'a part a chunk (the table is unpartitioned)')
+  const parts = await collect(schema, all, parents, { maxChunkBytes: 20_000 })
+  t.ok(parts.length > 5, `several chunks, a part each (the table is unpartitioned): ${parts.length}`)
   const cmp = rowComparator(schema)
   t.ok(parts.every((p) => p.rows.every((r, i) => i === 0 || cmp(p.rows[i - 1]!, r) <= 0)), 'every part in the table\'s order, ties by text')
   const written = parts.flatMap((p) => p.rows.map((r) => canonicalRowText(schema, r)))
   const parentTexts = new Set(parents.map((p) => canonicalRowText(schema, p)))
   t.same(written.sort(), all.map((r) => canonicalRowText(schema, r)).filter((x) => !parentTexts.has(x)).sort(), 'every new event row, none a parent has')
+  const threaded = await collect(schema, all, parents, { maxChunkBytes: 20_000, encodeOnThread: true })
+  t.same(threaded.map((p) => p.sha256), parts.map((p) => p.sha256), 'on the encoding thread, the same parts')
 })
 
 t.test('a chunk ends once its rows\' texts reach the limit in UTF-16 units, 64 more a row', async (t) => {
@@ -69,8 +62,8 @@ t.test('a chunk ends once its rows\' texts reach the limit in UTF-16 units, 64 m
     if (bytes >= limit) { expected.push(rows); bytes = 0; rows = 0 }
   }
   if (rows > 0) expected.push(rows)
-  const { chunkRows } = await collect(schema, all, [], limit)
-  t.same(chunkRows, expected, 'the same cuts as counting each text\'s length (the words hold é and 😀)')
+  const parts = await collect(schema, all, [], { maxChunkBytes: limit })
+  t.same(parts.map((p) => p.rows.length), expected, 'the same cuts as counting each text\'s length (the words hold é and 😀)')
 })
 
 t.test('partitions: a chunk writes a part for each, in partition order', async (t) => {
@@ -81,7 +74,7 @@ t.test('partitions: a chunk writes a part for each, in partition order', async (
   })
   const all = Array.from({ length: 30 }, (_, n) => ant(29 - n))
   t.same(all.map((r) => validateRow(schema, r, 0)).flat(), [], 'valid rows')
-  const { parts } = await collect(schema, all)
+  const parts = await collect(schema, all)
   t.same(parts.map((p) => p.partition), [{ tiling_group: 'hex' }, { tiling_group: 'square' }, { tiling_group: 'tri' }])
   for (const p of parts) t.ok(p.rows.every((r, i) => i === 0 || (r['id'] as string) > (p.rows[i - 1]!['id'] as string)), `${p.partition['tiling_group']}: by id`)
   t.ok(parts.flatMap((p) => p.rows).filter((r) => r['speed'] !== 0.5).every((r) => Object.is(r['speed'], -0)), 'a float64 -0 is written -0')
@@ -90,18 +83,21 @@ t.test('partitions: a chunk writes a part for each, in partition order', async (
 t.test('a fact key: kept once, and refused when given two different rows', async (t) => {
   const schema = PACK_TABLES.tilings
   const tilings = latticeTilingRows() as unknown as Record<string, unknown>[]
-  const { parts } = await collect(schema, [...tilings, ...tilings], [tilings[0]!], 10)
+  const parts = await collect(schema, [...tilings, ...tilings], [tilings[0]!], { maxChunkBytes: 10 })
   const out = parts.flatMap((p) => p.rows)
   t.same(out.map((r) => r['pin_key']).sort(), tilings.slice(1).map((r) => r['pin_key']).sort(), 'once each, and not the parent\'s')
   const square = out.find((r) => r['pin_key'] === 'square')
   t.ok(square && Object.is((square['a2'] as number[])[0], -0), 'a row holding -0 keeps it (the pin covers its sign)')
-  const conflict = new NewRows(schema, async () => {})
-  const measure = rowValidator(schema)
-  await conflict.add(tilings[1]!, measure(tilings[1], 0, []))
   const other = { ...tilings[1]!, name: 'another name' }
-  await t.rejects(conflict.add(other, measure(other, 0, [])), { code: 'pack.fact-conflict' })
+  const refused = await mkdtemp(join(dir, 'refused-'))
+  const many = [...tilings, ...tilings.map((r) => ({ ...r, name: `${r['name']} again` }))]
+  await t.rejects(collect(schema, many, [], { dir: refused, maxChunkBytes: 10 }), { code: 'pack.fact-conflict', exitCode: 2 })
+  await t.rejects(collect(schema, many, [], { dir: refused, maxChunkBytes: 10, encodeOnThread: true }), { code: 'pack.fact-conflict', exitCode: 2 }, 'found on the encoding thread, the same failure')
+  t.same(await readdir(refused), [], 'a refused job leaves no file, though it wrote parts before the conflict')
+  await t.rejects(collect(schema, [other], [tilings[1]!]), { code: 'pack.fact-conflict' }, 'against a parent\'s row')
   const signed = { ...tilings[1]!, a1: (tilings[1]!['a1'] as number[]).map((x) => (x === 0 ? -0 : x)) }
-  await t.resolves(conflict.add(signed, measure(signed, 0, [])), 'a row that differs only by the sign of a zero is the same row, as its text is')
+  const both = await collect(schema, [tilings[1]!, signed])
+  t.equal(both.flatMap((p) => p.rows).length, 1, 'a row that differs only by the sign of a zero is the same row, as its text is')
 })
 
 t.test('HashTable128 keeps every key and its value through growth', async (t) => {

@@ -193,6 +193,11 @@ t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and
   const first = await records(dir(), [BLOCK])
   await writeFile(join(first, 'patterns.jsonl'), `${JSON.stringify({ ...BLOCK, canonical: 'o' })}\n{not json\n`)
   await t.rejects(publishPack(opts(dir(), first)), { code: 'pack.record-disagrees', location: { line: 1 } }, 'a bad record before a line that is not JSON is the one refused')
+  const conflict = await records(dir(), [BLOCK])
+  await writeFile(join(conflict, 'patterns.jsonl'), `${lines[0]}\n${JSON.stringify({ ...BLOCK, speed: 'c/1' })}\n{not json\n`)
+  const store = dir()
+  await t.rejects(publishPack(opts(store, conflict)), { code: 'pack.fact-conflict', exitCode: 2 }, 'a fact given two rows (found on the encoding thread) before a line that is not JSON')
+  t.same((await readdir(join(store, '.tmp'))).filter((f) => f.startsWith('.part-')), [], 'no part file left behind')
 })
 
 t.test('local paths become file names', async (t) => {

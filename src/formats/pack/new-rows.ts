@@ -9,34 +9,45 @@
  * key given twice is kept once; a fact key given two different rows is refused. What is remembered for
  * this are 128-bit hashes of keys and rows: 32 bytes a row of the feed.
  *
- * A chunk holds its rows encoded (row-bytes.ts), a fraction of their objects and nothing the garbage
- * collector traces; a row is hashed by those bytes, which are the same exactly when its RFC 8785 texts are.
- * A full chunk goes to the part writer's thread as it is, with the order to write it in, while the next
- * chunk fills. Only event rows keep their text, which breaks ties between rows equal on the sort columns (a
- * fact table has none: its sort columns are its key).
+ * Two threads share the work. The caller's (`NewRowsJob`) encodes each checked row (row-bytes.ts) into a
+ * batch with its sort values and partition, and hashes the parents' rows; the part writer's encoding
+ * thread (`newRowsWork`, run by parquet-write-worker.ts) hashes each row by its bytes (the same exactly
+ * when its RFC 8785 texts are), leaves out what is known, keeps a chunk's batches, sorts the chunk and
+ * writes it. Only event rows carry their text, which breaks ties between rows equal on the sort columns
+ * (a fact table has none: its sort columns are its key).
  */
 import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
-import type { PartitionRun } from './parquet-write.js'
+import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
-import { canonicalRowText, compareUtf8, sortColumnsComparator, type TableSchema } from './table-schemas.js'
+import { canonicalRowText, compareUtf8, sortValuesComparator, type TableSchema } from './table-schemas.js'
 
 /** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
 
 export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
 
-interface Entry {
-  part: string
-  key: unknown[]
-  /** The row's RFC 8785 text, for an event row. */
-  text: string | undefined
-  /** The row's number in the chunk's batch. */
-  row: number
-}
+/** Rows the caller gathers before they go to the thread. */
+const STAGE_ROWS = 4096
 
-/** Where a full chunk goes: its batch, the order to write its rows in, and its partitions' runs. */
-export type ChunkSink = (taken: { batch: RowBatch; transfer: ArrayBuffer[] }, order: Int32Array, runs: PartitionRun[]) => Promise<void>
+/** What goes to the thread: the parents' hashes (a key and a row hash, eight words a row), or new rows. */
+export type NewRowsItem = { kind: 'parents'; hashes: Uint32Array; count: number } | { kind: 'rows'; rows: StagedRows }
+
+/** Checked rows in the order they came, encoded, with what it takes to place them. */
+export interface StagedRows {
+  batch: RowBatch
+  /** Each row's RFC 8785 text in UTF-16 units, which a chunk's measure counts. */
+  textUnits: Float64Array
+  /** The rows' sort column values, the schema's sort columns a row. */
+  sortValues: unknown[]
+  /** Each row's partition, an index into `partitions` (`{}` when the table has none). */
+  partitionOf: Int32Array
+  partitions: Readonly<Record<string, string>>[]
+  /** Each row's RFC 8785 text, for an event table (ties); none for a fact table. */
+  texts: string[]
+  /** For rows holding a float64 -0, by row: the bytes they are hashed by (zeros +0, as the text has them). */
+  hashBytes: Map<number, Uint8Array>
+}
 
 /** A set of 128-bit hashes (four words), each with a 128-bit value, in open addressing over flat words. */
 export class HashTable128 {
@@ -112,81 +123,234 @@ function hash16(data: string | Uint8Array, into: Uint32Array): Uint32Array {
   return into
 }
 
-export class NewRows {
+const partitionFolder = (schema: TableSchema, partition: Readonly<Record<string, string>>) => schema.partitionColumns.map((c) => `${c}=${partition[c]}`).join('/')
+
+/** The text a fact key is hashed by: its sort columns' values. */
+const keyText = (values: readonly unknown[]) => values.map(String).join('\u0000')
+
+/**
+ * The caller's side: checked rows in, encoded and staged in batches, to the thread; the parts written out.
+ * After a failure (its own or the thread's), finish() gives the thread's failure first, as it is about an
+ * earlier row.
+ */
+export class NewRowsJob {
+  private readonly job: PartsJob<NewRowsItem>
+  private readonly fact: boolean
+  private readonly hashBytes: RowHashBytes
+  private readonly keyScratch = new Uint32Array(4)
+  private readonly rowScratch = new Uint32Array(4)
+  private staged: Staging
+
+  constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
+    this.job = new PartsJob(schema, opts, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
+    this.fact = schema.kind === 'fact'
+    this.hashBytes = new RowHashBytes(schema)
+    this.staged = new Staging(schema)
+  }
+
+  /** A row of a parent's part: the same row (by key for a fact, by text for an event) is not written again. */
+  parent(row: Record<string, unknown>): Promise<void> | undefined {
+    const s = this.staged
+    const at = s.parentCount++ * 8
+    if (at === s.parentHashes.length) s.parentHashes = grown(s.parentHashes)
+    const rowHash = hash16(this.hashBytes.of(row), this.rowScratch)
+    s.parentHashes.set(this.fact ? hash16(keyText(this.schema.sortColumns.map((c) => row[c])), this.keyScratch) : rowHash, at)
+    s.parentHashes.set(rowHash, at + 4)
+    return s.parentCount >= STAGE_ROWS ? this.post() : undefined
+  }
+
+  /** A checked row (table-schemas.ts rowValidator) whose RFC 8785 text is `textBytes` of UTF-8; a promise when rows go to the thread. */
+  add(row: Record<string, unknown>, textBytes: number): Promise<void> | undefined {
+    const s = this.staged
+    const { textUnits, negativeZero } = s.batch.add(row, textBytes)
+    const r = s.batch.rows - 1
+    if (r === s.textUnits.length) {
+      s.textUnits = grown(s.textUnits)
+      s.partitionOf = grown(s.partitionOf)
+    }
+    s.textUnits[r] = textUnits
+    for (const c of this.schema.sortColumns) s.sortValues.push(row[c])
+    s.partitionOf[r] = s.partitionIndex(row)
+    if (!this.fact) s.texts.push(canonicalRowText(this.schema, row))
+    if (negativeZero) s.hashBytes.set(r, this.hashBytes.of(row).slice())
+    return s.batch.rows >= STAGE_ROWS ? this.post() : undefined
+  }
+
+  /** Sends what is staged: the parents' hashes, then rows (the parents come first, all of them). */
+  private post(): Promise<void> {
+    return this.send().catch(recordsFault)
+  }
+
+  private async send(): Promise<void> {
+    const s = this.staged
+    this.staged = new Staging(this.schema)
+    if (s.parentCount > 0) await this.job.post({ kind: 'parents', hashes: s.parentHashes, count: s.parentCount }, [s.parentHashes.buffer as ArrayBuffer])
+    if (s.batch.rows === 0) return
+    const { batch, transfer } = s.batch.take()
+    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashBytes: s.hashBytes }
+    await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer])
+  }
+
+  /** Writes what is staged and gives the parts written, in order. */
+  async finish(): Promise<WrittenPart[]> {
+    await this.post()
+    return this.job.finish().catch(recordsFault)
+  }
+
+  /** Stops the thread and removes every temporary file. */
+  abort(): Promise<void> {
+    return this.job.abort()
+  }
+}
+
+/** A fact conflict found on the thread is the records' fault (exit 2), as it is when found on the caller's. */
+function recordsFault(err: unknown): never {
+  if (err instanceof PipeError && err.code === ROWS_CODES.factConflict && err.exitCode !== 2) throw new PipeError(err.code, err.message, { exitCode: 2 })
+  throw err
+}
+
+/** What the caller gathers for the thread. */
+class Staging {
+  parentHashes = new Uint32Array(8 * 1024)
+  parentCount = 0
+  readonly batch: RowBatchBuilder
+  textUnits = new Float64Array(1024)
+  partitionOf = new Int32Array(1024)
+  readonly sortValues: unknown[] = []
+  readonly partitions: Readonly<Record<string, string>>[] = []
+  private readonly folders = new Map<string, number>()
+  private lastPartition = 0
+  readonly texts: string[] = []
+  readonly hashBytes = new Map<number, Uint8Array>()
+
+  constructor(private readonly schema: TableSchema) {
+    this.batch = new RowBatchBuilder(schema, { keys: false })
+  }
+
+  partitionIndex(row: Record<string, unknown>): number {
+    const columns = this.schema.partitionColumns
+    if (columns.length === 0) {
+      if (this.partitions.length === 0) this.partitions.push({})
+      return 0
+    }
+    // Rows mostly come in runs of one partition: the last one is tried first.
+    const last = this.partitions[this.lastPartition]
+    if (last && columns.every((c) => last[c] === row[c])) return this.lastPartition
+    const values = columns.map((c) => String(row[c]))
+    const folder = values.join('/')
+    let at = this.folders.get(folder)
+    if (at === undefined) {
+      at = this.partitions.push(Object.fromEntries(columns.map((c, i) => [c, values[i]!]))) - 1
+      this.folders.set(folder, at)
+    }
+    this.lastPartition = at
+    return at
+  }
+}
+
+function grown<T extends Float64Array | Int32Array | Uint32Array>(a: T): T {
+  const next = new (a.constructor as new (n: number) => T)(a.length * 2)
+  next.set(a as never)
+  return next
+}
+
+/** Staged rows as the thread holds them until their chunk is written. */
+interface Received {
+  staged: StagedRows
+  bytes: Buffer
+  view: DataView
+}
+
+interface Entry {
+  /** The row's partition folder (the same string for every row of a partition). */
+  folder: string
+  partition: Readonly<Record<string, string>>
+  key: unknown[]
+  /** The row's RFC 8785 text, for an event row. */
+  text: string | undefined
+  rows: Received
+  row: number
+}
+
+/** The thread's side of a `new-rows` job (parquet-write-worker.ts, or the caller's thread without one). */
+export function newRowsWork(open: PartsJobOpen): PartsWork<NewRowsItem> {
+  if (open.work.kind !== 'new-rows') throw new Error('newRowsWork: not a new-rows job')
+  return new NewRows(open.files.schema, new PartFiles(open.files), open.work.maxChunkBytes)
+}
+
+class NewRows implements PartsWork<NewRowsItem> {
   private entries: Entry[] = []
   private chunkBytes = 0
-  private batch: RowBatchBuilder
-  private readonly hashBytes: RowHashBytes
-  /** The partitions of the chunk's rows, by their folder text. */
-  private partitions = new Map<string, Readonly<Record<string, string>>>()
+  private readonly folders = new Map<string, string>()
   /** Fact key hash → row hash (the parents' and this publish's); event row hashes of the parents. */
   private readonly seen = new HashTable128()
   private readonly fact: boolean
   private readonly compare: (a: Entry, b: Entry) => number
-
-  constructor(readonly schema: TableSchema, private readonly sink: ChunkSink, private readonly maxChunkBytes = CHUNK_TEXT_BYTES) {
-    this.fact = schema.kind === 'fact'
-    this.batch = new RowBatchBuilder(schema)
-    this.hashBytes = new RowHashBytes(schema)
-    const byKey = sortColumnsComparator({ ...schema, sortColumns: schema.sortColumns.map((_, i) => String(i)), columns: schema.sortColumns.map((c, i) => ({ ...schema.columns.find((x) => x.name === c)!, name: String(i) })) })
-    this.compare = (a, b) => (a.part === b.part ? 0 : compareUtf8(a.part, b.part)) || byKey(a.key, b.key) || compareUtf8(a.text!, b.text!)
-  }
-
-  // Scratch for the two hashes of a row: HashTable128 keeps copies.
   private readonly keyScratch = new Uint32Array(4)
   private readonly rowScratch = new Uint32Array(4)
 
-  private keyHash(row: Record<string, unknown>): Uint32Array {
-    return hash16(this.schema.sortColumns.map((c) => String(row[c])).join('\u0000'), this.keyScratch)
+  constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
+    this.fact = schema.kind === 'fact'
+    const byKey = sortValuesComparator(schema)
+    this.compare = (a, b) => (a.folder === b.folder ? 0 : compareUtf8(a.folder, b.folder)) || byKey(a.key, b.key) || compareUtf8(a.text!, b.text!)
   }
 
-  /** A row of a parent: the same row (by key for a fact, by text for an event) is not written again. */
-  parent(row: Record<string, unknown>): void {
-    const rowHash = hash16(this.hashBytes.of(row), this.rowScratch)
-    this.seen.add(this.fact ? this.keyHash(row) : rowHash, rowHash)
-  }
-
-  /** A checked row (table-schemas.ts rowValidator) whose RFC 8785 text is `textBytes` of UTF-8. */
-  async add(row: Record<string, unknown>, textBytes: number): Promise<void> {
-    const { textUnits, negativeZero } = this.batch.add(row, textBytes)
-    const r = this.batch.rows - 1
-    const rowHash = hash16(negativeZero ? this.hashBytes.of(row) : this.batch.rowBytes(r), this.rowScratch)
-    if (this.fact) {
-      const key = this.keyHash(row)
-      const same = this.seen.holds(key, rowHash)
-      if (same === false) {
-        throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c) => `${c} ${JSON.stringify(String(row[c]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
-      }
-      if (same) {
-        this.batch.dropLast() // the table has it already: from a parent, or earlier in this publish
-        return
-      }
-      this.seen.add(key, rowHash)
-    } else if (this.seen.has(rowHash)) {
-      this.batch.dropLast()
+  async add(item: NewRowsItem): Promise<void> {
+    if (item.kind === 'parents') {
+      const h = item.hashes
+      for (let r = 0; r < item.count; r++) this.seen.add(h.subarray(r * 8, r * 8 + 4), h.subarray(r * 8 + 4, r * 8 + 8))
       return
     }
-    const part = this.schema.partitionColumns.map((c) => `${c}=${String(row[c])}`).join('/')
-    if (!this.partitions.has(part)) this.partitions.set(part, Object.fromEntries(this.schema.partitionColumns.map((c) => [c, String(row[c])])))
-    this.entries.push({ part, key: this.schema.sortColumns.map((c) => row[c]), text: this.fact ? undefined : canonicalRowText(this.schema, row), row: r })
-    // The chunk's measure is its rows' texts in UTF-16 units and 64 a row, whatever form they are kept in.
-    this.chunkBytes += textUnits + 64
-    if (this.chunkBytes >= this.maxChunkBytes) await this.end()
+    const s = item.rows
+    const { batch } = s
+    const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
+    const received: Received = { staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }
+    const n = this.schema.sortColumns.length
+    const folders = s.partitions.map((p) => this.folder(p))
+    for (let r = 0; r < batch.rows; r++) {
+      const rowHash = hash16(s.hashBytes.get(r) ?? bytes.subarray(r === 0 ? 0 : batch.ends[r - 1]!, batch.ends[r]!), this.rowScratch)
+      const key = s.sortValues.slice(r * n, r * n + n)
+      if (this.fact) {
+        const keyHash = hash16(keyText(key), this.keyScratch)
+        const same = this.seen.holds(keyHash, rowHash)
+        if (same === false) {
+          throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
+        }
+        if (same) continue // the table has it already: from a parent, or earlier in this publish
+        this.seen.add(keyHash, rowHash)
+      } else if (this.seen.has(rowHash)) continue
+      const p = s.partitionOf[r]!
+      this.entries.push({ folder: folders[p]!, partition: s.partitions[p]!, key, text: this.fact ? undefined : s.texts[r], rows: received, row: r })
+      // The chunk's measure is its rows' texts in UTF-16 units and 64 a row, whatever form they are kept in.
+      this.chunkBytes += s.textUnits[r]! + 64
+      if (this.chunkBytes >= this.maxChunkBytes) await this.writeChunk()
+    }
   }
 
-  /** Writes what is gathered. */
-  async end(): Promise<void> {
-    if (this.entries.length === 0) return
+  private folder(partition: Readonly<Record<string, string>>): string {
+    const text = partitionFolder(this.schema, partition)
+    let folder = this.folders.get(text)
+    if (folder === undefined) this.folders.set(text, (folder = text))
+    return folder
+  }
+
+  /** Writes the chunk: sorted, a run of parts for each partition. */
+  private async writeChunk(): Promise<void> {
     const entries = this.entries.sort(this.compare)
-    const order = new Int32Array(entries.length)
-    const runs: PartitionRun[] = []
-    for (let i = 0; i < entries.length; i++) {
-      order[i] = entries[i]!.row
-      if (i + 1 === entries.length || entries[i + 1]!.part !== entries[i]!.part) runs.push({ partition: this.partitions.get(entries[i]!.part)!, end: i + 1, close: true })
-    }
     this.entries = []
     this.chunkBytes = 0
-    this.partitions = new Map()
-    await this.sink(this.batch.take(), order, runs)
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!
+      if (i === 0 || e.folder !== entries[i - 1]!.folder) this.files.startRun(e.partition)
+      const { staged, bytes, view } = e.rows
+      const wrote = this.files.row(bytes, view, e.row === 0 ? 0 : staged.batch.ends[e.row - 1]!, staged.batch.textBytes[e.row]!, String(e.key[0]))
+      if (wrote) await wrote
+      if (i + 1 === entries.length || entries[i + 1]!.folder !== e.folder) await this.files.endRun()
+    }
+  }
+
+  async finish(): Promise<WrittenPart[]> {
+    if (this.entries.length > 0) await this.writeChunk()
+    return this.files.finish()
   }
 }

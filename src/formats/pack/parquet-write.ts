@@ -1013,7 +1013,7 @@ export class PartFiles {
   private readonly parquetSchema: SchemaElement[]
   private readonly sortingColumns: { column_idx: number; descending: boolean; nulls_first: boolean }[]
   private part: OpenPart | undefined
-  private partition: Readonly<Record<string, string>> = {}
+  private runPartition: Readonly<Record<string, string>> = {}
   private count = 0
   private readonly parts: WrittenPart[] = []
   private groupRows = 0
@@ -1031,28 +1031,40 @@ export class PartFiles {
     }))
   }
 
-  async add(item: PartRowsItem): Promise<void> {
+  /** Writes an item's rows in its order, run by run. */
+  async addRuns(item: PartRowsItem): Promise<void> {
     const { batch, order } = item
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-    const { ends, textBytes, keys } = batch
     let k = 0
     for (const run of item.runs) {
-      // A run that follows one that did not close is of the same partition.
-      this.partition = run.partition
+      this.startRun(run.partition)
       for (; k < run.end; k++) {
         const r = order ? order[k]! : k
-        const size = textBytes[r]!
-        if (this.groupRows > 0 && this.groupTextBytes + size > this.opts.maxRowGroupTextBytes) await this.flushRowGroup()
-        this.shredder.shredRow(bytes, view, r === 0 ? 0 : ends[r - 1]!)
-        if (this.groupRows === 0) this.groupFirst = keys[r]!
-        this.groupLast = keys[r]!
-        this.groupRows++
-        this.groupTextBytes += size
-        if (this.groupRows >= this.opts.maxRowGroupRows) await this.flushRowGroup()
+        const wrote = this.row(bytes, view, r === 0 ? 0 : batch.ends[r - 1]!, batch.textBytes[r]!, batch.keys[r]!)
+        if (wrote) await wrote
       }
-      if (run.close) await this.closeRun()
+      if (run.close) await this.endRun()
     }
+  }
+
+  /**
+   * Adds the row whose bytes start at `at` (its RFC 8785 text `textBytes` of UTF-8, its first sort column
+   * `key` as text) to the run. A promise only when a row group is written.
+   */
+  row(bytes: Buffer, view: DataView, at: number, textBytes: number, key: string): Promise<void> | undefined {
+    if (this.groupRows > 0 && this.groupTextBytes + textBytes > this.opts.maxRowGroupTextBytes) return this.flushRowGroup().then(() => this.row(bytes, view, at, textBytes, key))
+    this.shredder.shredRow(bytes, view, at)
+    if (this.groupRows === 0) this.groupFirst = key
+    this.groupLast = key
+    this.groupRows++
+    this.groupTextBytes += textBytes
+    return this.groupRows >= this.opts.maxRowGroupRows ? this.flushRowGroup() : undefined
+  }
+
+  /** Rows of `partition` follow: a partition other than the run's only after endRun(). */
+  startRun(partition: Readonly<Record<string, string>>): void {
+    this.runPartition = partition
   }
 
   /** Writes the buffered rows as one row group. */
@@ -1091,14 +1103,14 @@ export class PartFiles {
   }
 
   /** Ends the current run's parts: its last row group, and its last part closed. */
-  private async closeRun(): Promise<void> {
+  async endRun(): Promise<void> {
     await this.flushRowGroup()
     if (this.part) await this.closePart()
   }
 
   /** Closes the last part and gives every part written. */
   async finish(): Promise<WrittenPart[]> {
-    await this.closeRun()
+    await this.endRun()
     return this.parts
   }
 
@@ -1151,7 +1163,7 @@ export class PartFiles {
     await part.append(w.getBytes())
     await part.fh.sync()
     await part.fh.close()
-    this.parts.push({ path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.partition })
+    this.parts.push({ path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.runPartition })
   }
 }
 
@@ -1191,62 +1203,86 @@ export async function partFileWork<T>(what: string, f: () => Promise<T>): Promis
   try {
     return await f()
   } catch (err) {
+    if (err instanceof PipeError) throw err
     throw new PipeError(WRITE_CODES.io, `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
   }
 }
 
+/** What a job does with its items, on the encoding thread or, without one, on the caller's. */
+export interface PartsWork<Item> {
+  add(item: Item): Promise<void>
+  finish(): Promise<WrittenPart[]>
+}
+
+/** The job kinds the encoding thread knows (parquet-write-worker.ts), with what each needs to start. */
+export type PartsJobKind = { kind: 'runs' } | { kind: 'new-rows'; maxChunkBytes: number }
+
+export interface PartsJobOpen {
+  files: PartFilesOptions
+  work: PartsJobKind
+}
+
+/** A `runs` job: items of rows in their order, in runs of one partition (PackPartWriter). */
+export function partRuns(open: PartsJobOpen): PartsWork<PartRowsItem> {
+  const files = new PartFiles(open.files)
+  return { add: (item) => files.addRuns(item), finish: () => files.finish() }
+}
+
 /**
- * The parts of one table being made from batches of encoded rows (row-bytes.ts), on the encoding thread
- * (parquet-write-worker.ts), beside the caller making the next batch, as DuckDB's writer uses both cores.
- * At most two batches wait for the thread, which bounds memory: await each `post()`. `finish()` gives the
- * parts in the order their rows came; their files are the caller's to rename. End every job that was given
- * rows with finish() or abort(): its thread keeps the process alive until then. After a failure, the
- * job's files are removed and every call rejects with it.
+ * The parts of one table being made on the encoding thread (parquet-write-worker.ts), beside the caller
+ * making the next item, as DuckDB's writer uses both cores. At most two items wait for the thread, which
+ * bounds memory: await each `post()`. `finish()` gives the parts in the order their rows were written; their
+ * files are the caller's to rename. End every job that was given items with finish() or abort(): its thread
+ * keeps the process alive until then. After a failure the job's files are removed, and the failure (a
+ * PipeError with its code) rejects this and every later call.
  */
-export class PartsJob {
+export class PartsJob<Item> {
   readonly prefix = `.part-${process.pid}-${randomBytes(6).toString('hex')}-`
-  private readonly options: PartFilesOptions
+  private readonly open: PartsJobOpen
   private readonly encodeOnThread: boolean
-  /** Opened with the first rows, so that a job given no rows never starts a thread. */
-  private job: OrderedJob<PartFilesOptions, PartRowsItem, WrittenPart[]> | undefined
-  /** The part files when encoding on the caller's thread. */
-  private inline: PartFiles | undefined
+  /** Opened with the first item, so that a job given none never starts a thread. */
+  private job: OrderedJob<PartsJobOpen, Item, WrittenPart[]> | undefined
+  /** The work when encoding on the caller's thread. */
+  private inline: Promise<PartsWork<Item>> | undefined
 
-  constructor(readonly schema: TableSchema, opts: PartsJobOptions) {
+  /** `makeWork` is the job kind's work, for encoding on the caller's thread. */
+  constructor(readonly schema: TableSchema, opts: PartsJobOptions, kind: PartsJobKind, private readonly makeWork: (open: PartsJobOpen) => PartsWork<Item> | Promise<PartsWork<Item>>) {
     this.encodeOnThread = opts.encodeOnThread ?? true
-    this.options = {
-      dir: opts.dir,
-      prefix: this.prefix,
-      schema,
-      maxRowGroupRows: Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS),
-      maxRowGroupTextBytes: Math.min(opts.maxRowGroupTextBytes ?? MAX_ROW_GROUP_TEXT_BYTES, MAX_ROW_GROUP_TEXT_BYTES),
-      maxPartBytes: Math.min(opts.maxPartBytes ?? MAX_PART_BYTES, MAX_PART_BYTES),
+    this.open = {
+      files: {
+        dir: opts.dir,
+        prefix: this.prefix,
+        schema,
+        maxRowGroupRows: Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS),
+        maxRowGroupTextBytes: Math.min(opts.maxRowGroupTextBytes ?? MAX_ROW_GROUP_TEXT_BYTES, MAX_ROW_GROUP_TEXT_BYTES),
+        maxPartBytes: Math.min(opts.maxPartBytes ?? MAX_PART_BYTES, MAX_PART_BYTES),
+      },
+      work: kind,
     }
   }
 
-  /** Writes a batch's rows in `order` (null: as they are), run by run; resolves when the thread has room. */
-  async post(taken: { batch: RowBatch; transfer: ArrayBuffer[] }, order: Int32Array | null, runs: PartitionRun[]): Promise<void> {
-    const item: PartRowsItem = { batch: taken.batch, order, runs }
+  /** Sends an item (the buffers in `transfer` move to the thread); resolves when the thread has room. */
+  async post(item: Item, transfer: ArrayBuffer[]): Promise<void> {
     if (!this.encodeOnThread) {
-      const files = (this.inline ??= new PartFiles(this.options))
-      return this.failing(() => partFileWork('writing a row group', () => files.add(item)))
+      const work = (this.inline ??= Promise.resolve(this.makeWork(this.open)))
+      return this.failing(async () => partFileWork('writing a row group', async () => (await work).add(item)))
     }
-    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.options, { maxInFlight: 2 })
+    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.open, { maxInFlight: 2 })
     const job = this.job
-    return this.failing(async () => job.post(item, order ? [...taken.transfer, order.buffer as ArrayBuffer] : taken.transfer))
+    return this.failing(async () => job.post(item, transfer))
   }
 
-  /** Closes the last part and gives every part written. */
+  /** Gives every part written, the last closed. */
   async finish(): Promise<WrittenPart[]> {
     const inline = this.inline
-    return this.failing(async () => (this.job ? await this.job.finish(null) : inline ? await partFileWork('closing a part', () => inline.finish()) : []))
+    return this.failing(async () => (this.job ? await this.job.finish(null) : inline ? await partFileWork('closing a part', async () => (await inline).finish()) : []))
   }
 
   /** Stops the thread and removes every temporary file of the job. */
   async abort(): Promise<void> {
     await this.job?.abort()
-    const names = await readdir(this.options.dir).catch(() => [] as string[])
-    for (const name of names) if (name.startsWith(this.prefix)) await unlink(join(this.options.dir, name)).catch(() => undefined)
+    const names = await readdir(this.open.files.dir).catch(() => [] as string[])
+    for (const name of names) if (name.startsWith(this.prefix)) await unlink(join(this.open.files.dir, name)).catch(() => undefined)
   }
 
   private async failing<T>(f: () => Promise<T>): Promise<T> {
@@ -1283,7 +1319,7 @@ export class PackPartWriter {
   private readonly partition: Readonly<Record<string, string>>
   private readonly validate
   private readonly compare
-  private readonly job: PartsJob
+  private readonly job: PartsJob<PartRowsItem>
   private readonly batch: RowBatchBuilder
   private readonly maxBatchRows: number
   private pending: Promise<void> = Promise.resolve()
@@ -1299,8 +1335,8 @@ export class PackPartWriter {
     if (bad.length > 0) throw new PipeError(bad[0]!.code, `${schema.name} partition: ${bad[0]!.column}: ${bad[0]!.detail}`)
     this.validate = rowValidator(schema, this.partition)
     this.compare = rowComparator(schema)
-    this.job = new PartsJob(schema, opts)
-    this.batch = new RowBatchBuilder(schema)
+    this.job = new PartsJob(schema, opts, { kind: 'runs' }, partRuns)
+    this.batch = new RowBatchBuilder(schema, { keys: true })
     this.maxBatchRows = Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS)
   }
 
@@ -1350,7 +1386,8 @@ export class PackPartWriter {
 
   private post(close: boolean): Promise<void> {
     const rows = this.batch.rows
-    return this.job.post(this.batch.take(), null, [{ partition: this.partition, end: rows, close }])
+    const { batch, transfer } = this.batch.take()
+    return this.job.post({ batch, order: null, runs: [{ partition: this.partition, end: rows, close }] }, transfer)
   }
 
   /** Writes the last rows and closes the last part. */

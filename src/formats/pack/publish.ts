@@ -22,7 +22,7 @@ import { buildRef, parseRef, signRef } from './doc-ref.js'
 import { isPackTime } from './key-statements.js'
 import { isFeedName, isUuid, parseTarget, readPackJson, storeDocumentBytes } from './documents.js'
 import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js'
-import { PackPartWriter, PartsJob, type WrittenPart } from './parquet-write.js'
+import { PackPartWriter, type WrittenPart } from './parquet-write.js'
 import { openPart } from './parquet-read.js'
 import {
   PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
@@ -34,7 +34,7 @@ import {
   adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
-import { NewRows } from './new-rows.js'
+import { NewRowsJob } from './new-rows.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -311,24 +311,25 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   for (const name of TABLE_ORDER) {
     const schema = PACK_TABLES[name]
     const kept = inherited.get(name) ?? []
-    const job = new PartsJob(schema, { dir: tmp })
-    const rows = new NewRows(schema, (taken, order, runs) => job.post(taken, order, runs))
-    let parts: TablePart[]
+    const rows = new NewRowsJob(schema, { dir: tmp })
+    let written: WrittenPart[]
     try {
       for (const part of kept) {
         await eachPartRow(o.store, part.object, schema, (row) => {
           if (name === 'tilings') tilings.add(row as never)
-          rows.parent(row)
+          return rows.parent(row)
         })
       }
       await stageTable(o, name, rows, tilings, ids, defaults)
-      await rows.end()
-      parts = []
-      for (const p of await job.finish()) parts.push(await adopt(o.store, p))
+      written = await rows.finish()
     } catch (err) {
-      await job.abort()
-      throw err
+      // The thread may have refused an earlier row (a fact conflict): that failure comes first.
+      const earlier = await rows.finish().then(() => undefined, (e: unknown) => e)
+      await rows.abort()
+      throw earlier ?? err
     }
+    const parts: TablePart[] = []
+    for (const p of written) parts.push(await adopt(o.store, p))
     newParts[name] = parts.length
     if (parts.length === 0 && kept.length === 0) continue
     const firstParentIndex = parents[0]?.manifest.tables[name]
@@ -399,7 +400,7 @@ async function eachPartRow(store: string, object: string, schema: TableSchema, e
 }
 
 /** Reads, completes and checks one table's records, and gives them to be written. */
-async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
+async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)

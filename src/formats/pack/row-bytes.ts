@@ -27,7 +27,7 @@ export interface RowBatch {
   ends: Int32Array
   /** Each row's RFC 8785 text length in UTF-8, which a row group's text limit counts. */
   textBytes: Float64Array
-  /** Each row's first sort column as text: a part's first and last. */
+  /** Each row's first sort column as text (a part's first and last), when the batch was made with them. */
   keys: string[]
   rows: number
 }
@@ -178,12 +178,15 @@ export class RowBatchBuilder {
   private ends = new Int32Array(1024)
   private textBytes = new Float64Array(1024)
   private keys: string[] = []
+  private readonly withKeys: boolean
   rows = 0
 
-  constructor(readonly schema: TableSchema, initialBytes = 1 << 20) {
+  /** `keys`: whether the batch gives each row's first sort column as text (else its `keys` are empty). */
+  constructor(readonly schema: TableSchema, opts: { keys: boolean; initialBytes?: number }) {
     this.encode = encoderOf(schema)
     this.firstSortColumn = schema.sortColumns[0]!
-    this.w = new RowWriter(initialBytes)
+    this.withKeys = opts.keys
+    this.w = new RowWriter(opts.initialBytes ?? 1 << 20)
   }
 
   /** Bytes of the rows so far. */
@@ -207,20 +210,8 @@ export class RowBatchBuilder {
     }
     this.ends[r] = w.at
     this.textBytes[r] = textBytes
-    this.keys.push(String((row as Record<string, unknown>)[this.firstSortColumn]))
+    if (this.withKeys) this.keys.push(String((row as Record<string, unknown>)[this.firstSortColumn]))
     return { textUnits: textBytes - w.extra, negativeZero: w.negativeZero }
-  }
-
-  /** The bytes of row r (a view: valid until the batch is taken). */
-  rowBytes(r: number): Uint8Array {
-    return this.w.b.subarray(r === 0 ? 0 : this.ends[r - 1]!, this.ends[r]!)
-  }
-
-  /** Drops the last row added. */
-  dropLast(): void {
-    this.rows--
-    this.keys.pop()
-    this.w.at = this.rows === 0 ? 0 : this.ends[this.rows - 1]!
   }
 
   /** Hands the batch over (its buffers to move) and starts an empty one with buffers of the same size. */

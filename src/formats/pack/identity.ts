@@ -136,7 +136,19 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
   return picture
 }
 
-export const phasesText = (phases: readonly (readonly Cell[])[]) => phases.map((p) => p.map((c) => `${c.i},${c.j},${c.k},${c.s}`).join(' ')).join(';')
+export function phasesText(phases: readonly (readonly Cell[])[]): string {
+  // Concatenated, not mapped and joined: a template and an array a cell cost half as much again.
+  let text = ''
+  for (let p = 0; p < phases.length; p++) {
+    const cells = phases[p]!
+    if (p > 0) text += ';'
+    for (let n = 0; n < cells.length; n++) {
+      const c = cells[n]!
+      text += (n > 0 ? ' ' : '') + c.i + ',' + c.j + ',' + c.k + ',' + c.s
+    }
+  }
+  return text
+}
 
 export interface PatternFacts {
   pinKey: string

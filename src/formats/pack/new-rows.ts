@@ -20,7 +20,7 @@ import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
 import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
-import { canonicalRowText, compareUtf8, sortValuesComparator, type TableSchema } from './table-schemas.js'
+import { canonicalRowText, compareUtf8, sortColumnComparator, type TableSchema } from './table-schemas.js'
 
 /** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
@@ -261,38 +261,55 @@ interface Received {
   view: DataView
 }
 
-interface Entry {
-  /** The row's partition folder (the same string for every row of a partition). */
-  folder: string
-  partition: Readonly<Record<string, string>>
-  key: unknown[]
-  /** The row's RFC 8785 text, for an event row. */
-  text: string | undefined
-  rows: Received
-  row: number
-}
-
 /** The thread's side of a `new-rows` job (parquet-write-worker.ts, or the caller's thread without one). */
 export function newRowsWork(open: PartsJobOpen): PartsWork<NewRowsItem> {
   if (open.work.kind !== 'new-rows') throw new Error('newRowsWork: not a new-rows job')
   return new NewRows(open.files.schema, new PartFiles(open.files), open.work.maxChunkBytes)
 }
 
+/** A chunk's rows in the order they came, in parallel arrays (no object a row): where each is, and what sorts it. */
+class Chunk {
+  readonly sources: Received[] = []
+  source = new Int32Array(1024)
+  row = new Int32Array(1024)
+  folder = new Int32Array(1024)
+  /** The sort values, the schema's sort columns a row. */
+  readonly keys: unknown[] = []
+  /** Event rows' RFC 8785 texts. */
+  readonly texts: string[] = []
+  count = 0
+  /** The chunk's measure: its rows' texts in UTF-16 units and 64 a row, whatever form they are kept in. */
+  measure = 0
+
+  push(source: number, row: number, folder: number): void {
+    const e = this.count++
+    if (e === this.row.length) {
+      this.source = grown(this.source)
+      this.row = grown(this.row)
+      this.folder = grown(this.folder)
+    }
+    this.source[e] = source
+    this.row[e] = row
+    this.folder[e] = folder
+  }
+}
+
 class NewRows implements PartsWork<NewRowsItem> {
-  private entries: Entry[] = []
-  private chunkBytes = 0
-  private readonly folders = new Map<string, string>()
+  private chunk = new Chunk()
+  /** Partition folders (`class_group=x/tiling_group=y`) by number, and their partitions. */
+  private readonly folderNames: string[] = []
+  private readonly folderPartitions: Readonly<Record<string, string>>[] = []
+  private readonly folderNumbers = new Map<string, number>()
   /** Fact key hash → row hash (the parents' and this publish's); event row hashes of the parents. */
   private readonly seen = new HashTable128()
   private readonly fact: boolean
-  private readonly compare: (a: Entry, b: Entry) => number
+  private readonly columns: ((a: unknown, b: unknown) => number)[]
   private readonly keyScratch = new Uint32Array(4)
   private readonly rowScratch = new Uint32Array(4)
 
   constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
     this.fact = schema.kind === 'fact'
-    const byKey = sortValuesComparator(schema)
-    this.compare = (a, b) => (a.folder === b.folder ? 0 : compareUtf8(a.folder, b.folder)) || byKey(a.key, b.key) || compareUtf8(a.text!, b.text!)
+    this.columns = schema.sortColumns.map((c) => sortColumnComparator(schema, c))
   }
 
   async add(item: NewRowsItem): Promise<void> {
@@ -304,53 +321,75 @@ class NewRows implements PartsWork<NewRowsItem> {
     const s = item.rows
     const { batch } = s
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
-    const received: Received = { staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }
     const n = this.schema.sortColumns.length
-    const folders = s.partitions.map((p) => this.folder(p))
+    const folders = s.partitions.map((p) => this.folderNumber(p))
+    let source = -1
     for (let r = 0; r < batch.rows; r++) {
       const rowHash = hash16(s.hashBytes.get(r) ?? bytes.subarray(r === 0 ? 0 : batch.ends[r - 1]!, batch.ends[r]!), this.rowScratch)
-      const key = s.sortValues.slice(r * n, r * n + n)
       if (this.fact) {
-        const keyHash = hash16(keyText(key), this.keyScratch)
+        const keyHash = hash16(n === 1 ? String(s.sortValues[r]) : keyText(s.sortValues.slice(r * n, r * n + n)), this.keyScratch)
         const same = this.seen.holds(keyHash, rowHash)
         if (same === false) {
+          const key = s.sortValues.slice(r * n, r * n + n)
           throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
         }
         if (same) continue // the table has it already: from a parent, or earlier in this publish
         this.seen.add(keyHash, rowHash)
       } else if (this.seen.has(rowHash)) continue
-      const p = s.partitionOf[r]!
-      this.entries.push({ folder: folders[p]!, partition: s.partitions[p]!, key, text: this.fact ? undefined : s.texts[r], rows: received, row: r })
-      // The chunk's measure is its rows' texts in UTF-16 units and 64 a row, whatever form they are kept in.
-      this.chunkBytes += s.textUnits[r]! + 64
-      if (this.chunkBytes >= this.maxChunkBytes) await this.writeChunk()
+      const chunk = this.chunk
+      if (source < 0) source = chunk.sources.push({ staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }) - 1
+      chunk.push(source, r, folders[s.partitionOf[r]!]!)
+      for (let c = 0; c < n; c++) chunk.keys.push(s.sortValues[r * n + c])
+      if (!this.fact) chunk.texts.push(s.texts[r]!)
+      chunk.measure += s.textUnits[r]! + 64
+      if (chunk.measure >= this.maxChunkBytes) {
+        await this.writeChunk()
+        source = -1
+      }
     }
   }
 
-  private folder(partition: Readonly<Record<string, string>>): string {
+  private folderNumber(partition: Readonly<Record<string, string>>): number {
     const text = partitionFolder(this.schema, partition)
-    let folder = this.folders.get(text)
-    if (folder === undefined) this.folders.set(text, (folder = text))
-    return folder
+    let at = this.folderNumbers.get(text)
+    if (at === undefined) {
+      at = this.folderNames.push(text) - 1
+      this.folderPartitions.push(partition)
+      this.folderNumbers.set(text, at)
+    }
+    return at
   }
 
   /** Writes the chunk: sorted, a run of parts for each partition. */
   private async writeChunk(): Promise<void> {
-    const entries = this.entries.sort(this.compare)
-    this.entries = []
-    this.chunkBytes = 0
-    for (let i = 0; i < entries.length; i++) {
-      const e = entries[i]!
-      if (i === 0 || e.folder !== entries[i - 1]!.folder) this.files.startRun(e.partition)
-      const { staged, bytes, view } = e.rows
-      const wrote = this.files.row(bytes, view, e.row === 0 ? 0 : staged.batch.ends[e.row - 1]!, staged.batch.textBytes[e.row]!, String(e.key[0]))
+    const { sources, source, row, folder, keys, texts, count } = this.chunk
+    this.chunk = new Chunk()
+    const names = this.folderNames
+    const columns = this.columns
+    const n = columns.length
+    const order = new Int32Array(count)
+    for (let e = 0; e < count; e++) order[e] = e
+    order.sort((i, j) => {
+      if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
+      for (let c = 0; c < n; c++) {
+        const d = columns[c]!(keys[i * n + c], keys[j * n + c])
+        if (d !== 0) return d
+      }
+      return compareUtf8(texts[i]!, texts[j]!)
+    })
+    for (let k = 0; k < count; k++) {
+      const e = order[k]!
+      if (k === 0 || folder[e] !== folder[order[k - 1]!]) this.files.startRun(this.folderPartitions[folder[e]!]!)
+      const { staged, bytes, view } = sources[source[e]!]!
+      const r = row[e]!
+      const wrote = this.files.row(bytes, view, r === 0 ? 0 : staged.batch.ends[r - 1]!, staged.batch.textBytes[r]!, String(keys[e * n]))
       if (wrote) await wrote
-      if (i + 1 === entries.length || entries[i + 1]!.folder !== e.folder) await this.files.endRun()
+      if (k + 1 === count || folder[order[k + 1]!] !== folder[e]) await this.files.endRun()
     }
   }
 
   async finish(): Promise<WrittenPart[]> {
-    if (this.entries.length > 0) await this.writeChunk()
+    if (this.chunk.count > 0) await this.writeChunk()
     return this.files.finish()
   }
 }

@@ -834,8 +834,9 @@ class ChunkEncoder {
       const src = fromDictionary ? leaf.dictBytes : leaf.bytes
       const start = (i: number): number => (fromDictionary ? leaf.entryStart(leaf.indexes[i]!) : leaf.valueStart(i))
       const end = (i: number): number => (fromDictionary ? leaf.dictEnds[leaf.indexes[i]!]! : leaf.ends[i]!)
-      /** Value i against value j: below 0 when i sorts first. */
-      const compare = (i: number, j: number): number => compareRanges(src, start(i), end(i), start(j), end(j))
+      const view = new DataView(src.buffer, src.byteOffset, src.byteLength)
+      /** Value i against value j: below 0 when i sorts first (0 at once for one dictionary entry). */
+      const compare = (i: number, j: number): number => (fromDictionary && leaf.indexes[i] === leaf.indexes[j] ? 0 : compareRanges(view, start(i), end(i), start(j), end(j)))
       let lo = p.v0
       let hi = p.v0
       for (let i = p.v0 + 1; i < p.v1; i++) {
@@ -887,13 +888,21 @@ class ChunkEncoder {
 }
 
 /**
- * Compares two byte ranges of one buffer, unsigned. Buffer#compare does the same natively but checks its
- * five arguments in JS on every call, which made it the writer's largest single cost on unique strings.
+ * Compares two byte ranges of one buffer, unsigned, four bytes at a time (big-endian words order as their
+ * bytes do). Buffer#compare does the same natively but checks its five arguments in JS on every call, which
+ * made it the writer's largest single cost on unique strings; values that share long prefixes (identities)
+ * made a byte at a time the next.
  */
-function compareRanges(b: Uint8Array, a0: number, a1: number, b0: number, b1: number): number {
+function compareRanges(v: DataView, a0: number, a1: number, b0: number, b1: number): number {
   const n = Math.min(a1 - a0, b1 - b0)
-  for (let k = 0; k < n; k++) {
-    const d = b[a0 + k]! - b[b0 + k]!
+  let k = 0
+  for (; k + 4 <= n; k += 4) {
+    const x = v.getUint32(a0 + k)
+    const y = v.getUint32(b0 + k)
+    if (x !== y) return x < y ? -1 : 1
+  }
+  for (; k < n; k++) {
+    const d = v.getUint8(a0 + k) - v.getUint8(b0 + k)
     if (d !== 0) return d
   }
   return a1 - a0 - (b1 - b0)

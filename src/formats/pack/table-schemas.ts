@@ -653,18 +653,9 @@ export function sortColumnsComparator(schema: TableSchema): (a: object, b: objec
   }
 }
 
-/** The same order on rows' sort column values, given as arrays in the order of the sort columns. */
-export function sortValuesComparator(schema: TableSchema): (a: readonly unknown[], b: readonly unknown[]) => number {
-  const compares = schema.sortColumns.map((name) => scalarCompare(schema.columns.find((c) => c.name === name)!.type.kind as ScalarKind))
-  const first = compares[0]!
-  if (compares.length === 1) return (a, b) => first(a[0], b[0])
-  return (a, b) => {
-    for (let i = 0; i < compares.length; i++) {
-      const c = compares[i]!(a[i], b[i])
-      if (c !== 0) return c
-    }
-    return 0
-  }
+/** The order of one sort column's values, as `sortColumnsComparator` compares them. */
+export function sortColumnComparator(schema: TableSchema, column: string): (a: unknown, b: unknown) => number {
+  return scalarCompare(schema.columns.find((c) => c.name === column)!.type.kind as ScalarKind)
 }
 
 /**

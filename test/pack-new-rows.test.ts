@@ -2,7 +2,10 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { existsSync } from 'node:fs'
+import { PipeError } from '../src/core/errors.js'
 import { HashTable128, NewRowsJob } from '../src/formats/pack/new-rows.js'
+import { WRITE_CODES } from '../src/formats/pack/parquet-write.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { PACK_TABLES, canonicalRowText, rowComparator, validateRow, rowValidator, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { latticeTilingRows } from '../src/formats/pack/tilings.js'
@@ -98,6 +101,26 @@ t.test('a fact key: kept once, and refused when given two different rows', async
   const signed = { ...tilings[1]!, a1: (tilings[1]!['a1'] as number[]).map((x) => (x === 0 ? -0 : x)) }
   const both = await collect(schema, [tilings[1]!, signed])
   t.equal(both.flatMap((p) => p.rows).length, 1, 'a row that differs only by the sign of a zero is the same row, as its text is')
+})
+
+t.test('a failure on the encoding thread: one line with its code, every call after it refused, no file left', async (t) => {
+  const schema = PACK_TABLES.sightings
+  const gone = await mkdtemp(join(dir, 'gone-'))
+  const rows = new NewRowsJob(schema, { dir: gone, maxChunkBytes: 2_000 })
+  const measure = rowValidator(schema)
+  const all = Array.from({ length: 9000 }, sighting)
+  for (const r of all.slice(0, 4500)) await rows.add(r, measure(r, 0, []))
+  await rm(gone, { recursive: true })
+  const failed = await (async () => {
+    for (const r of all.slice(4500)) await rows.add(r, measure(r, 0, []))
+    return rows.finish()
+  })().then(() => undefined, (e: unknown) => e as PipeError)
+  t.ok(failed instanceof PipeError, 'refused')
+  t.equal(failed!.code, WRITE_CODES.io)
+  t.notOk(failed!.oneLine().includes('\n'), `one line: ${failed!.oneLine()}`)
+  await t.rejects(rows.finish(), { code: WRITE_CODES.io }, 'and so is what comes after')
+  await rows.abort()
+  t.notOk(existsSync(gone), 'nothing written where the folder was')
 })
 
 t.test('HashTable128 keeps every key and its value through growth', async (t) => {

@@ -108,23 +108,29 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
   const dead = '.'.repeat(tileTypes)
   let picture = ''
   for (let j = 0; j <= maxJ; j++) {
-    const from = start[j]!
-    const to = start[j + 1]!
-    const row = byRow.slice(from, to)
-    if (row.some((c, n) => n > 0 && c.i < row[n - 1]!.i)) row.sort((x, y) => x.i - y.i)
+    let from = start[j]!
+    let to = start[j + 1]!
+    let row = byRow
+    for (let n = from + 1; n < to; n++) {
+      if (byRow[n]!.i >= byRow[n - 1]!.i) continue
+      row = byRow.slice(from, to).sort((x, y) => x.i - y.i)
+      to -= from
+      from = 0
+      break
+    }
     let text = ''
     let reached = 0 // the next i the text is at
-    for (let n = 0; n < row.length; ) {
+    for (let n = from; n < to; ) {
       const c = row[n]!
       text += dead.repeat(c.i - reached)
-      if (tileTypes === 1 && c.k === 0 && (n + 1 === row.length || row[n + 1]!.i !== c.i)) {
+      if (tileTypes === 1 && c.k === 0 && (n + 1 === to || row[n + 1]!.i !== c.i)) {
         text += stateChar(c.s) ?? ''
         n++
       } else {
         // The cell's tile types, the later of two same cells winning; a k outside [0, tileTypes) is placed as
         // an array index would take it (past the end it lengthens the group, below 0 it is not part of it).
         const group = Array<string>(tileTypes).fill('.')
-        for (; n < row.length && row[n]!.i === c.i; n++) group[row[n]!.k] = stateChar(row[n]!.s)!
+        for (; n < to && row[n]!.i === c.i; n++) group[row[n]!.k] = stateChar(row[n]!.s)!
         text += group.join('')
       }
       reached = c.i + 1

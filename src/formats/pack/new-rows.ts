@@ -145,7 +145,7 @@ export class NewRowsJob {
     this.job = new PartsJob(schema, opts, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
     this.fact = schema.kind === 'fact'
     this.hashBytes = new RowHashBytes(schema)
-    this.staged = new Staging(schema)
+    this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))
   }
 
   /** A row of a parent's part: the same row (by key for a fact, by text for an event) is not written again. */
@@ -183,10 +183,12 @@ export class NewRowsJob {
 
   private async send(): Promise<void> {
     const s = this.staged
-    this.staged = new Staging(this.schema)
+    // Taken before any await: the next staging fills the same builder.
+    const taken = s.batch.rows > 0 ? s.batch.take() : undefined
+    this.staged = new Staging(this.schema, s.batch)
     if (s.parentCount > 0) await this.job.post({ kind: 'parents', hashes: s.parentHashes, count: s.parentCount }, [s.parentHashes.buffer as ArrayBuffer])
-    if (s.batch.rows === 0) return
-    const { batch, transfer } = s.batch.take()
+    if (!taken) return
+    const { batch, transfer } = taken
     const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashBytes: s.hashBytes }
     await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer])
   }
@@ -213,7 +215,6 @@ function recordsFault(err: unknown): never {
 class Staging {
   parentHashes = new Uint32Array(8 * 1024)
   parentCount = 0
-  readonly batch: RowBatchBuilder
   textUnits = new Float64Array(1024)
   partitionOf = new Int32Array(1024)
   readonly sortValues: unknown[] = []
@@ -223,8 +224,8 @@ class Staging {
   readonly texts: string[] = []
   readonly hashBytes = new Map<number, Uint8Array>()
 
-  constructor(private readonly schema: TableSchema) {
-    this.batch = new RowBatchBuilder(schema, { keys: false })
+  /** `batch`: the job's builder, which take() leaves empty, its buffers as large as they grew. */
+  constructor(private readonly schema: TableSchema, readonly batch: RowBatchBuilder) {
   }
 
   partitionIndex(row: Record<string, unknown>): number {

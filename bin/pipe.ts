@@ -3,7 +3,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
-import { asPipeError, EXIT_USAGE, UsageError } from '../src/core/errors.js'
+import { asPipeError, EXIT_DATA, EXIT_USAGE, PipeError, UsageError } from '../src/core/errors.js'
 import type { PipelineDef } from '../src/core/pipeline.js'
 import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
@@ -143,6 +143,15 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
   process.stdout.write([headline, ...pk.describePublisherKey(key)].join('\n') + '\n')
 }
 
+/** Runs a command's step whose failure is a usage or environment error (exit 2): no data failed a check. */
+async function asUsage<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step()
+  } catch (err) {
+    throw err instanceof PipeError && err.exitCode === EXIT_DATA ? new UsageError(err.code, err.message, { cause: err }) : err
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   let exitCode = 0
   const runTarget = argv[0] === 'run' ? argv.slice(1).find((a) => !a.startsWith('-')) : undefined
@@ -218,13 +227,13 @@ async function main(argv: string[]): Promise<number> {
       const now = formatTime(BigInt(Date.now()) * 1_000_000n)
       await mkdir(String(args.out), { recursive: true })
       if (args.action === 'new') {
-        const { privateJwk, publicJwk } = await newSigningKey({ validFrom: (args['valid-from'] as string | undefined) ?? now })
+        const { privateJwk, publicJwk } = await asUsage(() => newSigningKey({ validFrom: (args['valid-from'] as string | undefined) ?? now }))
         const paths = await writeKeyFiles(String(args.out), { privateJwk, jwks: { keys: [publicJwk] } })
         process.stdout.write(`key ${privateJwk.kid}\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
         return
       }
       if (!args.keys || !args.key) throw new UsageError('usage.missing-option', 'key rotate needs --keys JWKS and --key PRIVATE')
-      const rotated = await rotateKey(await readJwksFile(args.keys), await readPrivateJwkFile(args.key), (args.at as string | undefined) ?? now)
+      const rotated = await asUsage(async () => rotateKey(await readJwksFile(args.keys!), await readPrivateJwkFile(args.key!), (args.at as string | undefined) ?? now))
       const paths = await writeKeyFiles(String(args.out), { privateJwk: rotated.privateJwk, jwks: rotated.jwks })
       process.stdout.write(`key ${rotated.privateJwk.kid} succeeds the old key\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
     })
@@ -246,7 +255,7 @@ async function main(argv: string[]): Promise<number> {
       })
       .demandCommand(1, 'name a pack command: key')
       .strictCommands())
-    .command('demo', 'Make a sample raw file and verify it (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
+    .command('demo', 'Simulate, journal, seal and verify three hours of Binance trades and depth (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
       const { runDemo } = await import('../src/demo.js')
       exitCode = await runDemo(String(args.out))
     })

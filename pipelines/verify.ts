@@ -90,6 +90,11 @@ export const verifyPipeline = definePipeline({
     to: date.optional().describe('last date to verify, YYYY-MM-DD (inclusive)'),
     strict: z.boolean().default(false).describe('also report raw-file fields the spec does not define'),
   }),
+  // Published in the issue that defined verify: the line of a raw-file finding goes into its detail.
+  jsonReport: {
+    finding: (f) => ({ check: f.check, code: f.code, path: f.path, detail: typeof f.line === 'number' ? `line ${f.line}: ${f.detail}` : f.detail }),
+    summary: ['hours', 'days'],
+  },
   stages(o) {
     return [
       {

@@ -30,12 +30,12 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { checkPack, type CheckLevel } from '../src/formats/pack/check.js'
-import type { TablePart } from '../src/formats/pack/doc-index.js'
+import type { ScoreSet, SearchSegment, TablePart } from '../src/formats/pack/doc-index.js'
 import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
 import { objectHash, writePackJson, type JsonObject } from '../src/formats/pack/documents.js'
 import { exportPack } from '../src/formats/pack/export.js'
 import { patternId, patternIdentity, type Cell, type PatternClass } from '../src/formats/pack/identity.js'
-import { countPartBytes, walkTableIndex } from '../src/formats/pack/index-walk.js'
+import { countPartBytes, walkSearchIndex, walkTableIndex } from '../src/formats/pack/index-walk.js'
 import { buildKeyStatement, firstKeyStatement, keyStatementBytes, revocationStatement, signKeyStatement } from '../src/formats/pack/key-statements.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
@@ -83,7 +83,7 @@ function flipBit(bytes: Buffer, at: number): Buffer {
 // ---------------------------------------------------------------------------------------------------
 // A case's store: one version of a golden store, changed and published again.
 
-type GoldenStore = 'minimal' | 'media' | 'aperiodic'
+type GoldenStore = 'minimal' | 'media' | 'aperiodic' | 'searches'
 
 interface PublishOptions {
   /** Signs the manifest and the ref, and is named as the manifest's publisher (default golden-a's key). */
@@ -105,9 +105,10 @@ class CaseStore {
   /**
    * A copy of a golden store's version with only `tables`: jetcarp-store.json, keys/, the tables' indexes
    * and parts and the objects their rows name (media files, reference patches). The manifest, its
-   * signature and the ref are written by publish().
+   * signature and the ref are written by publish(). With `searches`, the version's searches too: their
+   * indexes, segments and score sidecars.
    */
-  static async from(golden: GoldenStore, root: string, tables: readonly PackTableName[]): Promise<CaseStore> {
+  static async from(golden: GoldenStore, root: string, tables: readonly PackTableName[], opts: { searches?: boolean } = {}): Promise<CaseStore> {
     const { from, manifest } = await goldenVersion(golden)
     const copy = async (rel: string) => {
       await mkdir(dirname(fileIn(root, rel)), { recursive: true })
@@ -136,7 +137,15 @@ class CaseStore {
       }
     }
     manifest.tables = kept
-    manifest.searches = {}
+    if (opts.searches) {
+      for (const [search, index] of Object.entries(manifest.searches as Record<string, string>)) {
+        for await (const e of walkSearchIndex(index, storeIndexLoader(from), { search })) {
+          await copy(e.kind === 'index' ? objectPath(e.hash, 'json') : objectPath(e.kind === 'segment' ? e.segment.object : e.part.object, 'parquet'))
+        }
+      }
+    } else {
+      manifest.searches = {}
+    }
     const c = new CaseStore(root, manifest)
     await c.refreshStats()
     return c
@@ -171,6 +180,23 @@ class CaseStore {
     ;(this.manifest.tables as Record<string, string>)[table] = hash
     if (objectPath(hash, 'json') !== before) await rm(this.file(before))
     return hash
+  }
+
+  /** The one search of the version: its uuid and its (root) search index. */
+  async search(): Promise<{ uuid: string; index: JsonObject & { parts: SearchSegment[]; scores: ScoreSet[] } }> {
+    const searches = Object.entries(this.manifest.searches as Record<string, string>)
+    if (searches.length !== 1) throw new Error(`the case has ${searches.length} searches, not one`)
+    const [uuid, hash] = searches[0]!
+    return { uuid, index: JSON.parse(await readFile(this.file(objectPath(hash, 'json')), 'utf8')) as JsonObject & { parts: SearchSegment[]; scores: ScoreSet[] } }
+  }
+
+  /** Writes the search's index document, names it in the manifest, and removes the index it replaces. */
+  async putSearchIndex(uuid: string, doc: JsonObject): Promise<void> {
+    const searches = this.manifest.searches as Record<string, string>
+    const before = objectPath(searches[uuid]!, 'json')
+    const hash = await this.putObject(writePackJson(doc), 'json')
+    searches[uuid] = hash
+    if (objectPath(hash, 'json') !== before) await rm(this.file(before))
   }
 
   /** Writes a table's index document (its RFC 8785 bytes, whatever it says). */
@@ -237,7 +263,8 @@ class CaseStore {
       if (tables[table] !== undefined) for await (const e of walkTableIndex(tables[table], loader, { table })) if (e.kind === 'part') n += e.part.rows
       return n
     }
-    this.manifest.stats = { ants: await rows('ants'), bytes: await countPartBytes({ tables, searches: {} }, loader), patterns: await rows('patterns'), quickstart: await rows('quickstart') }
+    const searches = this.manifest.searches as Record<string, string>
+    this.manifest.stats = { ants: await rows('ants'), bytes: await countPartBytes({ tables, searches }, loader), patterns: await rows('patterns'), quickstart: await rows('quickstart') }
   }
 
   /** Writes the manifest, its signature and the ref naming it (seq 1); returns the manifest's hash. */
@@ -350,6 +377,8 @@ const SIZE = p(1, 'pack.object-size-mismatch')
 const UNSIGNED = p(2, 'pack.manifest-unsigned')
 /** The smallest version to break documents in: minimal with its rules table only. */
 const rulesOnly = (root: string) => CaseStore.from('minimal', root, ['rules'])
+/** The searches golden pack's version with its search and no table. */
+const searchesOnly = (root: string) => CaseStore.from('searches', root, [], { searches: true })
 /** The offset of the middle of a file: inside a Parquet part's pages, away from its magic and footer length. */
 const middle = (bytes: Buffer) => bytes.length >> 1
 
@@ -382,6 +411,27 @@ const FAIL_CASES: CaseSpec[] = [
     build: async (root) => {
       const c = await CaseStore.from('media', root, ['media'])
       await c.rewriteTable('media', (rows) => rows.map((r) => (r.kind === 'poster' ? { ...r, bytes: (r.bytes as bigint) + 1n } : r)))
+      await c.publish()
+    } },
+
+  { name: 'search_segment_hash', level: 1, findings: [HASH], readme: 'One bit flipped in the middle of the first run segment of the search (searches).',
+    build: async (root) => { const c = await searchesOnly(root); await c.publish(); await c.damage(objectPath((await c.search()).index.parts[0]!.object, 'parquet'), (b) => flipBit(b, middle(b))) } },
+  { name: 'search_segment_size', level: 1, findings: [SIZE], readme: 'The search index states its first segment one byte larger than it is (the segment itself is intact).',
+    build: async (root) => {
+      const c = await searchesOnly(root)
+      const { uuid, index } = await c.search()
+      await c.putSearchIndex(uuid, { ...index, parts: index.parts.map((s, i) => (i === 0 ? { ...s, bytes: s.bytes + 1 } : s)) })
+      await c.refreshStats()
+      await c.publish()
+    } },
+  { name: 'score_sidecar_hash', level: 1, findings: [HASH], readme: 'One bit flipped in the middle of the search\'s score sidecar (searches).',
+    build: async (root) => { const c = await searchesOnly(root); await c.publish(); await c.damage(objectPath((await c.search()).index.scores[0]!.parts[0]!.object, 'parquet'), (b) => flipBit(b, middle(b))) } },
+  { name: 'score_sidecar_size', level: 1, findings: [SIZE], readme: 'The search index states its score sidecar one byte larger than it is (the sidecar itself is intact).',
+    build: async (root) => {
+      const c = await searchesOnly(root)
+      const { uuid, index } = await c.search()
+      await c.putSearchIndex(uuid, { ...index, scores: index.scores.map((set, i) => (i === 0 ? { ...set, parts: set.parts.map((part, j) => (j === 0 ? { ...part, bytes: part.bytes + 1 } : part)) } : set)) } as unknown as JsonObject)
+      await c.refreshStats()
       await c.publish()
     } },
 

@@ -158,6 +158,39 @@ const H0 = (root: string) => copyHour(root, DAY1, '00')
 const N0 = (root: string) => copyHour(root, DAY2, '00')
 const FROM2 = ['--from', DAY2]
 
+/** The whole day 2026-10-04 with its daily manifest; returns the day's directory. */
+async function wholeDay1(root: string): Promise<string> {
+  for (let h = 0; h < 24; h++) await copyHour(root, DAY1, String(h).padStart(2, '0'))
+  const day = join(root, CHAIN, `date=${DAY1}`)
+  for (const f of ['manifest.json', 'manifest.json.sig']) await cp(join(GOLD_ROOT, CHAIN, `date=${DAY1}`, f), join(day, f))
+  return day
+}
+
+/** The offset of the first hex digit 0-8 of the first `"blake3":"` value in a manifest (flipping bit 0 keeps it hex). */
+async function blake3DigitOffset(path: string): Promise<number> {
+  const text = await readFile(path, 'latin1')
+  const start = text.indexOf('"blake3":"') + '"blake3":"'.length
+  let at = start
+  while (!/[0-8]/.test(text[at]!)) at++
+  if (at >= start + 64) throw new Error('no digit in the hash')
+  return at
+}
+
+/** Flips one bit of a detached JWS's signature part, keeping it base64url. */
+async function flipSignature(path: string): Promise<void> {
+  const sig = await readFile(path, 'latin1')
+  const at = sig.indexOf('..') + 2 + 20
+  const flipped = String.fromCharCode(sig.charCodeAt(at) ^ 1)
+  if (!/[A-Za-z0-9_-]/.test(flipped)) throw new Error('flipped signature character not base64url')
+  await writeFile(path, sig.slice(0, at) + flipped + sig.slice(at + 1), 'latin1')
+}
+
+/** Sets hour 00's completeness (re-signed); the rest of the manifest is the golden one. */
+const statesCompleteness = (status: HourlyManifest['completeness']['status'], reasons: HourlyManifest['completeness']['reasons'], more?: (m: HourlyManifest) => void) =>
+  async (_c: string, root: string, key: Key) => {
+    await editManifest(await H0(root), key, (m) => { m.completeness = { status, reasons }; more?.(m) })
+  }
+
 const FAIL_CASES: CaseSpec[] = [
   { name: 'manifest_not_canonical', readme: 'The hourly manifest is the same JSON pretty-printed (not RFC 8785), re-signed.', findings: [p(1, 'manifest.not-canonical')],
     build: async (_c, root, key) => { const d = await H0(root); await signedWrite(d, Buffer.from(JSON.stringify(await readManifest(d), null, 1)), key) } },
@@ -169,24 +202,20 @@ const FAIL_CASES: CaseSpec[] = [
     build: async (_c, root) => { await flipBit(join(await H0(root), 'trades.parquet'), (n) => n >> 1, 3) } },
   { name: 'manifest_bit_flip', readme: 'One bit flipped in manifest.json (a hex digit of the raw file\'s listed BLAKE3), not re-signed.', findings: [p(6, 'sig.bad-signature'), p(2, 'file.blake3')],
     build: async (_c, root) => {
-      const d = await H0(root)
-      const text = await readFile(join(d, 'manifest.json'), 'latin1')
-      const start = text.indexOf('"blake3":"') + '"blake3":"'.length
-      let at = start
-      while (!/[0-8]/.test(text[at]!)) at++ // a digit 0-8: flipping bit 0 keeps it a hex digit
-      if (at >= start + 64) throw new Error('no digit in the hash')
-      await flipBit(join(d, 'manifest.json'), () => at, 0)
+      const path = join(await H0(root), 'manifest.json')
+      const at = await blake3DigitOffset(path)
+      await flipBit(path, () => at, 0)
     } },
   { name: 'sig_bit_flip', readme: 'One bit flipped in the signature part of manifest.json.sig (still base64url).', findings: [p(6, 'sig.bad-signature')],
+    build: async (_c, root) => { await flipSignature(join(await H0(root), 'manifest.json.sig')) } },
+  { name: 'daily_manifest_bit_flip', readme: 'The whole day 2026-10-04; one bit flipped in its daily manifest.json (a hex digit of hour 00\'s BLAKE3), not re-signed.', findings: [p(6, 'sig.bad-signature'), p(5, 'chain.daily-hours')],
     build: async (_c, root) => {
-      const d = await H0(root)
-      const sig = await readFile(join(d, 'manifest.json.sig'), 'latin1')
-      const at = sig.indexOf('..') + 2 + 20
-      const c = sig.charCodeAt(at)
-      const flipped = String.fromCharCode(c ^ 1)
-      if (!/[A-Za-z0-9_-]/.test(flipped)) throw new Error('flipped signature character not base64url')
-      await writeFile(join(d, 'manifest.json.sig'), sig.slice(0, at) + flipped + sig.slice(at + 1), 'latin1')
+      const path = join(await wholeDay1(root), 'manifest.json')
+      const at = await blake3DigitOffset(path)
+      await flipBit(path, () => at, 0)
     } },
+  { name: 'daily_sig_bit_flip', readme: 'The whole day 2026-10-04; one bit flipped in the signature part of its daily manifest.json.sig.', findings: [p(6, 'sig.bad-signature')],
+    build: async (_c, root) => { await flipSignature(join(await wholeDay1(root), 'manifest.json.sig')) } },
   { name: 'raw_truncated', readme: 'raw.jsonl.zst truncated by 40 bytes (manifest unchanged).', findings: [p(2, 'file.size'), p(2, 'file.blake3'), p(3, 'raw.zstd-truncated')],
     build: async (_c, root) => { const path = join(await H0(root), 'raw.jsonl.zst'); await truncate(path, (await stat(path)).size - 40) } },
   { name: 'raw_lines_reordered', readme: 'Raw lines 10 and 11 swapped (file re-listed, re-signed).', findings: [p(3, 'raw.frame-time-decreasing'), p(4, 'table.receive-time')],
@@ -232,12 +261,7 @@ const FAIL_CASES: CaseSpec[] = [
   { name: 'chain_hour_skipped', readme: 'Hours 00 and 02 without hour 01.', findings: [p(5, 'chain.hour-skipped')],
     build: async (_c, root) => { await H0(root); await copyHour(root, DAY1, '02') } },
   { name: 'daily_missing_hour', readme: 'The whole day 2026-10-04; its daily manifest leaves out hour 12 (re-signed).', findings: [p(5, 'chain.daily-hours')],
-    build: async (_c, root, key) => {
-      for (let h = 0; h < 24; h++) await copyHour(root, DAY1, String(h).padStart(2, '0'))
-      const day = join(root, CHAIN, `date=${DAY1}`)
-      for (const f of ['manifest.json', 'manifest.json.sig']) await cp(join(GOLD_ROOT, CHAIN, `date=${DAY1}`, f), join(day, f))
-      await editManifest<DailyManifest>(day, key, (m) => { m.hours = m.hours.filter((h) => h.hour !== '12') })
-    } },
+    build: async (_c, root, key) => { await editManifest<DailyManifest>(await wholeDay1(root), key, (m) => { m.hours = m.hours.filter((h) => h.hour !== '12') }) } },
   { name: 'chain_fork', readme: 'Two roots hold hour 00 with different (validly signed) manifest bytes.', findings: [p(5, 'chain.fork')], args: ['--root', 'root_b'],
     build: async (c, root, key) => {
       await H0(root)
@@ -309,6 +333,29 @@ const FAIL_CASES: CaseSpec[] = [
     build: async (_c, root, key) => { await editManifest(await N0(root), key, (m) => { m.conflicts![0]!.trade_id = String(BigInt(m.conflicts![0]!.trade_id) + 1000n) }) } },
   { name: 'conflict_raw_index', readme: 'Hour 2026-10-05T00: a conflict line names a raw_index past the raw file (re-signed).', findings: [p(10, 'conflict.raw-index')], args: FROM2,
     build: async (_c, root, key) => { await editManifest(await N0(root), key, (m) => { m.conflicts![0]!.lines[1]!.raw_index = m.files.find((f) => f.name === 'raw.jsonl.zst')!.rows + 5 }) } },
+  { name: 'replica_frames_wrong', readme: 'Hour 00: replica b\'s frames one more than the lines with its receipt (re-signed).', findings: [p(8, 'replicas.frames')],
+    build: async (_c, root, key) => { await editManifest(await H0(root), key, (m) => { m.replicas[1]!.frames++ }) } },
+  { name: 'replica_agreement_wrong', readme: 'Hour 00: replica_agreement moves one frame from both to one_only (re-signed).', findings: [p(8, 'replicas.agreement')],
+    build: async (_c, root, key) => { await editManifest(await H0(root), key, (m) => { m.replica_agreement.both--; m.replica_agreement.one_only++ }) } },
+  // One case per completeness reason: a manifest whose completeness its own data refutes (docs/verify.md).
+  { name: 'reason_reconnect', readme: 'Hour 00 (no replica reconnected) states partial for reconnect (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('partial', ['reconnect']) },
+  { name: 'reason_sequence_gap', readme: 'Hour 00 lists a sequence gap but states complete without sequence_gap (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('complete', [], (m) => { m.sequence_gaps = [{ instrument: 'BTCUSDT', after_id: '1', before_id: '3' }] }) },
+  { name: 'reason_checksum_failure', readme: 'Hour 00 states partial for checksum_failure with no checksum_failures (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('partial', ['checksum_failure']) },
+  { name: 'reason_clock_offset_unknown', readme: 'Hour 2026-10-05T00 has lines without clock fields but states complete without clock_offset_unknown (re-signed).', findings: [p(8, 'clock.reason')], args: FROM2,
+    build: async (_c, root, key) => { await editManifest(await N0(root), key, (m) => { m.completeness = { status: 'complete', reasons: [] } }) } },
+  { name: 'reason_journal_torn', readme: 'Hour 00 states complete with the reason journal_torn (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('complete', ['journal_torn']) },
+  { name: 'reason_journal_corrupt', readme: 'Hour 00 states complete with the reason journal_corrupt (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('complete', ['journal_corrupt']) },
+  { name: 'reason_recorder_down', readme: 'Hour 00, which has frames, states missing for recorder_down (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('missing', ['recorder_down']) },
+  { name: 'reason_unrepresentable_value', readme: 'Hour 00 lists line 5 as unrepresentable (partial, unrepresentable_value), but trades.parquet has rows of it (re-signed).', findings: [p(4, 'table.unrepresentable-row')],
+    build: statesCompleteness('partial', ['unrepresentable_value'], (m) => { m.unrepresentable_frames = [5] }) },
+  { name: 'reason_destination_unavailable', readme: 'Hour 00 states complete with the reason destination_unavailable (re-signed).', findings: [p(1, 'manifest.completeness')],
+    build: statesCompleteness('complete', ['destination_unavailable']) },
 ]
 
 /** A decimal text's DECIMAL(38, 18) unscaled value (hyparquet-writer writes a bigint as it is). */

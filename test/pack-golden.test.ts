@@ -18,11 +18,13 @@ import { keyStatementSignedBytes, type KeyStatementDocument } from '../src/forma
 import { objectPath } from '../src/formats/pack/store.js'
 import { checkPack } from '../src/formats/pack/check.js'
 import { buildGoldenPack } from '../scripts/make-golden-packs.js'
+import { childEnv } from './helpers/io.js'
 
+type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
 const GOLDEN = join(import.meta.dirname, 'golden')
 const PACKS = ['minimal', 'retraction', 'merge', 'searches', 'media', 'aperiodic', 'ants']
-/** The tool is installed (it ran, whatever it said). */
-const has = (tool: string) => spawnSync(tool, ['--help'], { stdio: 'ignore' }).error === undefined
+/** The independent tools are part of the proof: .ci/run installs them, and a missing one fails, never skips. */
+const requireTool = (t: Tap, tool: string) => t.ok(spawnSync(tool, ['--help'], { stdio: 'ignore' }).error === undefined, `${tool} is installed (.ci/run installs it)`)
 const work = await mkdtemp(join(tmpdir(), 'pipe-pack-golden-'))
 t.teardown(() => rm(work, { recursive: true, force: true }))
 
@@ -43,7 +45,8 @@ t.test('every golden pack is what its hashes.txt lists', async (t) => {
   }
 })
 
-t.test('sha256sum of every object equals its name', { skip: has('sha256sum') ? false : 'sha256sum not installed' }, async (t) => {
+t.test('sha256sum of every object equals its name', async (t) => {
+  requireTool(t, 'sha256sum')
   for (const name of PACKS) {
     const store = join(GOLDEN, name, 'store')
     const objects = (await files(store)).filter((f) => f.startsWith('objects/'))
@@ -57,7 +60,8 @@ t.test('sha256sum of every object equals its name', { skip: has('sha256sum') ? f
   }
 })
 
-t.test('ssh-keygen -Y verify accepts every manifest, ref and key-statement signature', { skip: has('ssh-keygen') ? false : 'ssh-keygen not installed' }, async (t) => {
+t.test('ssh-keygen -Y verify accepts every manifest, ref and key-statement signature', async (t) => {
+  requireTool(t, 'ssh-keygen')
   const verify = async (publicKey: string, namespace: string, signature: string | Buffer, message: Buffer) => {
     const allowed = join(work, `allowed-${Math.random().toString(16).slice(2)}`)
     const sig = `${allowed}.sig`
@@ -152,4 +156,10 @@ t.test('DuckDB runs the export\'s views.sql and reads every table through it', a
   const patterns = (await conn.runAndReadAll('SELECT class, period, dx, dy FROM patterns ORDER BY class')).getRows()
   t.same(patterns.map((r) => [r[0], Number(r[1]), r[2], r[3]]), [['oscillator', 2, 0, 0], ['spaceship', 4, 1, 1], ['still_life', 1, 0, 0]], 'the blinker, the glider (down and to the right on the y-down grid), the block')
   for (const v of views) t.ok(Number((await conn.runAndReadAll(`SELECT count(*) FROM "${v}"`)).getRows()[0]![0]) > 0, `${v} has rows`)
+})
+
+t.test('the publisher still makes every golden pack byte for byte (scripts/make-golden-packs.ts --check)', async (t) => {
+  const r = spawnSync(process.execPath, ['dist/scripts/make-golden-packs.js', '--check'], { env: childEnv(), encoding: 'utf8', timeout: 300_000 })
+  t.equal(r.status, 0, r.stderr)
+  t.equal((r.stdout.match(/identical to a fresh build/g) ?? []).length, PACKS.length + 1, r.stdout)
 })

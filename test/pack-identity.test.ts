@@ -47,6 +47,16 @@ t.test('pictures: tile types, states, empty rows', async (t) => {
   t.same(normalisePhases([[]]), [[]])
 })
 
+t.test('pictures and phases of unusual cells: repeated, out of order, k past the tile types, a state below 0', async (t) => {
+  t.equal(canonicalPicture([cell(2, 0), cell(0, 1, 2), cell(0, 0, 3), cell(2, 0, 0)], 1), '3/2', 'cells in any order; of two same cells the later wins')
+  t.equal(canonicalPicture([cell(0, 0, 1, 3), cell(1, 0, 2, 0)], 2), '..o2', 'a k past the tile types lengthens its group')
+  t.equal(canonicalPicture([cell(0, 0, -1), cell(1, 0, 1)], 1), 'o', 'a state below 0 has no character')
+  t.same(normalisePhases([[cell(3, 4), cell(2, 5, 2), cell(2, 5, 3), cell(2, 4)]]), [[cell(0, 0), cell(0, 1, 2), cell(0, 1, 3), cell(1, 0)]], 'same cells keep their order')
+  const many = Array.from({ length: 100 }, (_, n) => cell((n * 37) % 11, (n * 13) % 7, n))
+  const sorted = normalisePhases([many])[0]!
+  t.ok(sorted.every((c, n) => n === 0 || c.i > sorted[n - 1]!.i || (c.i === sorted[n - 1]!.i && (c.j > sorted[n - 1]!.j || (c.j === sorted[n - 1]!.j && c.s > sorted[n - 1]!.s)))), 'a long phase: by i, j, k, same cells in their order')
+})
+
 /** A pattern row's cells as a decoded part holds them: text as UTF-8 bytes (each cell in a buffer of its own, at an offset), phases flat. */
 function cellsOf(row: { id: string; identity: string; pin: string; pin_key: string; model: string; neighbourhood: string; class: string; canonical: string; steps_per_gen: number; period: bigint | number; dx: number; dy: number; phases: Cell[][] }): PatternCells {
   const text = (s: string): TextCell => {

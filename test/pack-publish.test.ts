@@ -180,6 +180,26 @@ t.test('bad records are refused with the file, line and field, and nothing is pu
   await t.rejects(publishPack(opts(dir(), rec4)), { code: 'pack.table-row-invalid', location: { field: 'count' } })
 })
 
+t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {
+  const lf = await records(dir(), [BLOCK, BLINKER, GLIDER])
+  const expected = (await publishPack(opts(dir(), lf))).manifest
+  const mixed = await records(dir(), [BLOCK, BLINKER, GLIDER])
+  const lines = [BLOCK, BLINKER, GLIDER].map((p) => JSON.stringify(p))
+  await writeFile(join(mixed, 'patterns.jsonl'), `${lines[0]}\r\n${lines[1]}\r${lines[2]}`)
+  t.equal((await publishPack(opts(dir(), mixed))).manifest, expected, 'the same version')
+  const blank = await records(dir(), [BLOCK])
+  await writeFile(join(blank, 'patterns.jsonl'), `${lines[0]}\r\n\r\n${lines[1]}\n`)
+  await t.rejects(publishPack(opts(dir(), blank)), { code: 'pack.record-invalid', location: { line: 2 } }, 'a blank line, counted with \\r\\n endings')
+  const first = await records(dir(), [BLOCK])
+  await writeFile(join(first, 'patterns.jsonl'), `${JSON.stringify({ ...BLOCK, canonical: 'o' })}\n{not json\n`)
+  await t.rejects(publishPack(opts(dir(), first)), { code: 'pack.record-disagrees', location: { line: 1 } }, 'a bad record before a line that is not JSON is the one refused')
+  const conflict = await records(dir(), [BLOCK])
+  await writeFile(join(conflict, 'patterns.jsonl'), `${lines[0]}\n${JSON.stringify({ ...BLOCK, speed: 'c/1' })}\n{not json\n`)
+  const store = dir()
+  await t.rejects(publishPack(opts(store, conflict)), { code: 'pack.fact-conflict', exitCode: 2 }, 'a fact given two rows (found on the encoding thread) before a line that is not JSON')
+  t.same((await readdir(join(store, '.tmp'))).filter((f) => f.startsWith('.part-')), [], 'no part file left behind')
+})
+
 t.test('local paths become file names', async (t) => {
   t.equal(withoutLocalPaths('found by /home/u/runs/soup-17.rle in B3/S23 at c/4'), 'found by soup-17.rle in B3/S23 at c/4')
   t.equal(withoutLocalPaths('C:\\Users\\me\\a.txt and \\\\server\\share\\b.txt and ~/c.txt and file:///tmp/d.txt'), 'a.txt and b.txt and c.txt and d.txt')

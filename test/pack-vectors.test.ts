@@ -5,7 +5,7 @@
  * built CLI (dist/bin/pipe.js, made by npm run build) with --json, exit 1; the untouched golden packs, which
  * are the passing cases, pass.
  */
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -114,4 +114,10 @@ t.test('the untouched golden packs pass at level 3', async (t) => {
   for (const name of GOLDEN_PACKS) {
     t.same(await failures(name === 'export' ? join(GOLDEN, 'export') : join(GOLDEN, name, 'store'), 3), [], name)
   }
+})
+
+t.test('the vectors are what scripts/make-pack-vectors.ts makes now, byte for byte (--check)', async (t) => {
+  const r = spawnSync(process.execPath, ['dist/scripts/make-pack-vectors.js', '--check'], { env: childEnv(), encoding: 'utf8', timeout: 300_000 })
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stdout + r.stderr, /identical to a fresh build/)
 })

@@ -2,13 +2,15 @@
  * The record format v1 conformance vectors (test/vectors/record, built by scripts/make-record-vectors.ts):
  * their hashes; every `<case>_fail` fails `pipe run verify` (exit 1) with its expected (check, code) pairs
  * and nothing but them and its allowed pairs; every `reason_<reason>` case passes and its manifest states
- * the reason; the untouched golden day passes. Verify runs in-process (the runner, as `pipe run verify`).
+ * the reason, and every `reason_<reason>_fail` case states a completeness its data refutes; the untouched
+ * golden day passes. Verify runs in-process (the runner, as `pipe run verify`).
  */
+import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { readdir, readFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import t from 'tap'
-import { captureIO } from './helpers/io.js'
+import { captureIO, childEnv } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
 import { COMPLETENESS_REASONS, type HourlyManifest } from '../src/formats/record/manifest.js'
 import { VERIFY_CODES } from '../src/formats/record/verify.js'
@@ -43,7 +45,7 @@ const walk = async (d: string, rel = ''): Promise<string[]> =>
 
 const cases = (await readdir(VECTORS, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort()
 const failCases = cases.filter((c) => c.endsWith('_fail'))
-const reasonCases = cases.filter((c) => c.startsWith('reason_'))
+const reasonCases = cases.filter((c) => c.startsWith('reason_') && !c.endsWith('_fail'))
 
 t.test('the vectors are what hashes.txt lists', async (t) => {
   const listed = (await readFile(join(VECTORS, 'hashes.txt'), 'utf8')).trimEnd().split('\n').map((l) => /^([0-9a-f]{64}) {2}(.+)$/.exec(l)!)
@@ -62,6 +64,7 @@ t.test('at least one failing case per check 1..10, and a case the sealer makes f
   const stated = new Set<string>()
   for (const c of reasonCases) for (const r of (JSON.parse(await readFile(join(VECTORS, c, 'expected.json'), 'utf8')) as Expected).reasons ?? []) stated.add(r)
   t.same([...stated].sort(), [...COMPLETENESS_REASONS].sort())
+  t.same(COMPLETENESS_REASONS.filter((r) => !failCases.includes(`reason_${r}_fail`)), [], 'a failing case per completeness reason')
 })
 
 for (const c of failCases) {
@@ -100,4 +103,10 @@ t.test('the untouched golden day passes', async (t) => {
   t.equal(r.exitCode, 0)
   t.same(r.findings, [])
   t.equal(r.hours, 25)
+})
+
+t.test('the vectors are what scripts/make-record-vectors.ts makes now, byte for byte (--check)', async (t) => {
+  const r = spawnSync(process.execPath, ['dist/scripts/make-record-vectors.js', '--check'], { env: childEnv(), encoding: 'utf8', timeout: 300_000 })
+  t.equal(r.status, 0, r.stderr)
+  t.match(r.stdout + r.stderr, /identical to a fresh build/)
 })

@@ -142,6 +142,16 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     const { root } = await oneHour({ edit: (m) => { m.format_version = 2 } })
     exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
   })
+  t.test('members a reader does not know are ignored (a later 1.x may add optional ones)', async (t) => {
+    const { root } = await oneHour({
+      edit: (m) => {
+        Object.assign(m, { zz_added_in_1_1: { nested: ['x'] } })
+        Object.assign(m.replicas[0]!, { latency_p99_ns: 12 })
+        Object.assign(m.completeness, { note: 'x' })
+      },
+    })
+    exactly(t, (await verify([root])).findings, [])
+  })
   t.test('a member of the wrong shape', async (t) => {
     const { root } = await oneHour({ edit: (m) => { delete (m as Partial<typeof m>).replica_agreement } })
     const r = await verify([root])
@@ -284,6 +294,78 @@ function columns(rows: TableRow[]) {
     { name: 'receive_time', data: rows.map((r) => r.receive_time) },
   ]
 }
+
+t.test('check 1: the completeness a manifest states agrees with the rest of it', async (t) => {
+  const gap = { instrument: 'BTCUSDT', after_id: '100', before_id: '102' }
+  const failure = { instrument: 'BTCUSDT', receive_time: formatTime(T0 + S), expected: '1', computed: '2' }
+  for (const [what, edit] of [
+    ['complete with a reason', (m) => { m.completeness = { status: 'complete', reasons: ['journal_torn'] } }],
+    ['partial without a reason', (m) => { m.completeness = { status: 'partial', reasons: [] } }],
+    ['missing with frames', (m) => { m.completeness = { status: 'missing', reasons: ['recorder_down'] } }],
+    ['sequence_gaps without the reason', (m) => { m.sequence_gaps = [gap] }],
+    ['sequence_gap without sequence_gaps', (m) => { m.completeness = { status: 'partial', reasons: ['sequence_gap'] } }],
+    ['checksum_failures without the reason', (m) => { m.checksum_failures = [failure] }],
+    ['checksum_failure without checksum_failures', (m) => { m.completeness = { status: 'partial', reasons: ['checksum_failure'] } }],
+    ['unrepresentable_value without unrepresentable_frames', (m) => { m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] } }],
+    ['reconnect without a reconnect window', (m) => { m.completeness = { status: 'partial', reasons: ['reconnect'] } }],
+  ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+    t.test(what, async (t) => {
+      const { root } = await oneHour({ edit })
+      exactly(t, (await verify([root])).findings, ['1 manifest.completeness'])
+    })
+  }
+  t.test('each stated with its entries passes', async (t) => {
+    const { root } = await oneHour({
+      edit: (m) => {
+        m.sequence_gaps = [gap]
+        m.checksum_failures = [failure]
+        m.replicas[0]!.reconnect_windows = [{ start_time: formatTime(T0 + 10n * S), end_time: formatTime(T0 + 12n * S) }]
+        m.completeness = { status: 'partial', reasons: ['reconnect', 'sequence_gap', 'checksum_failure'] }
+      },
+    })
+    exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('a missing hour without frames passes', async (t) => {
+    const { root } = await oneHour({ frames: [], edit: (m) => { m.completeness = { status: 'missing', reasons: ['recorder_down'] } } })
+    exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('unrepresentable_frames without the reason, or beyond the raw file', async (t) => {
+    const without = await oneHour({ editRows: (_t, rows) => rows.filter((r) => r.raw_index !== 1), edit: (m) => { m.unrepresentable_frames = [1] } })
+    exactly(t, (await verify([without.root])).findings, ['1 manifest.completeness'])
+    const beyond = await oneHour({ edit: (m) => { m.unrepresentable_frames = [3]; m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] } } })
+    exactly(t, (await verify([beyond.root])).findings, ['1 manifest.completeness'])
+  })
+})
+
+t.test('check 4: a frame listed as unrepresentable has no rows', async (t) => {
+  const partial = (m: import('../src/formats/record/manifest.js').HourlyManifest) => {
+    m.unrepresentable_frames = [1]
+    m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] }
+  }
+  const ok = await oneHour({ editRows: (_t, rows) => rows.filter((r) => r.raw_index !== 1), edit: partial })
+  exactly(t, (await verify([ok.root])).findings, [])
+  const bad = await oneHour({ edit: partial })
+  const r = await verify([bad.root])
+  exactly(t, r.findings, ['4 table.unrepresentable-row'])
+  t.match(r.findings[0]!.path, /trades\.parquet$/)
+})
+
+t.test('check 8: the replicas\' frame counts and their agreement', async (t) => {
+  t.test('a replica\'s frames', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.replicas[1]!.frames++ } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['8 replicas.frames'])
+    t.match(r.findings[0]!.detail, /replica b: frames is 4, the raw file has 3 lines with its receipt/)
+  })
+  t.test('both and one_only', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.replica_agreement.both++; m.replica_agreement.one_only-- } })
+    exactly(t, (await verify([root])).findings, ['8 replicas.agreement'])
+  })
+  t.test('not compared when a line could not be read', async (t) => {
+    const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace('{"', '{ "') : l) })
+    exactly(t, (await verify([root])).findings, ['3 raw.line-not-canonical'])
+  })
+})
 
 t.test('check 5: the hash chain', async (t) => {
   t.test('a broken link', async (t) => {
@@ -553,7 +635,7 @@ t.test('pipe run verify: JSON, text and exit codes', async (t) => {
   const ok = await runPipeline(registry, verifyPipeline as never, { root: [root], keys }, pass.settings, false)
   t.equal(ok.exitCode, 0, pass.err())
   const doc = JSON.parse(pass.out()) as Record<string, unknown>
-  t.match(doc, { ok: true, hours: 4, days: 2, chains: 1, findings: [] })
+  t.same(doc, { ok: true, hours: 4, days: 2, findings: [] }, 'exactly the published shape: ok, hours, days, findings')
 
   const bad = await oneHour({ edit: (m) => { m.files[0]!.rows++ } })
   const fail = io(true)
@@ -561,8 +643,17 @@ t.test('pipe run verify: JSON, text and exit codes', async (t) => {
   t.equal(failed.exitCode, 1)
   const fdoc = JSON.parse(fail.out()) as { ok: boolean; hours: number; findings: VerifyFinding[] }
   t.equal(fdoc.ok, false)
-  t.same(Object.keys(fdoc.findings[0]!).sort(), ['check', 'code', 'detail', 'line', 'path'])
-  t.match(fdoc.findings[0], { check: 3, code: 'raw.row-count', line: null, path: join(bad.h.dir, 'raw.jsonl.zst') })
+  t.same(Object.keys(fdoc).sort(), ['days', 'findings', 'hours', 'ok'])
+  t.same(fdoc.findings[0], { check: 3, code: 'raw.row-count', path: join(bad.h.dir, 'raw.jsonl.zst'), detail: 'the raw file has 3 lines, the manifest lists 4 rows' })
+
+  // A finding about one raw-file line names the line in its detail.
+  const f = frames(T0)
+  const unordered = await oneHour({ frames: [f[1]!, f[0]!, f[2]!] })
+  const lineDoc = io(true)
+  t.equal((await runPipeline(registry, verifyPipeline as never, { root: [unordered.root], keys }, lineDoc.settings, false)).exitCode, 1)
+  const ldoc = JSON.parse(lineDoc.out()) as { findings: Record<string, unknown>[] }
+  t.same(Object.keys(ldoc.findings[0]!).sort(), ['check', 'code', 'detail', 'path'])
+  t.match(ldoc.findings[0], { check: 3, code: 'raw.frame-time-decreasing', detail: /^line 2: / })
 
   const text = io(false)
   t.equal((await runPipeline(registry, verifyPipeline as never, { root: [bad.root], keys }, text.settings, false)).exitCode, 1)

@@ -21,19 +21,21 @@ export class FindingSink {
   private readonly out: Writable
   private readonly textLimit: number
   private readonly format: (f: Finding) => string
+  private readonly toJson: (f: Finding) => object
 
-  constructor(opts: { json: boolean; out: Writable; textLimit?: number; format?: (f: Finding) => string }) {
+  constructor(opts: { json: boolean; out: Writable; textLimit?: number; format?: (f: Finding) => string; toJson?: (f: Finding) => object }) {
     this.json = opts.json
     this.out = opts.out
     this.textLimit = opts.textLimit ?? 100
     this.format = opts.format ?? defaultFormat
+    this.toJson = opts.toJson ?? ((f) => f)
     if (this.json) this.out.write('{"findings":[')
   }
 
   add(finding: Finding): void {
     this.count++
     if (this.json) {
-      this.out.write((this.count > 1 ? ',' : '') + JSON.stringify(finding))
+      this.out.write((this.count > 1 ? ',' : '') + JSON.stringify(this.toJson(finding)))
     } else if (this.count <= this.textLimit) {
       this.out.write(this.format(finding) + '\n')
     }

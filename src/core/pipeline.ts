@@ -12,8 +12,19 @@ export interface PipelineDef<S extends OptionsSchema = OptionsSchema> {
   stages(options: z.infer<S>): StageUse[]
   /** The text report's line for one finding, when the pipeline's findings are not about lines of a file. */
   formatFinding?(finding: Finding): string
+  /**
+   * The pipeline's published `--json` shape, when it has one: each finding as it is printed, and the
+   * summary members printed after `ok` (without it, every summary member, the stages' counts and the
+   * elapsed time). A failed run adds `error` either way.
+   */
+  readonly jsonReport?: JsonReport
   /** Runs after the last stage finished: final whole-input checks and the text report's last line. */
   finish?(options: z.infer<S>, ctx: RunContext): void | Promise<void>
+}
+
+export interface JsonReport {
+  finding(finding: Finding): Record<string, unknown>
+  summary: readonly string[]
 }
 
 /** Declares a pipeline once: data, not code paths, so the CLI and `pipe describe` read the same thing. */

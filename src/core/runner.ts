@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises'
 import { asPipeError, EXIT_DATA, EXIT_OK, PipeError, UsageError } from './errors.js'
 import { FindingSink, type Finding } from './findings.js'
 import { measure } from './items.js'
-import type { PipelineDef } from './pipeline.js'
+import type { JsonReport, PipelineDef } from './pipeline.js'
 import type { Registry } from './registry.js'
 import { parseOptions } from './schema.js'
 import type { RunContext, StageDef, StageFunction, StageStream, StageUse } from './stage.js'
@@ -80,9 +80,9 @@ export async function runPipeline(registry: Registry, def: PipelineDef, rawOptio
     options = parseOptions(def.options, rawOptions, def.name, optionsAreFlags)
     stages = resolveStages(registry, def.stages(options))
   } catch (err) {
-    return fail(settings, asPipeError(err), null, [], {})
+    return fail(settings, asPipeError(err), null, [], {}, def.jsonReport)
   }
-  return runResolved(def.name, stages, settings, (ctx) => def.finish?.(options, ctx), def.formatFinding)
+  return runResolved(def.name, stages, settings, (ctx) => def.finish?.(options, ctx), def.formatFinding, def.jsonReport)
 }
 
 /** Runs a user-composed pipeline (a JSON file's `stages`). */
@@ -96,9 +96,9 @@ export async function runStageList(registry: Registry, name: string, uses: Stage
   return runResolved(name, stages, settings)
 }
 
-async function runResolved(name: string, stages: ResolvedStage[], settings: RunSettings, finish?: (ctx: RunContext) => void | Promise<void>, formatFinding?: (f: Finding) => string): Promise<RunResult> {
+async function runResolved(name: string, stages: ResolvedStage[], settings: RunSettings, finish?: (ctx: RunContext) => void | Promise<void>, formatFinding?: (f: Finding) => string, jsonReport?: JsonReport): Promise<RunResult> {
   if (settings.json && stages.some((s) => s.def.usesStdout)) {
-    return fail(settings, new UsageError('usage.json-and-stdout', `${name}: --json needs stdout, but a stage writes its data there`), null, [], {})
+    return fail(settings, new UsageError('usage.json-and-stdout', `${name}: --json needs stdout, but a stage writes its data there`), null, [], {}, jsonReport)
   }
   const controller = new AbortController()
   const onSignal = (sig: NodeJS.Signals) => controller.abort(new PipeError('run.interrupted', `stopped by ${sig}`, { exitCode: 130 }))
@@ -110,7 +110,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   const onOuterAbort = () => controller.abort(outer?.reason)
   outer?.addEventListener('abort', onOuterAbort, { once: true })
 
-  const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(formatFinding ? { format: formatFinding } : {}) })
+  const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(formatFinding ? { format: formatFinding } : {}), ...(jsonReport ? { toJson: jsonReport.finding } : {}) })
   const summary: Record<string, unknown> = {}
   const ctx: RunContext = { signal: controller.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary }
   const metrics: StageMetrics[] = stages.map((s) => ({ name: s.def.name, items_in: 0, bytes_in: 0, items_out: 0, bytes_out: 0 }))
@@ -131,7 +131,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   } catch (err) {
     const reason = controller.signal.aborted ? controller.signal.reason ?? err : err
     const stage = typeof reason === 'object' && reason !== null ? failedStage.get(reason) : undefined
-    return fail(settings, asPipeError(reason, stage), findings, metrics, summary, started)
+    return fail(settings, asPipeError(reason, stage), findings, metrics, summary, jsonReport, started)
   } finally {
     progress?.stop()
     if (settings.handleSignals) {
@@ -144,7 +144,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   const ok = findings.count === 0
   const elapsed = Math.round(performance.now() - started)
   if (settings.json) {
-    settings.stdout.write(closeJson(ok, summary, metrics, elapsed))
+    settings.stdout.write(closeJson(ok, summary, metrics, elapsed, jsonReport))
   } else {
     if (findings.hidden > 0) settings.stdout.write(`... ${findings.hidden} more findings (--json lists all)\n`)
     settings.stdout.write(textSummary(name, ok, findings.count, summary) + '\n')
@@ -152,8 +152,10 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   return { exitCode: ok ? EXIT_OK : EXIT_DATA, ok, findings: findings.count, summary, stages: metrics }
 }
 
-function closeJson(ok: boolean, summary: Record<string, unknown>, metrics: StageMetrics[], elapsedMs: number, error?: PipeError): string {
-  const rest: Record<string, unknown> = { ok, ...summary, stages: metrics, elapsed_ms: elapsedMs }
+function closeJson(ok: boolean, summary: Record<string, unknown>, metrics: StageMetrics[], elapsedMs: number, jsonReport: JsonReport | undefined, error?: PipeError): string {
+  const rest: Record<string, unknown> = jsonReport
+    ? { ok, ...Object.fromEntries(jsonReport.summary.map((k) => [k, summary[k] ?? null])) }
+    : { ok, ...summary, stages: metrics, elapsed_ms: elapsedMs }
   if (error) rest.error = error.toJSON()
   return '],' + JSON.stringify(rest).slice(1) + '\n'
 }
@@ -163,11 +165,11 @@ function textSummary(name: string, ok: boolean, findings: number, summary: Recor
   return [`${name}: ${ok ? 'ok' : 'FAILED'}`, ...fields, `findings ${findings}`].join(', ')
 }
 
-function fail(settings: RunSettings, error: PipeError, findings: FindingSink | null, metrics: StageMetrics[], summary: Record<string, unknown>, started = performance.now()): RunResult {
+function fail(settings: RunSettings, error: PipeError, findings: FindingSink | null, metrics: StageMetrics[], summary: Record<string, unknown>, jsonReport?: JsonReport, started = performance.now()): RunResult {
   settings.stderr.write(`pipe: ${error.oneLine()}\n`)
   if (settings.json) {
     if (!findings) settings.stdout.write('{"findings":[')
-    settings.stdout.write(closeJson(false, summary, metrics, Math.round(performance.now() - started), error))
+    settings.stdout.write(closeJson(false, summary, metrics, Math.round(performance.now() - started), jsonReport, error))
   }
   return { exitCode: error.exitCode, ok: false, findings: findings?.count ?? 0, summary, stages: metrics, error }
 }

@@ -120,13 +120,13 @@ export async function treeBytes(root: string): Promise<Record<string, string>> {
   return out
 }
 
-export interface VerifyDoc { ok: boolean; hours: number; days: number; chains: number; findings: { check: number; code: string; path: string; detail: string }[] }
+export interface VerifyDoc { ok: boolean; hours: number; days: number; findings: { check: number; code: string; path: string; detail: string }[] }
 
 export async function verifyRoots(roots: string[], keys: string): Promise<{ exitCode: number; doc: VerifyDoc; err: string }> {
   const io = captureIO(true)
   const r = await runPipeline(registry, registry.pipeline('verify')!, { root: roots, keys }, io.settings, false)
   let doc: VerifyDoc
-  try { doc = JSON.parse(io.out()) as VerifyDoc } catch { doc = { ok: false, hours: 0, days: 0, chains: 0, findings: [] } }
+  try { doc = JSON.parse(io.out()) as VerifyDoc } catch { doc = { ok: false, hours: 0, days: 0, findings: [] } }
   return { exitCode: r.exitCode, doc, err: io.err() }
 }
 

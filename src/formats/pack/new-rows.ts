@@ -7,29 +7,49 @@
  *
  * Rows the parents already have are left out (a fact row by its key, an event row by its text), and a fact
  * key given twice is kept once; a fact key given two different rows is refused. What is remembered for
- * this are 128-bit hashes of keys and texts: 32 bytes a row of the feed.
+ * this are 128-bit hashes of keys and rows: 32 bytes a row of the feed.
  *
- * A chunk entry is the row's sort values and text, read back with JSON.parse when written: one flat
- * string a row costs a fraction of its objects. The text loses only the sign of a float64 -0 (JSON writes
- * it 0), so a row holding one (a lattice vector, a corner) is kept whole.
+ * Two threads share the work. The caller's (`NewRowsJob`) encodes each checked row (row-bytes.ts) into a
+ * batch with its sort values and partition, and hashes the parents' rows; the part writer's encoding
+ * thread (`newRowsWork`, run by parquet-write-worker.ts) hashes each row by its bytes (the same exactly
+ * when its RFC 8785 texts are), leaves out what is known, keeps a chunk's batches, sorts the chunk and
+ * writes it. Only event rows carry their text, which breaks ties between rows equal on the sort columns
+ * (a fact table has none: its sort columns are its key).
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
-import { canonicalRowText, compareUtf8, sortColumnsComparator, type TableSchema } from './table-schemas.js'
+import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
+import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
+import { canonicalRowText, compareUtf8, sortColumnComparator, type TableSchema } from './table-schemas.js'
 
-/** About 8 MiB of row text a chunk: some thirty thousand pattern rows, a few tens of MB of heap. */
+/** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
 
 export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
 
-interface Entry {
-  part: string
-  key: unknown[]
-  text: string
-  whole?: Record<string, unknown>
+/** Rows the caller gathers before they go to the thread. */
+const STAGE_ROWS = 4096
+
+/** What goes to the thread: the parents' hashes (a key and a row hash, eight words a row), or new rows. */
+export type NewRowsItem = { kind: 'parents'; hashes: Uint32Array; count: number } | { kind: 'rows'; rows: StagedRows }
+
+/** Checked rows in the order they came, encoded, with what it takes to place them. */
+export interface StagedRows {
+  batch: RowBatch
+  /** Each row's RFC 8785 text in UTF-16 units, which a chunk's measure counts. */
+  textUnits: Float64Array
+  /** The rows' sort column values, the schema's sort columns a row. */
+  sortValues: unknown[]
+  /** Each row's partition, an index into `partitions` (`{}` when the table has none). */
+  partitionOf: Int32Array
+  partitions: Readonly<Record<string, string>>[]
+  /** Each row's RFC 8785 text, for an event table (ties); none for a fact table. */
+  texts: string[]
+  /** For rows holding a float64 -0, by row: the bytes they are hashed by (zeros +0, as the text has them). */
+  hashBytes: Map<number, Uint8Array>
 }
 
-/** A set of 128-bit hashes, each with a 128-bit value, in open addressing over flat words. */
+/** A set of 128-bit hashes (four words), each with a 128-bit value, in open addressing over flat words. */
 export class HashTable128 {
   private words = new Uint32Array(8 * 1024)
   private used = 0
@@ -38,30 +58,38 @@ export class HashTable128 {
     return this.words.length / 8
   }
 
-  /** The value stored for `key` (16 bytes), or undefined. */
-  get(key: Uint8Array): Uint32Array | undefined {
-    const at = this.find(key)
-    return this.words[at * 8]! === 0 && this.words[at * 8 + 1]! === 0 && this.words[at * 8 + 2]! === 0 && this.words[at * 8 + 3]! === 0 ? undefined : this.words.subarray(at * 8 + 4, at * 8 + 8)
+  /** Whether `key` is stored. */
+  has(key: Uint32Array): boolean {
+    return !this.isEmpty(this.find(key))
   }
 
-  /** Stores `value` (16 bytes) for `key` unless it has one. */
-  add(key: Uint8Array, value: Uint8Array): void {
+  /** Whether `key` is stored with `value`, or undefined when it is not stored. */
+  holds(key: Uint32Array, value: Uint32Array): boolean | undefined {
+    const s = this.find(key) * 8
+    if (this.isEmpty(s / 8)) return undefined
+    const w = this.words
+    return w[s + 4] === value[0] && w[s + 5] === value[1] && w[s + 6] === value[2] && w[s + 7] === value[3]
+  }
+
+  /** Stores `value` for `key` unless it has one. */
+  add(key: Uint32Array, value: Uint32Array): void {
     if ((this.used + 1) * 2 > this.slots) this.grow()
     const at = this.find(key)
+    if (!this.isEmpty(at)) return
     const w = this.words
-    if (w[at * 8]! === 0 && w[at * 8 + 1]! === 0 && w[at * 8 + 2]! === 0 && w[at * 8 + 3]! === 0) {
-      const k = new Uint32Array(key.buffer, key.byteOffset, 4)
-      const v = new Uint32Array(value.buffer, value.byteOffset, 4)
-      // An all-zero key marks an empty slot; the one key that is all zero (a 2^-128 chance) is moved by one bit.
-      w.set(k, at * 8)
-      if (k[0] === 0 && k[1] === 0 && k[2] === 0 && k[3] === 0) w[at * 8] = 1
-      w.set(v, at * 8 + 4)
-      this.used++
-    }
+    w.set(key, at * 8)
+    // An all-zero key marks an empty slot; the one key that is all zero (a 2^-128 chance) is moved by one bit.
+    if (key[0] === 0 && key[1] === 0 && key[2] === 0 && key[3] === 0) w[at * 8] = 1
+    w.set(value, at * 8 + 4)
+    this.used++
   }
 
-  private find(key: Uint8Array): number {
-    const k = new Uint32Array(key.buffer, key.byteOffset, 4)
+  private isEmpty(at: number): boolean {
+    const w = this.words
+    return w[at * 8] === 0 && w[at * 8 + 1] === 0 && w[at * 8 + 2] === 0 && w[at * 8 + 3] === 0
+  }
+
+  private find(k: Uint32Array): number {
     const k0 = k[0] === 0 && k[1] === 0 && k[2] === 0 && k[3] === 0 ? 1 : k[0]!
     const mask = this.slots - 1
     const w = this.words
@@ -77,85 +105,292 @@ export class HashTable128 {
     this.used = 0
     for (let s = 0; s < old.length; s += 8) {
       if (old[s] === 0 && old[s + 1] === 0 && old[s + 2] === 0 && old[s + 3] === 0) continue
-      const at = this.find(new Uint8Array(old.buffer, s * 4, 16))
+      const at = this.find(old.subarray(s, s + 4))
       this.words.set(old.subarray(s, s + 8), at * 8)
       this.used++
     }
   }
 }
 
-/** The first 16 bytes of SHA-256 of a text: a row's or a fact key's identity here. */
-function hash16(text: string): Buffer {
-  const out = Buffer.from(new ArrayBuffer(16)) // its own buffer, 4-aligned for HashTable128's word views
-  createHash('sha256').update(text).digest().copy(out, 0, 0, 16)
-  return out
+/**
+ * Puts the first 16 bytes of SHA-256 of a text or bytes (a row's or a fact key's identity here) in `into`,
+ * as four words. Hashing to a Latin-1 ('binary') string is cheaper than to a new Buffer, which costs more than the hash
+ * of a short key.
+ */
+function hash16(data: string | Uint8Array, into: Uint32Array): Uint32Array {
+  const h = hash('sha256', data, 'binary')
+  for (let i = 0; i < 4; i++) into[i] = (h.charCodeAt(4 * i) | (h.charCodeAt(4 * i + 1) << 8) | (h.charCodeAt(4 * i + 2) << 16) | (h.charCodeAt(4 * i + 3) << 24)) >>> 0
+  return into
 }
 
-function holdsNegativeZero(v: unknown): boolean {
-  if (typeof v === 'number') return Object.is(v, -0)
-  if (Array.isArray(v)) return v.some(holdsNegativeZero)
-  if (v !== null && typeof v === 'object') {
-    for (const k in v) if (holdsNegativeZero((v as Record<string, unknown>)[k])) return true
+const partitionFolder = (schema: TableSchema, partition: Readonly<Record<string, string>>) => schema.partitionColumns.map((c) => `${c}=${partition[c]}`).join('/')
+
+/** The text a fact key is hashed by: its sort columns' values. */
+const keyText = (values: readonly unknown[]) => values.map(String).join('\u0000')
+
+/**
+ * The caller's side: checked rows in, encoded and staged in batches, to the thread; the parts written out.
+ * After a failure (its own or the thread's), finish() gives the thread's failure first, as it is about an
+ * earlier row.
+ */
+export class NewRowsJob {
+  private readonly job: PartsJob<NewRowsItem>
+  private readonly fact: boolean
+  private readonly hashBytes: RowHashBytes
+  private readonly keyScratch = new Uint32Array(4)
+  private readonly rowScratch = new Uint32Array(4)
+  private staged: Staging
+
+  constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
+    this.job = new PartsJob(schema, opts, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
+    this.fact = schema.kind === 'fact'
+    this.hashBytes = new RowHashBytes(schema)
+    this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))
   }
-  return false
+
+  /** A row of a parent's part: the same row (by key for a fact, by text for an event) is not written again. */
+  parent(row: Record<string, unknown>): Promise<void> | undefined {
+    const s = this.staged
+    const at = s.parentCount++ * 8
+    if (at === s.parentHashes.length) s.parentHashes = grown(s.parentHashes)
+    const rowHash = hash16(this.hashBytes.of(row), this.rowScratch)
+    s.parentHashes.set(this.fact ? hash16(keyText(this.schema.sortColumns.map((c) => row[c])), this.keyScratch) : rowHash, at)
+    s.parentHashes.set(rowHash, at + 4)
+    return s.parentCount >= STAGE_ROWS ? this.post() : undefined
+  }
+
+  /** A checked row (table-schemas.ts rowValidator) whose RFC 8785 text is `textBytes` of UTF-8; a promise when rows go to the thread. */
+  add(row: Record<string, unknown>, textBytes: number): Promise<void> | undefined {
+    const s = this.staged
+    const { textUnits, negativeZero } = s.batch.add(row, textBytes)
+    const r = s.batch.rows - 1
+    if (r === s.textUnits.length) {
+      s.textUnits = grown(s.textUnits)
+      s.partitionOf = grown(s.partitionOf)
+    }
+    s.textUnits[r] = textUnits
+    for (const c of this.schema.sortColumns) s.sortValues.push(row[c])
+    s.partitionOf[r] = s.partitionIndex(row)
+    if (!this.fact) s.texts.push(canonicalRowText(this.schema, row))
+    if (negativeZero) s.hashBytes.set(r, this.hashBytes.of(row).slice())
+    return s.batch.rows >= STAGE_ROWS ? this.post() : undefined
+  }
+
+  /** Sends what is staged: the parents' hashes, then rows (the parents come first, all of them). */
+  private post(): Promise<void> {
+    return this.send().catch(recordsFault)
+  }
+
+  private async send(): Promise<void> {
+    const s = this.staged
+    // Taken before any await: the next staging fills the same builder.
+    const taken = s.batch.rows > 0 ? s.batch.take() : undefined
+    this.staged = new Staging(this.schema, s.batch)
+    if (s.parentCount > 0) await this.job.post({ kind: 'parents', hashes: s.parentHashes, count: s.parentCount }, [s.parentHashes.buffer as ArrayBuffer])
+    if (!taken) return
+    const { batch, transfer } = taken
+    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashBytes: s.hashBytes }
+    await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer])
+  }
+
+  /** Writes what is staged and gives the parts written, in order. */
+  async finish(): Promise<WrittenPart[]> {
+    await this.post()
+    return this.job.finish().catch(recordsFault)
+  }
+
+  /** Stops the thread and removes every temporary file. */
+  abort(): Promise<void> {
+    return this.job.abort()
+  }
 }
 
-const partOf = (schema: TableSchema, row: Record<string, unknown>) => schema.partitionColumns.map((c) => `${c}=${String(row[c])}`).join('/')
+/** A fact conflict found on the thread is the records' fault (exit 2), as it is when found on the caller's. */
+function recordsFault(err: unknown): never {
+  if (err instanceof PipeError && err.code === ROWS_CODES.factConflict && err.exitCode !== 2) throw new PipeError(err.code, err.message, { exitCode: 2 })
+  throw err
+}
 
-export class NewRows {
-  private chunk: Entry[] = []
-  private chunkBytes = 0
-  /** Fact key hash → text hash (the parents' and this publish's); event text hashes of the parents. */
+/** What the caller gathers for the thread. */
+class Staging {
+  parentHashes = new Uint32Array(8 * 1024)
+  parentCount = 0
+  textUnits = new Float64Array(1024)
+  partitionOf = new Int32Array(1024)
+  readonly sortValues: unknown[] = []
+  readonly partitions: Readonly<Record<string, string>>[] = []
+  private readonly folders = new Map<string, number>()
+  private lastPartition = 0
+  readonly texts: string[] = []
+  readonly hashBytes = new Map<number, Uint8Array>()
+
+  /** `batch`: the job's builder, which take() leaves empty, its buffers as large as they grew. */
+  constructor(private readonly schema: TableSchema, readonly batch: RowBatchBuilder) {
+  }
+
+  partitionIndex(row: Record<string, unknown>): number {
+    const columns = this.schema.partitionColumns
+    if (columns.length === 0) {
+      if (this.partitions.length === 0) this.partitions.push({})
+      return 0
+    }
+    // Rows mostly come in runs of one partition: the last one is tried first.
+    const last = this.partitions[this.lastPartition]
+    if (last && columns.every((c) => last[c] === row[c])) return this.lastPartition
+    const values = columns.map((c) => String(row[c]))
+    const folder = values.join('/')
+    let at = this.folders.get(folder)
+    if (at === undefined) {
+      at = this.partitions.push(Object.fromEntries(columns.map((c, i) => [c, values[i]!]))) - 1
+      this.folders.set(folder, at)
+    }
+    this.lastPartition = at
+    return at
+  }
+}
+
+function grown<T extends Float64Array | Int32Array | Uint32Array>(a: T): T {
+  const next = new (a.constructor as new (n: number) => T)(a.length * 2)
+  next.set(a as never)
+  return next
+}
+
+/** Staged rows as the thread holds them until their chunk is written. */
+interface Received {
+  staged: StagedRows
+  bytes: Buffer
+  view: DataView
+}
+
+/** The thread's side of a `new-rows` job (parquet-write-worker.ts, or the caller's thread without one). */
+export function newRowsWork(open: PartsJobOpen): PartsWork<NewRowsItem> {
+  if (open.work.kind !== 'new-rows') throw new Error('newRowsWork: not a new-rows job')
+  return new NewRows(open.files.schema, new PartFiles(open.files), open.work.maxChunkBytes)
+}
+
+/** A chunk's rows in the order they came, in parallel arrays (no object a row): where each is, and what sorts it. */
+class Chunk {
+  readonly sources: Received[] = []
+  source = new Int32Array(1024)
+  row = new Int32Array(1024)
+  folder = new Int32Array(1024)
+  /** The sort values, the schema's sort columns a row. */
+  readonly keys: unknown[] = []
+  /** Event rows' RFC 8785 texts. */
+  readonly texts: string[] = []
+  count = 0
+  /** The chunk's measure: its rows' texts in UTF-16 units and 64 a row, whatever form they are kept in. */
+  measure = 0
+
+  push(source: number, row: number, folder: number): void {
+    const e = this.count++
+    if (e === this.row.length) {
+      this.source = grown(this.source)
+      this.row = grown(this.row)
+      this.folder = grown(this.folder)
+    }
+    this.source[e] = source
+    this.row[e] = row
+    this.folder[e] = folder
+  }
+}
+
+class NewRows implements PartsWork<NewRowsItem> {
+  private chunk = new Chunk()
+  /** Partition folders (`class_group=x/tiling_group=y`) by number, and their partitions. */
+  private readonly folderNames: string[] = []
+  private readonly folderPartitions: Readonly<Record<string, string>>[] = []
+  private readonly folderNumbers = new Map<string, number>()
+  /** Fact key hash → row hash (the parents' and this publish's); event row hashes of the parents. */
   private readonly seen = new HashTable128()
   private readonly fact: boolean
-  private readonly floats: boolean
-  private readonly compare: (a: Entry, b: Entry) => number
+  private readonly columns: ((a: unknown, b: unknown) => number)[]
+  private readonly keyScratch = new Uint32Array(4)
+  private readonly rowScratch = new Uint32Array(4)
 
-  /** `flush` writes one sorted chunk's rows (each with its partition folder text). */
-  constructor(readonly schema: TableSchema, private readonly flush: (rows: { part: string; row: Record<string, unknown> }[]) => Promise<void>, private readonly maxChunkBytes = CHUNK_TEXT_BYTES) {
+  constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
     this.fact = schema.kind === 'fact'
-    this.floats = JSON.stringify(schema.columns).includes('"float64"')
-    const byKey = sortColumnsComparator({ ...schema, sortColumns: schema.sortColumns.map((_, i) => String(i)), columns: schema.sortColumns.map((c, i) => ({ ...schema.columns.find((x) => x.name === c)!, name: String(i) })) })
-    this.compare = (a, b) => (a.part === b.part ? 0 : compareUtf8(a.part, b.part)) || byKey(a.key, b.key) || compareUtf8(a.text, b.text)
+    this.columns = schema.sortColumns.map((c) => sortColumnComparator(schema, c))
   }
 
-  private keyHash(row: Record<string, unknown>): Buffer {
-    return hash16(this.schema.sortColumns.map((c) => String(row[c])).join('\u0000'))
-  }
-
-  /** A row of a parent: the same row (by key for a fact, by text for an event) is not written again. */
-  parent(row: Record<string, unknown>): void {
-    const text = hash16(canonicalRowText(this.schema, row))
-    this.seen.add(this.fact ? this.keyHash(row) : text, text)
-  }
-
-  async add(row: Record<string, unknown>): Promise<void> {
-    const text = canonicalRowText(this.schema, row)
-    if (this.fact) {
-      const textHash = hash16(text)
-      const key = this.keyHash(row)
-      const stored = this.seen.get(key)
-      if (stored) {
-        if (!Buffer.from(stored.buffer, stored.byteOffset, 16).equals(textHash)) {
-          throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c) => `${c} ${JSON.stringify(String(row[c]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
+  async add(item: NewRowsItem): Promise<void> {
+    if (item.kind === 'parents') {
+      const h = item.hashes
+      for (let r = 0; r < item.count; r++) this.seen.add(h.subarray(r * 8, r * 8 + 4), h.subarray(r * 8 + 4, r * 8 + 8))
+      return
+    }
+    const s = item.rows
+    const { batch } = s
+    const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
+    const n = this.schema.sortColumns.length
+    const folders = s.partitions.map((p) => this.folderNumber(p))
+    let source = -1
+    for (let r = 0; r < batch.rows; r++) {
+      const rowHash = hash16(s.hashBytes.get(r) ?? bytes.subarray(r === 0 ? 0 : batch.ends[r - 1]!, batch.ends[r]!), this.rowScratch)
+      if (this.fact) {
+        const keyHash = hash16(n === 1 ? String(s.sortValues[r]) : keyText(s.sortValues.slice(r * n, r * n + n)), this.keyScratch)
+        const same = this.seen.holds(keyHash, rowHash)
+        if (same === false) {
+          const key = s.sortValues.slice(r * n, r * n + n)
+          throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
         }
-        return // the table has it already: from a parent, or earlier in this publish
+        if (same) continue // the table has it already: from a parent, or earlier in this publish
+        this.seen.add(keyHash, rowHash)
+      } else if (this.seen.has(rowHash)) continue
+      const chunk = this.chunk
+      if (source < 0) source = chunk.sources.push({ staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }) - 1
+      chunk.push(source, r, folders[s.partitionOf[r]!]!)
+      for (let c = 0; c < n; c++) chunk.keys.push(s.sortValues[r * n + c])
+      if (!this.fact) chunk.texts.push(s.texts[r]!)
+      chunk.measure += s.textUnits[r]! + 64
+      if (chunk.measure >= this.maxChunkBytes) {
+        await this.writeChunk()
+        source = -1
       }
-      this.seen.add(key, textHash)
-    } else if (this.seen.get(hash16(text))) return
-    const entry: Entry = { part: partOf(this.schema, row), key: this.schema.sortColumns.map((c) => row[c]), text }
-    if (this.floats && holdsNegativeZero(row)) entry.whole = row
-    this.chunk.push(entry)
-    this.chunkBytes += text.length + 64
-    if (this.chunkBytes >= this.maxChunkBytes) await this.end()
+    }
   }
 
-  /** Writes what is gathered. */
-  async end(): Promise<void> {
-    if (this.chunk.length === 0) return
-    const chunk = this.chunk.sort(this.compare)
-    this.chunk = []
-    this.chunkBytes = 0
-    await this.flush(chunk.map((e) => ({ part: e.part, row: e.whole ?? (JSON.parse(e.text) as Record<string, unknown>) })))
+  private folderNumber(partition: Readonly<Record<string, string>>): number {
+    const text = partitionFolder(this.schema, partition)
+    let at = this.folderNumbers.get(text)
+    if (at === undefined) {
+      at = this.folderNames.push(text) - 1
+      this.folderPartitions.push(partition)
+      this.folderNumbers.set(text, at)
+    }
+    return at
+  }
+
+  /** Writes the chunk: sorted, a run of parts for each partition. */
+  private async writeChunk(): Promise<void> {
+    const { sources, source, row, folder, keys, texts, count } = this.chunk
+    this.chunk = new Chunk()
+    const names = this.folderNames
+    const columns = this.columns
+    const n = columns.length
+    const order = new Int32Array(count)
+    for (let e = 0; e < count; e++) order[e] = e
+    order.sort((i, j) => {
+      if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
+      for (let c = 0; c < n; c++) {
+        const d = columns[c]!(keys[i * n + c], keys[j * n + c])
+        if (d !== 0) return d
+      }
+      return compareUtf8(texts[i]!, texts[j]!)
+    })
+    for (let k = 0; k < count; k++) {
+      const e = order[k]!
+      if (k === 0 || folder[e] !== folder[order[k - 1]!]) this.files.startRun(this.folderPartitions[folder[e]!]!)
+      const { staged, bytes, view } = sources[source[e]!]!
+      const r = row[e]!
+      const wrote = this.files.row(bytes, view, r === 0 ? 0 : staged.batch.ends[r - 1]!, staged.batch.textBytes[r]!, String(keys[e * n]))
+      if (wrote) await wrote
+      if (k + 1 === count || folder[order[k + 1]!] !== folder[e]) await this.files.endRun()
+    }
+  }
+
+  async finish(): Promise<WrittenPart[]> {
+    if (this.chunk.count > 0) await this.writeChunk()
+    return this.files.finish()
   }
 }

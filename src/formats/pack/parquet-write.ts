@@ -1,6 +1,6 @@
 /**
- * The pack part writer ("Encodings" > Parquet tables; "Tables, indexes and parts"): rows of one table and
- * one partition, already in the table's order, become one or more Parquet parts, the same rows always the
+ * The pack part writer ("Encodings" > Parquet tables; "Tables, indexes and parts"): rows of one table, in
+ * runs of one partition each already in the table's order, become Parquet parts, the same rows always the
  * same bytes.
  *
  * What a part is: zstd level 9; Parquet 1.0 (v1) data pages; dictionary encoding where it helps (below);
@@ -15,9 +15,10 @@
  * pattern rows against DuckDB's 9.6 s. So the column chunks are assembled here, from a shredder generated
  * from the table's schema, and hyparquet-writer still does the encodings it is good at: the RLE/bit-packed
  * hybrid (levels, dictionary indexes), Thrift compact serialisation (page headers, page indexes), statistics
- * bytes with truncation, and the footer (`writeMetadata`). Rows are checked and shredded on the caller's
- * thread; each full row group moves (its buffers transferred, not copied) to a worker thread that encodes,
- * compresses and appends it to the part file (parquet-write-worker.ts).
+ * bytes with truncation, and the footer (`writeMetadata`). Rows are checked and encoded as bytes
+ * (row-bytes.ts) on the caller's thread; batches of them move (their buffers transferred, not copied) to a
+ * worker thread that shreds them into row groups, encodes, compresses and appends them to part files
+ * (parquet-write-worker.ts).
  *
  * Dictionary rule (deterministic, per column chunk, not for booleans): going through a chunk's values in
  * order (strings while the chunk fills, numbers when it is encoded), its distinct values are kept until it
@@ -28,8 +29,8 @@
  *
  * Pages end at a row boundary once they hold 1 MiB of PLAIN value bytes. Byte-array min/max in statistics
  * and column indexes are truncated to 64 bytes (a truncated max rounded up, and marked inexact in the
- * statistics). Memory stays at a few row groups: rows are shredded into per-column buffers as they arrive,
- * and at most two full row groups wait for the encoding thread.
+ * statistics). Memory stays at a few batches and one row group: at most two batches wait for the encoding
+ * thread, which shreds rows into per-column buffers as it reads them.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto'
 import { open, readdir, unlink, type FileHandle } from 'node:fs/promises'
@@ -40,7 +41,8 @@ import type { ColumnChunk, ColumnIndex, Encoding, FileMetaData, OffsetIndex, Row
 import { Compressor } from 'zstd-napi'
 import { PipeError } from '../../core/errors.js'
 import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
-import { partitionFindings, rowComparator, rowValidator, sortKeyText, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+import { partitionFindings, rowComparator, rowValidator, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+import { RowBatchBuilder, type RowBatch } from './row-bytes.js'
 
 // Loaded with require() for the reason given in src/formats/record/tables.ts (tap's ESM resolver and
 // hyparquet-writer's `hyparquet/src/*.js` imports); the deep modules are in hyparquet-writer's exports.
@@ -139,13 +141,6 @@ interface PageRange {
   rows: number
 }
 
-/** A row group's leaf as it moves to the encoding thread: its fields, typed arrays moved, not copied. */
-export interface LeafState {
-  kind: LeafKind
-  fields: Record<string, unknown>
-  /** Fields that were Buffers (a move delivers them as plain Uint8Arrays). */
-  buffers: string[]
-}
 type LeafKind = PackType['kind']
 
 /**
@@ -192,43 +187,9 @@ abstract class Leaf {
     this.levels = new Levels(maxDef > 0 || maxRep > 0)
   }
 
-  /** Adds a non-null value (its level slot is pushed to `levels` by the shredder). */
-  abstract add(v: unknown): void
-
   reset(): void {
     this.levels.slots = 0
     this.values = 0
-  }
-
-  /**
-   * Hands this row group's data to the encoding thread: every field, its typed arrays moved (their buffers
-   * added to `transfer`) and replaced here by fresh ones of the same size. Dictionary lookups stay: reset()
-   * clears them for the next row group.
-   */
-  takeState(transfer: ArrayBuffer[]): LeafState {
-    const fields: Record<string, unknown> = {}
-    const buffers: string[] = []
-    const self = this as unknown as Record<string, unknown>
-    for (const [name, v] of Object.entries(this)) {
-      if (v instanceof Map) continue
-      if (v instanceof Levels) {
-        fields[name] = { kept: v.kept, slots: v.slots, defs: v.defs, reps: v.reps }
-        transfer.push(v.defs.buffer, v.reps.buffer)
-        v.defs = new Uint8Array(v.defs.length)
-        v.reps = new Uint8Array(v.reps.length)
-        continue
-      }
-      fields[name] = v
-      if (!ArrayBuffer.isView(v)) continue
-      transfer.push(v.buffer as ArrayBuffer)
-      if (Buffer.isBuffer(v)) {
-        buffers.push(name)
-        self[name] = Buffer.allocUnsafeSlow(v.length)
-      } else {
-        self[name] = new (v.constructor as new (n: number) => ArrayBufferView)((v as Uint8Array).length)
-      }
-    }
-    return { kind: this.kind, fields, buffers }
   }
 
   /** Bytes of the non-null values [v0, v1) in PLAIN encoding. */
@@ -434,34 +395,51 @@ class StringLeaf extends DictionaryLeaf {
   /** PLAIN bytes of all values so far (4-byte lengths included), for the dictionary test and page cuts. */
   totalPlain = 0
 
-  add(v: unknown): void {
+  /** The entry of the value added last, which most values of a column that repeats equal. */
+  private last = -1
+
+  /** Adds the UTF-8 string src[start, end). */
+  add(src: Buffer, start: number, end: number): void {
     const i = this.values++
-    const s = v as string
     if (!this.dictionary) {
-      this.append(s, i)
+      this.append(src, start, end, i)
       return
     }
-    let index = this.lookup.get(s)
-    const isNew = index === undefined
-    if (index === undefined) {
-      index = this.distinct
-      this.lookup.set(s, index)
-      const start = index === 0 ? 0 : this.dictEnds[index - 1]!
-      if (start + s.length * 3 > this.dictBytes.length) this.dictBytes = growBuffer(this.dictBytes, start + s.length * 3)
-      this.dictEnds = grow(this.dictEnds, index + 1)
-      this.dictEnds[index] = start + this.dictBytes.write(s, start, 'utf8')
+    let index = this.last
+    let isNew = false
+    if (index < 0 || !this.isEntry(index, src, start, end)) {
+      // An entry's key is its bytes as Latin-1: one character a byte, so equal keys are equal bytes.
+      const key = src.toString('latin1', start, end)
+      const found = this.lookup.get(key)
+      if (found === undefined) {
+        isNew = true
+        index = this.distinct
+        this.lookup.set(key, index)
+        const at = this.entryStart(index)
+        if (at + end - start > this.dictBytes.length) this.dictBytes = growBuffer(this.dictBytes, at + end - start)
+        this.dictEnds = grow(this.dictEnds, index + 1)
+        this.dictEnds[index] = at + src.copy(this.dictBytes, at, start, end)
+      } else index = found
     }
-    this.totalPlain += 4 + this.entryLength(index)
+    this.last = index
+    this.totalPlain += 4 + end - start
     this.noteIndex(i, index, isNew)
   }
 
-  private append(s: string, i: number): void {
-    const start = i === 0 ? 0 : this.ends[i - 1]!
-    if (start + s.length * 3 > this.bytes.length) this.bytes = growBuffer(this.bytes, start + s.length * 3)
+  private isEntry(e: number, src: Buffer, start: number, end: number): boolean {
+    const at = this.entryStart(e)
+    if (this.dictEnds[e]! - at !== end - start) return false
+    const d = this.dictBytes
+    for (let k = 0; k < end - start; k++) if (d[at + k] !== src[start + k]) return false
+    return true
+  }
+
+  private append(src: Buffer, start: number, end: number, i: number): void {
+    const at = this.valueStart(i)
+    if (at + end - start > this.bytes.length) this.bytes = growBuffer(this.bytes, at + end - start)
     if (i >= this.ends.length) this.ends = grow(this.ends, i + 1)
-    const n = this.bytes.write(s, start, 'utf8')
-    this.ends[i] = start + n
-    this.totalPlain += 4 + n
+    this.ends[i] = at + src.copy(this.bytes, at, start, end)
+    this.totalPlain += 4 + end - start
   }
 
   entryStart(e: number): number {
@@ -491,11 +469,13 @@ class StringLeaf extends DictionaryLeaf {
     }
     super.dropDictionary()
     this.lookup.clear()
+    this.last = -1
   }
 
   override reset(): void {
     super.reset()
     this.lookup.clear()
+    this.last = -1
     this.totalPlain = 0
   }
 
@@ -516,7 +496,6 @@ class StringLeaf extends DictionaryLeaf {
 }
 
 function growBuffer(b: Buffer, need: number): Buffer {
-  // Never from Node's shared pool: the buffer moves to the encoding thread with its row group.
   const next = Buffer.allocUnsafeSlow(Math.max(need, b.length * 2))
   b.copy(next)
   return next
@@ -540,7 +519,7 @@ function appendByteArray(w: ByteWriter, src: Buffer, start: number, end: number)
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Shredder: a row's values to the leaves' levels and values (Dremel), compiled from the schema
+// Shredder: a row's bytes (row-bytes.ts) to the leaves' levels and values (Dremel), compiled from the schema
 // ---------------------------------------------------------------------------------------------------
 
 function makeLeaf(kind: LeafKind, path: string[], element: SchemaElement, maxDef: number, maxRep: number): Leaf {
@@ -559,18 +538,6 @@ function makeLeaf(kind: LeafKind, path: string[], element: SchemaElement, maxDef
   }
 }
 
-/** A leaf again on the encoding thread, from `takeState()`. */
-function restoreLeaf(state: LeafState): Leaf {
-  const f = state.fields
-  const leaf = makeLeaf(state.kind, f['path'] as string[], f['element'] as SchemaElement, f['maxDef'] as number, f['maxRep'] as number)
-  for (const name of state.buffers) {
-    const u = f[name] as Uint8Array
-    f[name] = Buffer.from(u.buffer, u.byteOffset, u.length)
-  }
-  f['levels'] = Object.assign(new Levels(false), f['levels'])
-  return Object.assign(leaf, f)
-}
-
 interface ShredBuild {
   leaves: Leaf[]
   elements: SchemaElement[]
@@ -579,13 +546,31 @@ interface ShredBuild {
   vars: number
 }
 
+/** Reads a scalar of row-bytes.ts at `p` (in `b`, a Buffer, and `dv`, its DataView) into leaf n, and moves `p` past it. */
+function readScalar(kind: LeafKind, n: number): string {
+  switch (kind) {
+    case 'string':
+    case 'time':
+      return `{ const len = dv.getUint32(p, true); L${n}.add(b, p + 4, p + 4 + len); p += 4 + len; }`
+    case 'int32':
+      return `L${n}.add(dv.getInt32(p, true)); p += 4;`
+    case 'int64':
+      return `L${n}.add(dv.getBigInt64(p, true)); p += 8;`
+    case 'float64':
+      return `L${n}.add(dv.getFloat64(p, true)); p += 8;`
+    default:
+      return `L${n}.add(b[p++] === 1);`
+  }
+}
+
 /**
- * Generates the code that shreds the value in variable `v` of one field. Whether each ancestor is present
- * is known where the code runs, so definition levels are constants: `def` is the parent's (a nullable field
- * adds one, a list's repeated group one more); `rep` is a JS expression for the repetition level of the
- * value's first leaf slot. Returns the code and the field's leaves' numbers (for null subtrees).
+ * Generates the code that shreds one field's value, read from the row's bytes at `p`. Whether each
+ * ancestor is present is known where the code runs, so definition levels are constants: `def` is the
+ * parent's (a nullable field adds one, a list's repeated group one more); `repExpr` is a JS expression for
+ * the repetition level of the value's first leaf slot. Returns the code and the field's leaves' numbers
+ * (for null subtrees).
  */
-function shredSource(field: PackField, parentPath: string[], def: number, rep: number, repExpr: string, v: string, b: ShredBuild): { code: string; leaves: number[] } {
+function shredSource(field: PackField, parentPath: string[], def: number, rep: number, repExpr: string, b: ShredBuild): { code: string; leaves: number[] } {
   const element = b.elements[b.at++]!
   const path = [...parentPath, field.name]
   const own = def + (field.nullable ? 1 : 0)
@@ -595,30 +580,29 @@ function shredSource(field: PackField, parentPath: string[], def: number, rep: n
   if (t.kind === 'list') {
     b.at++ // the repeated group `list`
     const i = `i${b.vars++}`
-    const e = `v${b.vars++}`
+    const count = `n${b.vars++}`
     const r = `r${b.vars++}`
-    const inner = shredSource({ name: 'element', type: t.element, nullable: false }, [...path, 'list'], own + 1, rep + 1, r, e, b)
+    const inner = shredSource({ name: 'element', type: t.element, nullable: false }, [...path, 'list'], own + 1, rep + 1, r, b)
     leaves = inner.leaves
     present =
-      `if (${v}.length === 0) { ${nulls(leaves, own, repExpr)} }\n` +
-      `else for (let ${i} = 0; ${i} < ${v}.length; ${i}++) {\n  const ${e} = ${v}[${i}];\n  const ${r} = ${i} === 0 ? ${repExpr} : ${rep + 1};\n${inner.code}}\n`
+      `const ${count} = dv.getUint32(p, true); p += 4;\n` +
+      `if (${count} === 0) { ${nulls(leaves, own, repExpr)} }\n` +
+      `else for (let ${i} = 0; ${i} < ${count}; ${i}++) {\n  const ${r} = ${i} === 0 ? ${repExpr} : ${rep + 1};\n${inner.code}}\n`
   } else if (t.kind === 'struct') {
     present = ''
     leaves = []
     for (const f of t.fields) {
-      const x = `v${b.vars++}`
-      const child = shredSource(f, path, own, rep, repExpr, x, b)
-      present += `const ${x} = ${v}.${f.name};\n${child.code}`
+      const child = shredSource(f, path, own, rep, repExpr, b)
+      present += child.code
       leaves.push(...child.leaves)
     }
   } else {
     const n = b.leaves.length
     b.leaves.push(makeLeaf(t.kind, path, element, own, rep))
     leaves = [n]
-    present = `LV${n}.push(${own}, ${repExpr}); L${n}.add(${v});\n`
+    present = `LV${n}.push(${own}, ${repExpr}); ${readScalar(t.kind, n)}\n`
   }
-  // Rows are validated first: a required value is never null here.
-  const code = field.nullable ? `if (${v} === null || ${v} === undefined) { ${nulls(leaves, def, repExpr)} }\nelse {\n${present}}\n` : present
+  const code = field.nullable ? `if (b[p++] === 0) { ${nulls(leaves, def, repExpr)} }\nelse {\n${present}}\n` : present
   return { code, leaves }
 }
 
@@ -628,23 +612,21 @@ function nulls(leaves: readonly number[], def: number, repExpr: string): string 
 
 interface Shredder {
   leaves: Leaf[]
-  shredRow(row: object): void
+  /** Shreds the row whose bytes start at `at` in `bytes` (`view` over the same bytes). */
+  shredRow(bytes: Buffer, view: DataView, at: number): void
 }
 
 /**
  * The shredder of a schema: one generated function writing each leaf's levels and values (Dremel). As with
  * the row check in table-schemas.ts, generated code with a constant leaf per call site is several times
- * faster than closures; the names in it are the schema's own identifiers and L<n> for the leaves.
+ * faster than closures; the names in it are L<n> and LV<n> for the leaves and their levels.
  */
 function compileShredder(schema: TableSchema, elements: SchemaElement[]): Shredder {
   const b: ShredBuild = { leaves: [], elements, at: 1, vars: 0 }
   let body = ''
-  for (const f of schema.columns) {
-    const x = `v${b.vars++}`
-    body += `const ${x} = row.${f.name};\n${shredSource(f, [], 0, 0, '0', x, b).code}`
-  }
+  for (const f of schema.columns) body += shredSource(f, [], 0, 0, '0', b).code
   const leafNames = b.leaves.map((_, n) => `L${n} = leaves[${n}], LV${n} = leaves[${n}].levels`).join(', ')
-  const make = new Function('leaves', `const ${leafNames};\nreturn function shredRow(row) {\n${body}}`) as (leaves: Leaf[]) => (row: object) => void
+  const make = new Function('leaves', `const ${leafNames};\nreturn function shredRow(b, dv, p) {\n${body}}`) as (leaves: Leaf[]) => Shredder['shredRow']
   return { leaves: b.leaves, shredRow: make(b.leaves) }
 }
 
@@ -852,8 +834,9 @@ class ChunkEncoder {
       const src = fromDictionary ? leaf.dictBytes : leaf.bytes
       const start = (i: number): number => (fromDictionary ? leaf.entryStart(leaf.indexes[i]!) : leaf.valueStart(i))
       const end = (i: number): number => (fromDictionary ? leaf.dictEnds[leaf.indexes[i]!]! : leaf.ends[i]!)
-      /** Value i against value j: below 0 when i sorts first. */
-      const compare = (i: number, j: number): number => compareRanges(src, start(i), end(i), start(j), end(j))
+      const view = new DataView(src.buffer, src.byteOffset, src.byteLength)
+      /** Value i against value j: below 0 when i sorts first (0 at once for one dictionary entry). */
+      const compare = (i: number, j: number): number => (fromDictionary && leaf.indexes[i] === leaf.indexes[j] ? 0 : compareRanges(view, start(i), end(i), start(j), end(j)))
       let lo = p.v0
       let hi = p.v0
       for (let i = p.v0 + 1; i < p.v1; i++) {
@@ -905,13 +888,21 @@ class ChunkEncoder {
 }
 
 /**
- * Compares two byte ranges of one buffer, unsigned. Buffer#compare does the same natively but checks its
- * five arguments in JS on every call, which made it the writer's largest single cost on unique strings.
+ * Compares two byte ranges of one buffer, unsigned, four bytes at a time (big-endian words order as their
+ * bytes do). Buffer#compare does the same natively but checks its five arguments in JS on every call, which
+ * made it the writer's largest single cost on unique strings; values that share long prefixes (identities)
+ * made a byte at a time the next.
  */
-function compareRanges(b: Uint8Array, a0: number, a1: number, b0: number, b1: number): number {
+function compareRanges(v: DataView, a0: number, a1: number, b0: number, b1: number): number {
   const n = Math.min(a1 - a0, b1 - b0)
-  for (let k = 0; k < n; k++) {
-    const d = b[a0 + k]! - b[b0 + k]!
+  let k = 0
+  for (; k + 4 <= n; k += 4) {
+    const x = v.getUint32(a0 + k)
+    const y = v.getUint32(b0 + k)
+    if (x !== y) return x < y ? -1 : 1
+  }
+  for (; k < n; k++) {
+    const d = v.getUint8(a0 + k) - v.getUint8(b0 + k)
     if (d !== 0) return d
   }
   return a1 - a0 - (b1 - b0)
@@ -966,18 +957,27 @@ export interface PartFilesOptions {
   dir: string
   /** Start of the parts' temporary file names (the writer removes files by it when aborted). */
   prefix: string
-  partition: Readonly<Record<string, string>>
-  parquetSchema: SchemaElement[]
-  sortingColumns: { column_idx: number; descending: boolean; nulls_first: boolean }[]
+  schema: TableSchema
+  maxRowGroupRows: number
+  maxRowGroupTextBytes: number
   maxPartBytes: number
 }
 
-/** One row group's rows, shredded: its leaves' states, its row count and first and last sort keys. */
-export interface RowGroupItem {
-  leaves: LeafState[]
-  rows: number
-  first: string
-  last: string
+/**
+ * Rows of one partition, the next `end - (previous run's end)` of an item's order; `close` ends their
+ * parts after them (the next rows start a part of their own).
+ */
+export interface PartitionRun {
+  partition: Readonly<Record<string, string>>
+  end: number
+  close: boolean
+}
+
+/** Encoded rows to write: the batch's rows in `order` (null: as they are), run by run. */
+export interface PartRowsItem {
+  batch: RowBatch
+  order: Int32Array | null
+  runs: PartitionRun[]
 }
 
 /** A part being written: its file, its running hash and the footer's pieces so far. */
@@ -1011,23 +1011,82 @@ class OpenPart {
 }
 
 /**
- * Encodes row groups and appends them to parts, starting a new part before a row group would take the
- * current one past `maxPartBytes`; then each part's page indexes and footer.
+ * Shreds rows into row groups of at most `maxRowGroupRows` rows and `maxRowGroupTextBytes` of row text,
+ * encodes them and appends them to parts, starting a new part before a row group would take the current
+ * one past `maxPartBytes`, and at the end of a run that closes; then each part's page indexes and footer.
  */
 export class PartFiles {
   private readonly encoder = new ChunkEncoder()
   private readonly groupBuffer = new ByteWriter(1 << 20)
+  private readonly shredder: Shredder
+  private readonly parquetSchema: SchemaElement[]
+  private readonly sortingColumns: { column_idx: number; descending: boolean; nulls_first: boolean }[]
   private part: OpenPart | undefined
+  private runPartition: Readonly<Record<string, string>> = {}
   private count = 0
   private readonly parts: WrittenPart[] = []
+  private groupRows = 0
+  private groupTextBytes = 0
+  private groupFirst = ''
+  private groupLast = ''
 
-  constructor(private readonly opts: PartFilesOptions) {}
+  constructor(private readonly opts: PartFilesOptions) {
+    this.parquetSchema = parquetSchemaOf(opts.schema)
+    this.shredder = compileShredder(opts.schema, this.parquetSchema)
+    this.sortingColumns = opts.schema.sortColumns.map((name) => ({
+      column_idx: this.shredder.leaves.findIndex((l) => l.path.length === 1 && l.path[0] === name),
+      descending: false,
+      nulls_first: false,
+    }))
+  }
 
-  async add(item: RowGroupItem): Promise<void> {
+  /** Writes an item's rows in its order, run by run. */
+  async addRuns(item: PartRowsItem): Promise<void> {
+    const { batch, order } = item
+    const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    let k = 0
+    for (const run of item.runs) {
+      this.startRun(run.partition)
+      for (; k < run.end; k++) {
+        const r = order ? order[k]! : k
+        const wrote = this.row(bytes, view, r === 0 ? 0 : batch.ends[r - 1]!, batch.textBytes[r]!, batch.keys[r]!)
+        if (wrote) await wrote
+      }
+      if (run.close) await this.endRun()
+    }
+  }
+
+  /**
+   * Adds the row whose bytes start at `at` (its RFC 8785 text `textBytes` of UTF-8, its first sort column
+   * `key` as text) to the run. A promise only when a row group is written.
+   */
+  row(bytes: Buffer, view: DataView, at: number, textBytes: number, key: string): Promise<void> | undefined {
+    if (this.groupRows > 0 && this.groupTextBytes + textBytes > this.opts.maxRowGroupTextBytes) return this.flushRowGroup().then(() => this.row(bytes, view, at, textBytes, key))
+    this.shredder.shredRow(bytes, view, at)
+    if (this.groupRows === 0) this.groupFirst = key
+    this.groupLast = key
+    this.groupRows++
+    this.groupTextBytes += textBytes
+    return this.groupRows >= this.opts.maxRowGroupRows ? this.flushRowGroup() : undefined
+  }
+
+  /** Rows of `partition` follow: a partition other than the run's only after endRun(). */
+  startRun(partition: Readonly<Record<string, string>>): void {
+    this.runPartition = partition
+  }
+
+  /** Writes the buffered rows as one row group. */
+  private async flushRowGroup(): Promise<void> {
+    if (this.groupRows === 0) return
     const out = this.groupBuffer
     out.index = 0
     out.offset = 0
-    const encoded = item.leaves.map((state) => this.encoder.encode(restoreLeaf(state), out))
+    const encoded = this.shredder.leaves.map((leaf) => this.encoder.encode(leaf, out))
+    for (const leaf of this.shredder.leaves) leaf.reset()
+    const rows = this.groupRows
+    this.groupRows = 0
+    this.groupTextBytes = 0
     const groupBytes = out.offset
     if (this.part && this.part.rowGroups.length > 0 && this.part.offset + groupBytes > this.opts.maxPartBytes) await this.closePart()
     const part = this.part ?? (await this.openPart())
@@ -1041,20 +1100,26 @@ export class PartFiles {
     part.rowGroups.push({
       columns: encoded.map((e) => e.chunk),
       total_byte_size: uncompressed,
-      num_rows: BigInt(item.rows),
+      num_rows: BigInt(rows),
       file_offset: BigInt(base),
       total_compressed_size: BigInt(groupBytes),
-      sorting_columns: this.opts.sortingColumns,
+      sorting_columns: this.sortingColumns,
     })
     part.chunks.push(...encoded)
-    if (part.rows === 0) part.first = item.first
-    part.last = item.last
-    part.rows += item.rows
+    if (part.rows === 0) part.first = this.groupFirst
+    part.last = this.groupLast
+    part.rows += rows
+  }
+
+  /** Ends the current run's parts: its last row group, and its last part closed. */
+  async endRun(): Promise<void> {
+    await this.flushRowGroup()
+    if (this.part) await this.closePart()
   }
 
   /** Closes the last part and gives every part written. */
   async finish(): Promise<WrittenPart[]> {
-    if (this.part) await this.closePart()
+    await this.endRun()
     return this.parts
   }
 
@@ -1097,7 +1162,7 @@ export class PartFiles {
     // metadata_length is what a reader fills in; it is not a field of the footer.
     const footer: Omit<FileMetaData, 'metadata_length'> = {
       version: 1,
-      schema: this.opts.parquetSchema,
+      schema: this.parquetSchema,
       num_rows: BigInt(part.rows),
       row_groups: part.rowGroups,
       created_by: PACK_CREATED_BY,
@@ -1107,7 +1172,7 @@ export class PartFiles {
     await part.append(w.getBytes())
     await part.fh.sync()
     await part.fh.close()
-    this.parts.push({ path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.opts.partition })
+    this.parts.push({ path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.runPartition })
   }
 }
 
@@ -1122,18 +1187,19 @@ function placeAt(e: EncodedChunk, base: number): void {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The writer: rows checked and shredded here, row groups encoded and written on a thread of their own
+// The writer: rows checked and encoded here, shredded, encoded and written on a thread of their own
 // ---------------------------------------------------------------------------------------------------
 
-export interface PartWriterOptions {
-  /** Directory of the parts' temporary files: in the store, so the caller can rename them into place. */
-  dir: string
-  /** The parts' partition, one value per partition column of the table; {} (the default) when unpartitioned. */
-  partition?: Readonly<Record<string, string>>
-  /** Lower limits than the format's, for tests. */
+/** Lower limits than the format's, for tests. */
+export interface PartLimits {
   maxRowGroupRows?: number
   maxRowGroupTextBytes?: number
   maxPartBytes?: number
+}
+
+export interface PartsJobOptions extends PartLimits {
+  /** Directory of the parts' temporary files: in the store, so the caller can rename them into place. */
+  dir: string
   /**
    * Encode on a worker thread (the default), or on the caller's (false): for a process whose TypeScript
    * loader a worker does not get (`node --import tsx`). The bytes are the same either way.
@@ -1146,74 +1212,141 @@ export async function partFileWork<T>(what: string, f: () => Promise<T>): Promis
   try {
     return await f()
   } catch (err) {
+    if (err instanceof PipeError) throw err
     throw new PipeError(WRITE_CODES.io, `${what}: ${err instanceof Error ? err.message : String(err)}`, { cause: err })
   }
 }
 
+/** What a job does with its items, on the encoding thread or, without one, on the caller's. */
+export interface PartsWork<Item> {
+  add(item: Item): Promise<void>
+  finish(): Promise<WrittenPart[]>
+}
+
+/** The job kinds the encoding thread knows (parquet-write-worker.ts), with what each needs to start. */
+export type PartsJobKind = { kind: 'runs' } | { kind: 'new-rows'; maxChunkBytes: number }
+
+export interface PartsJobOpen {
+  files: PartFilesOptions
+  work: PartsJobKind
+}
+
+/** A `runs` job: items of rows in their order, in runs of one partition (PackPartWriter). */
+export function partRuns(open: PartsJobOpen): PartsWork<PartRowsItem> {
+  const files = new PartFiles(open.files)
+  return { add: (item) => files.addRuns(item), finish: () => files.finish() }
+}
+
+/**
+ * The parts of one table being made on the encoding thread (parquet-write-worker.ts), beside the caller
+ * making the next item, as DuckDB's writer uses both cores. At most two items wait for the thread, which
+ * bounds memory: await each `post()`. `finish()` gives the parts in the order their rows were written; their
+ * files are the caller's to rename. End every job that was given items with finish() or abort(): its thread
+ * keeps the process alive until then. After a failure the job's files are removed, and the failure (a
+ * PipeError with its code) rejects this and every later call.
+ */
+export class PartsJob<Item> {
+  readonly prefix = `.part-${process.pid}-${randomBytes(6).toString('hex')}-`
+  private readonly open: PartsJobOpen
+  private readonly encodeOnThread: boolean
+  /** Opened with the first item, so that a job given none never starts a thread. */
+  private job: OrderedJob<PartsJobOpen, Item, WrittenPart[]> | undefined
+  /** The work when encoding on the caller's thread. */
+  private inline: Promise<PartsWork<Item>> | undefined
+
+  /** `makeWork` is the job kind's work, for encoding on the caller's thread. */
+  constructor(readonly schema: TableSchema, opts: PartsJobOptions, kind: PartsJobKind, private readonly makeWork: (open: PartsJobOpen) => PartsWork<Item> | Promise<PartsWork<Item>>) {
+    this.encodeOnThread = opts.encodeOnThread ?? true
+    this.open = {
+      files: {
+        dir: opts.dir,
+        prefix: this.prefix,
+        schema,
+        maxRowGroupRows: Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS),
+        maxRowGroupTextBytes: Math.min(opts.maxRowGroupTextBytes ?? MAX_ROW_GROUP_TEXT_BYTES, MAX_ROW_GROUP_TEXT_BYTES),
+        maxPartBytes: Math.min(opts.maxPartBytes ?? MAX_PART_BYTES, MAX_PART_BYTES),
+      },
+      work: kind,
+    }
+  }
+
+  /** Sends an item (the buffers in `transfer` move to the thread); resolves when the thread has room. */
+  async post(item: Item, transfer: ArrayBuffer[]): Promise<void> {
+    if (!this.encodeOnThread) {
+      const work = (this.inline ??= Promise.resolve(this.makeWork(this.open)))
+      return this.failing(async () => partFileWork('writing a row group', async () => (await work).add(item)))
+    }
+    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.open, { maxInFlight: 2 })
+    const job = this.job
+    return this.failing(async () => job.post(item, transfer))
+  }
+
+  /** Gives every part written, the last closed. */
+  async finish(): Promise<WrittenPart[]> {
+    const inline = this.inline
+    return this.failing(async () => (this.job ? await this.job.finish(null) : inline ? await partFileWork('closing a part', async () => (await inline).finish()) : []))
+  }
+
+  /** Stops the thread and removes every temporary file of the job. */
+  async abort(): Promise<void> {
+    await this.job?.abort()
+    const names = await readdir(this.open.files.dir).catch(() => [] as string[])
+    for (const name of names) if (name.startsWith(this.prefix)) await unlink(join(this.open.files.dir, name)).catch(() => undefined)
+  }
+
+  private async failing<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f()
+    } catch (err) {
+      await this.abort()
+      throw err
+    }
+  }
+}
+
+export interface PartWriterOptions extends PartsJobOptions {
+  /** The parts' partition, one value per partition column of the table; {} (the default) when unpartitioned. */
+  partition?: Readonly<Record<string, string>>
+}
+
 type WriterState = 'open' | 'finished' | 'failed' | 'aborted'
+
+/** Encoded rows a batch gathers before it goes to the encoding thread: a row group's worth, or 8 MiB. */
+const BATCH_BYTES = 8 * 1024 * 1024
 
 /**
  * Writes the rows of one table and one partition as parts. Rows must come in the table's order
  * (`rowComparator`); each `write()` batch is checked whole first (rows and order) and refused whole with a
  * PipeError (a row finding's code, or `pack.parquet-rows-unsorted`; location.row counts from the writer's
- * first row), leaving the writer usable. Encoding, zstd and the part files run on a worker thread
- * (parquet-write-worker.ts) beside the checking and shredding, as DuckDB's writer uses both cores; at most
- * two row groups wait for it, which bounds memory. Await each `write()`: it resolves once the thread has
- * room. `finish()` returns the parts, none for no rows; their files are the caller's to rename. End every
- * writer that was given rows with finish() or abort(): its thread keeps the process alive until then.
+ * first row), leaving the writer usable. Checked rows are encoded (row-bytes.ts) and go to a PartsJob.
+ * Await each `write()`: it resolves once the thread has room. `finish()` returns the parts, none for no
+ * rows; their files are the caller's to rename. End every writer that was given rows with finish() or
+ * abort().
  */
 export class PackPartWriter {
   readonly schema: TableSchema
-  private readonly dir: string
-  private readonly prefix = `.part-${process.pid}-${randomBytes(6).toString('hex')}-`
   private readonly partition: Readonly<Record<string, string>>
-  private readonly maxRows: number
-  private readonly maxTextBytes: number
   private readonly validate
   private readonly compare
-  private readonly shredder: Shredder
-  private readonly jobOptions: PartFilesOptions
-  private readonly encodeOnThread: boolean
-  /** Opened with the first row group, so that a writer given no rows never starts a thread. */
-  private job: OrderedJob<PartFilesOptions, RowGroupItem, WrittenPart[]> | undefined
-  /** The part files when encoding on the caller's thread. */
-  private inline: PartFiles | undefined
+  private readonly job: PartsJob<PartRowsItem>
+  private readonly batch: RowBatchBuilder
+  private readonly maxBatchRows: number
   private pending: Promise<void> = Promise.resolve()
   private state: WriterState = 'open'
   private failure: unknown
   private previous: object | undefined
   private accepted = 0
-  private groupRows = 0
-  private groupTextBytes = 0
-  private groupFirst = ''
-  private groupLast = ''
 
   constructor(schema: TableSchema, opts: PartWriterOptions) {
     this.schema = schema
-    this.dir = opts.dir
     this.partition = Object.freeze({ ...(opts.partition ?? {}) })
     const bad = partitionFindings(schema, this.partition)
     if (bad.length > 0) throw new PipeError(bad[0]!.code, `${schema.name} partition: ${bad[0]!.column}: ${bad[0]!.detail}`)
-    this.maxRows = Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS)
-    this.maxTextBytes = Math.min(opts.maxRowGroupTextBytes ?? MAX_ROW_GROUP_TEXT_BYTES, MAX_ROW_GROUP_TEXT_BYTES)
     this.validate = rowValidator(schema, this.partition)
     this.compare = rowComparator(schema)
-    const parquetSchema = parquetSchemaOf(schema)
-    this.shredder = compileShredder(schema, parquetSchema)
-    const sortingColumns = schema.sortColumns.map((name) => ({
-      column_idx: this.shredder.leaves.findIndex((l) => l.path.length === 1 && l.path[0] === name),
-      descending: false,
-      nulls_first: false,
-    }))
-    this.encodeOnThread = opts.encodeOnThread ?? true
-    this.jobOptions = {
-      dir: this.dir,
-      prefix: this.prefix,
-      partition: this.partition,
-      parquetSchema,
-      sortingColumns,
-      maxPartBytes: Math.min(opts.maxPartBytes ?? MAX_PART_BYTES, MAX_PART_BYTES),
-    }
+    this.job = new PartsJob(schema, opts, { kind: 'runs' }, partRuns)
+    this.batch = new RowBatchBuilder(schema, { keys: true })
+    this.maxBatchRows = Math.min(opts.maxRowGroupRows ?? MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_ROWS)
   }
 
   /** Rows accepted so far. */
@@ -1224,7 +1357,7 @@ export class PackPartWriter {
   write(rows: readonly object[]): Promise<void> {
     if (this.state !== 'open') return Promise.reject(this.stateError('write'))
     const next = this.pending.then(() => this.writeBatch(rows))
-    // A refused batch leaves the writer as it was; only a failure after shredding began is fatal.
+    // A refused batch leaves the writer as it was; only a failure after encoding began is fatal.
     this.pending = next.catch(() => undefined)
     return next
   }
@@ -1248,16 +1381,10 @@ export class PackPartWriter {
     }
     try {
       for (let i = 0; i < rows.length; i++) {
-        const row = rows[i]!
-        if (this.groupRows > 0 && this.groupTextBytes + sizes[i]! > this.maxTextBytes) await this.flushRowGroup()
-        this.shredder.shredRow(row)
-        if (this.groupRows === 0) this.groupFirst = sortKeyText(this.schema, row)
-        this.groupLast = sortKeyText(this.schema, row)
-        this.groupRows++
-        this.groupTextBytes += sizes[i]!
+        this.batch.add(rows[i]!, sizes[i]!)
         this.accepted++
-        this.previous = row
-        if (this.groupRows >= this.maxRows) await this.flushRowGroup()
+        this.previous = rows[i]!
+        if (this.batch.rows >= this.maxBatchRows || this.batch.byteLength >= BATCH_BYTES) await this.post(false)
       }
     } catch (err) {
       this.state = 'failed'
@@ -1266,37 +1393,25 @@ export class PackPartWriter {
     }
   }
 
-  /** Hands the buffered rows to the encoding thread as one row group. */
-  private async flushRowGroup(): Promise<void> {
-    const transfer: ArrayBuffer[] = []
-    const leaves = this.shredder.leaves.map((leaf) => leaf.takeState(transfer))
-    for (const leaf of this.shredder.leaves) leaf.reset()
-    const item: RowGroupItem = { leaves, rows: this.groupRows, first: this.groupFirst, last: this.groupLast }
-    this.groupRows = 0
-    this.groupTextBytes = 0
-    if (!this.encodeOnThread) {
-      const files = (this.inline ??= new PartFiles(this.jobOptions))
-      return partFileWork('writing a row group', () => files.add(item))
-    }
-    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.jobOptions, { maxInFlight: 2 })
-    await this.job.post(item, transfer)
+  private post(close: boolean): Promise<void> {
+    const rows = this.batch.rows
+    const { batch, transfer } = this.batch.take()
+    return this.job.post({ batch, order: null, runs: [{ partition: this.partition, end: rows, close }] }, transfer)
   }
 
-  /** Writes the last row group and closes the last part. */
+  /** Writes the last rows and closes the last part. */
   async finish(): Promise<WrittenPart[]> {
     if (this.state !== 'open') throw this.stateError('finish')
     await this.pending
     if (this.state !== 'open') throw this.stateError('finish')
     try {
-      if (this.groupRows > 0) await this.flushRowGroup()
-      const inline = this.inline
-      const parts = this.job ? await this.job.finish(null) : inline ? await partFileWork('closing a part', () => inline.finish()) : []
+      if (this.batch.rows > 0) await this.post(true)
+      const parts = await this.job.finish()
       this.state = 'finished'
       return parts
     } catch (err) {
       this.state = 'failed'
       this.failure ??= err
-      await this.removeFiles()
       throw err
     }
   }
@@ -1306,13 +1421,7 @@ export class PackPartWriter {
     if (this.state === 'finished' || this.state === 'aborted') return
     this.state = 'aborted'
     await this.pending
-    await this.job?.abort()
-    await this.removeFiles()
-  }
-
-  private async removeFiles(): Promise<void> {
-    const names = await readdir(this.dir).catch(() => [] as string[])
-    for (const name of names) if (name.startsWith(this.prefix)) await unlink(join(this.dir, name)).catch(() => undefined)
+    await this.job.abort()
   }
 
   private stateError(op: string): unknown {

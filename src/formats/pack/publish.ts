@@ -2,9 +2,10 @@
  * Publishing: records (docs/pack-records.md) to a new signed version of a feed in a store ("The store",
  * "The manifest", "Tables, indexes and parts", "Refs", "Signatures and keys").
  *
- * - Rows are completed (publish-rows.ts), checked (table-schemas.ts) and staged in a temporary SQLite
- *   database under the store's .tmp/, which sorts them by partition, the table's sort columns and their
- *   RFC 8785 text, and tells which the parents already have: memory stays bounded whatever the pack's size.
+ * - Rows are completed (publish-rows.ts), checked (table-schemas.ts) and gathered in chunks (new-rows.ts),
+ *   each sorted by partition, the table's sort columns and their RFC 8785 text and written as parts of its
+ *   own on the part writer's thread while the next fills; what the parents already have is known by 128-bit
+ *   hashes: memory stays bounded whatever the pack's size.
  * - A new version keeps its parents' parts (the feed's current version first, then any merged), adds parts
  *   holding only rows its parents lack (a fact row by its key, an event row by its bytes), and keeps an
  *   unchanged table's index hash. Retractions are cumulative, each with its publisher.
@@ -13,7 +14,7 @@
 import { createReadStream } from 'node:fs'
 import { mkdir, readFile, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
+import { StringDecoder } from 'node:string_decoder'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
 import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from './doc-index.js'
@@ -33,7 +34,7 @@ import {
   adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
-import { NewRows } from './new-rows.js'
+import { NewRowsJob } from './new-rows.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -206,24 +207,62 @@ class IdBook {
   }
 }
 
-/** Reads `<records>/<table>.jsonl` line by line (1-based line numbers), if the file is there. */
-async function* records(dir: string, file: string): AsyncGenerator<{ value: unknown; at: RecordPlace }> {
+/** What ends a line, as readline reads it: \r\n, \n or a lone \r. */
+const LINE_END = /\r\n|\n|\r/
+
+/** A text's lines (a split on a plain \n, when that is the only ending, is several times faster). */
+const splitLines = (text: string) => (text.includes('\r') ? text.split(LINE_END) : text.split('\n'))
+
+/**
+ * The lines of a file as readline gives them (every line ending ends a line; a last line without one
+ * counts, an empty one after the last ending does not), a chunk's lines at a time: a promise a line cost
+ * more than the JSON.parse of a record.
+ */
+async function* lineBatches(path: string): AsyncGenerator<string[]> {
+  const decoder = new StringDecoder('utf8')
+  let carry = ''
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
+    let text = carry + decoder.write(chunk as Buffer)
+    // A \r at the end may be the first half of a \r\n.
+    const held = text.endsWith('\r')
+    if (held) text = text.slice(0, -1)
+    const lines = splitLines(text)
+    carry = lines.pop()! + (held ? '\r' : '')
+    if (lines.length > 0) yield lines
+  }
+  const lines = splitLines(carry + decoder.end())
+  if (lines.at(-1) === '') lines.pop()
+  if (lines.length > 0) yield lines
+}
+
+/**
+ * Calls `each` with every record of `<records>/<table>.jsonl` (if the file is there) and its place (lines
+ * from 1), in order. A record is parsed when its turn comes, so that a chunk of lines never becomes
+ * thousands of live objects.
+ */
+async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void>): Promise<void> {
   const path = join(dir, file)
   if (!(await exists(path))) return
   let line = 0
-  for await (const text of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
-    line++
-    const at = { file: path, line }
-    if (text.trim() === '') throw recordError(PUBLISH_CODES.record, at, 'blank line')
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch (err) {
-      throw recordError(PUBLISH_CODES.record, at, `not JSON: ${(err as Error).message}`)
+  for await (const texts of lineBatches(path)) {
+    for (const text of texts) {
+      const at = { file: path, line: ++line }
+      await each(parseRecord(text, at), at)
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw recordError(PUBLISH_CODES.record, at, 'a record is a JSON object')
-    yield { value, at }
   }
+}
+
+/** A line's record: refused when blank, not JSON, or not an object. */
+function parseRecord(text: string, at: RecordPlace): Row {
+  if (text.trim() === '') throw recordError(PUBLISH_CODES.record, at, 'blank line')
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (err) {
+    throw recordError(PUBLISH_CODES.record, at, `not JSON: ${(err as Error).message}`)
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw recordError(PUBLISH_CODES.record, at, 'a record is a JSON object')
+  return value as Row
 }
 
 function firstFinding(findings: RowFinding[], at: RecordPlace): PipeError {
@@ -272,16 +311,25 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   for (const name of TABLE_ORDER) {
     const schema = PACK_TABLES[name]
     const kept = inherited.get(name) ?? []
-    const parts: TablePart[] = []
-    const rows = new NewRows(schema, async (sorted) => { parts.push(...(await writeParts(o.store, schema, sorted))) })
-    for (const part of kept) {
-      await eachPartRow(o.store, part.object, schema, (row) => {
-        if (name === 'tilings') tilings.add(row as never)
-        rows.parent(row)
-      })
+    const rows = new NewRowsJob(schema, { dir: tmp })
+    let written: WrittenPart[]
+    try {
+      for (const part of kept) {
+        await eachPartRow(o.store, part.object, schema, (row) => {
+          if (name === 'tilings') tilings.add(row as never)
+          return rows.parent(row)
+        })
+      }
+      await stageTable(o, name, rows, tilings, ids, defaults)
+      written = await rows.finish()
+    } catch (err) {
+      // The thread may have refused an earlier row (a fact conflict): that failure comes first.
+      const earlier = await rows.finish().then(() => undefined, (e: unknown) => e)
+      await rows.abort()
+      throw earlier ?? err
     }
-    await stageTable(o, name, rows, tilings, ids, defaults)
-    await rows.end()
+    const parts: TablePart[] = []
+    for (const p of written) parts.push(await adopt(o.store, p))
     newParts[name] = parts.length
     if (parts.length === 0 && kept.length === 0) continue
     const firstParentIndex = parents[0]?.manifest.tables[name]
@@ -352,12 +400,12 @@ async function eachPartRow(store: string, object: string, schema: TableSchema, e
 }
 
 /** Reads, completes and checks one table's records, and gives them to be written. */
-async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
+async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
-  for await (const { value, at } of records(o.records, `${name}.jsonl`)) {
-    let row = scrubLocalPaths(value as Row)
+  await eachRecord(o.records, `${name}.jsonl`, async (record, at) => {
+    let row = scrubLocalPaths(record)
     if (name === 'tilings') {
       const done = completeTiling(row, at)
       row = done.row
@@ -369,12 +417,12 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRows,
     const pin = resolveReferences(name, row, lookup, at)
     applyDefaults(name, row, defaults, pin)
     findings.length = 0
-    validate(row, at.line - 1, findings)
+    const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
-    await rows.add(row)
-  }
+    await rows.add(row, textBytes)
+  })
 }
 
 /** A media record names its file (`file`, relative to the records folder): the file becomes an object of the store. */
@@ -399,40 +447,6 @@ async function writePatch(store: string, rows: readonly object[]): Promise<strin
 }
 
 const WRITE_BATCH = 4096
-
-/** Writes rows (in order, partition by partition) as parts of the store. */
-async function writeParts(store: string, schema: TableSchema, rows: Iterable<{ part: string; row: Row }> | AsyncIterable<{ part: string; row: Row }>): Promise<TablePart[]> {
-  const out: TablePart[] = []
-  let writer: PackPartWriter | undefined
-  let current: string | undefined
-  let batch: Row[] = []
-  const close = async () => {
-    if (!writer) return
-    if (batch.length > 0) await writer.write(batch)
-    batch = []
-    for (const p of await writer.finish()) out.push(await adopt(store, p))
-    writer = undefined
-  }
-  try {
-    for await (const { part, row } of rows) {
-      if (part !== current || !writer) {
-        await close()
-        current = part
-        writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER), partition: Object.fromEntries(schema.partitionColumns.map((c) => [c, String(row[c])])) })
-      }
-      batch.push(row)
-      if (batch.length >= WRITE_BATCH) {
-        await writer.write(batch)
-        batch = []
-      }
-    }
-    await close()
-  } catch (err) {
-    await writer?.abort()
-    throw err
-  }
-  return out
-}
 
 async function adopt(store: string, p: WrittenPart): Promise<TablePart> {
   const o = await adoptObjectFile(store, p.path, p.sha256, p.bytes, 'parquet')
@@ -509,16 +523,27 @@ async function publishSearches(store: string, recordsDir: string): Promise<Recor
 async function segmentObject(store: string, schema: TableSchema, dir: string, file: string): Promise<TablePart> {
   const validate = rowValidator(schema)
   const findings: RowFinding[] = []
-  async function* rows(): AsyncGenerator<{ part: string; row: Row }> {
-    for await (const { value, at } of records(dir, file)) {
-      const row = scrubLocalPaths(value as Row)
+  const writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER) })
+  const parts: TablePart[] = []
+  try {
+    let batch: Row[] = []
+    await eachRecord(dir, file, async (record, at) => {
+      const row = scrubLocalPaths(record)
       findings.length = 0
       validate(row, at.line - 1, findings)
       if (findings.length > 0) throw firstFinding(findings, at)
-      yield { part: '', row }
-    }
+      batch.push(row)
+      if (batch.length >= WRITE_BATCH) {
+        await writer.write(batch)
+        batch = []
+      }
+    })
+    await writer.write(batch)
+    for (const p of await writer.finish()) parts.push(await adopt(store, p))
+  } catch (err) {
+    await writer.abort()
+    throw err
   }
-  const parts = await writeParts(store, schema, rows())
   if (parts.length !== 1) throw recordError(PUBLISH_CODES.record, { file: join(dir, file), line: 1 }, 'a segment is one Parquet object with at least one row')
   return parts[0]!
 }

@@ -653,6 +653,11 @@ export function sortColumnsComparator(schema: TableSchema): (a: object, b: objec
   }
 }
 
+/** The order of one sort column's values, as `sortColumnsComparator` compares them. */
+export function sortColumnComparator(schema: TableSchema, column: string): (a: unknown, b: unknown) => number {
+  return scalarCompare(schema.columns.find((c) => c.name === column)!.type.kind as ScalarKind)
+}
+
 /**
  * The table's order of valid rows as JETCARP writes them: its sort columns, then, breaking ties, the rows'
  * RFC 8785 text by its UTF-8 bytes.

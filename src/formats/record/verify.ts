@@ -70,6 +70,7 @@ export const VERIFY_CODES: Readonly<Record<string, CheckNumber>> = {
   'manifest.not-canonical': 1,
   'manifest.unknown-version': 1,
   'manifest.field': 1,
+  'manifest.completeness': 1,
   'file.name': 2,
   'file.missing': 2,
   'file.size': 2,
@@ -112,6 +113,7 @@ export const VERIFY_CODES: Readonly<Record<string, CheckNumber>> = {
   'table.raw-index-missing': 4,
   'table.raw-index-decreasing': 4,
   'table.receive-time': 4,
+  'table.unrepresentable-row': 4,
   'chain.identity': 5,
   'chain.interval': 5,
   'chain.hour-skipped': 5,
@@ -131,6 +133,8 @@ export const VERIFY_CODES: Readonly<Record<string, CheckNumber>> = {
   'clock.bound-below-offset': 7,
   'clock.summary': 8,
   'clock.reason': 8,
+  'replicas.frames': 8,
+  'replicas.agreement': 8,
   'runs.outside-hour': 9,
   'runs.end-not-after-start': 9,
   'runs.unknown-connection': 9,
@@ -277,7 +281,58 @@ export function checkManifestBytes(bytes: Uint8Array, kind: ManifestKind): Manif
       findings.push({ check: 1, code: 'manifest.field', detail: `${at}: ${missing ? 'missing' : issue.message}` })
     }
   }
+  if (kind === 'hourly') findings.push(...checkCompleteness(m))
   return { findings, value: m }
+}
+
+/** A reason that the hourly manifest's own lists show or refute: the reason is stated exactly when its list has entries. */
+const LISTED_REASONS: readonly { reason: CompletenessReason; list: string }[] = [
+  { reason: 'sequence_gap', list: 'sequence_gaps' },
+  { reason: 'checksum_failure', list: 'checksum_failures' },
+  { reason: 'unrepresentable_value', list: 'unrepresentable_frames' },
+]
+
+/**
+ * Check 1, the completeness an hourly manifest states against the rest of it (docs/verify.md): an hour is
+ * complete exactly when it has no reason; a missing hour has no frames; sequence_gap, checksum_failure and
+ * unrepresentable_value are stated exactly when their lists have entries (an unrepresentable frame must be a
+ * line of the raw file); reconnect needs a reconnect window. Each rule is judged only when the members it
+ * reads have the v1 shape (a malformed one is its own `manifest.field` finding).
+ */
+export function checkCompleteness(m: Record<string, unknown>): CheckFinding[] {
+  const out: CheckFinding[] = []
+  const completeness = section(completenessSchema, m, 'completeness')
+  if (!completeness) return out
+  const { status, reasons } = completeness
+  const finding = (detail: string) => out.push({ check: 1, code: 'manifest.completeness', detail })
+  if (status === 'complete' && reasons.length > 0) finding(`the hour is complete, but its reasons are ${reasons.join(', ')}`)
+  if (status !== 'complete' && reasons.length === 0) finding(`the hour is ${status}, but it states no reason`)
+  const replicas = section(replicasSchema, m, 'replicas')
+  const files = section(filesSchema, m, 'files')
+  const rawRows = files?.find((f) => f.name === RAW_FILE_NAME)?.rows
+  if (status === 'missing') {
+    const framesOf = replicas?.filter((r) => r.frames > 0).map((r) => `replica ${r.replica} received ${r.frames}`) ?? []
+    if (rawRows !== undefined && rawRows > 0) framesOf.unshift(`${RAW_FILE_NAME} has ${rawRows} rows`)
+    if (m.frame_time_bounds !== undefined) framesOf.push('frame_time_bounds is present')
+    if (framesOf.length > 0) finding(`the hour is missing, but it has frames: ${framesOf.join('; ')}`)
+  }
+  for (const { reason, list } of LISTED_REASONS) {
+    const value = m[list]
+    if (value !== undefined && !Array.isArray(value)) continue
+    const entries = value?.length ?? 0
+    const stated = reasons.includes(reason)
+    if (stated && entries === 0) finding(`the reasons include ${reason}, but ${list} is ${value === undefined ? 'absent' : 'empty'}`)
+    if (!stated && entries > 0) finding(`${list} has ${entries} entries, but the reasons lack ${reason}`)
+  }
+  const unrepresentable = section(z.array(count), m, 'unrepresentable_frames')
+  if (unrepresentable && rawRows !== undefined) {
+    const beyond = unrepresentable.find((i) => i >= rawRows)
+    if (beyond !== undefined) finding(`unrepresentable_frames lists line index ${beyond}, but ${RAW_FILE_NAME} has ${rawRows} rows`)
+  }
+  if (replicas && reasons.includes('reconnect') && replicas.every((r) => r.reconnect_windows.length === 0)) {
+    finding('the reasons include reconnect, but no replica has a reconnect window')
+  }
+  return out
 }
 
 /** The member `key` of a manifest when it has the v1 shape, else undefined (its problem is a check 1 finding). */
@@ -380,6 +435,31 @@ export function checkClockSummaries(
     } else if (!listed && unboundedLines > 0) {
       out.push({ check: 8, code: 'clock.reason', detail: `the reasons lack clock_offset_unknown, but ${unboundedLines} raw-file lines (the first is line ${firstUnboundedLine}) have no receipt with clock_error_bound` })
     }
+  }
+  return out
+}
+
+/** What the raw file says about the replicas together: lines with a receipt of both, and of one only. */
+export interface AgreementFacts { both: number; oneOnly: number }
+
+/**
+ * Check 8, the replicas' counts (docs/verify.md): each replica's `frames` is the number of raw-file lines
+ * with a receipt of it, and `replica_agreement`'s `both` and `one_only` count the lines with receipts of
+ * both replicas and of one.
+ */
+export function checkReplicaCounts(manifest: Record<string, unknown>, facts: readonly ReplicaClockFacts[], agreement: AgreementFacts): CheckFinding[] {
+  const out: CheckFinding[] = []
+  const replicas = section(replicasSchema, manifest, 'replicas')
+  REPLICA_NAMES.forEach((name, r) => {
+    const entry = replicas?.find((e) => e.replica === name)
+    const receipts = facts[r]!.receipts
+    if (entry && entry.frames !== receipts) {
+      out.push({ check: 8, code: 'replicas.frames', detail: `replica ${name}: frames is ${entry.frames}, the raw file has ${receipts} lines with its receipt` })
+    }
+  })
+  const stated = section(z.looseObject({ both: count, one_only: count }), manifest, 'replica_agreement')
+  if (stated && (stated.both !== agreement.both || stated.one_only !== agreement.oneOnly)) {
+    out.push({ check: 8, code: 'replicas.agreement', detail: `replica_agreement states both ${stated.both} and one_only ${stated.one_only}; the raw file has ${agreement.both} lines received by both replicas and ${agreement.oneOnly} by one` })
   }
   return out
 }
@@ -527,6 +607,9 @@ export class RawHourChecker {
   /** Lines seen so far (1 + the index of the last line, counting lines too long to check). */
   lines = 0
   readonly facts: ReplicaClockFacts[] = [{ receipts: 0, maxBound: -1, unbounded: 0 }, { receipts: 0, maxBound: -1, unbounded: 0 }]
+  readonly agreement: AgreementFacts = { both: 0, oneOnly: 0 }
+  /** Lines with a finding of their own: their receipts may not have been read, so counts over lines are not compared. */
+  faultyLines = 0
   unboundedLines = 0
   firstUnboundedLine = 0
   readonly connections: [Set<string>, Set<string>] = [new Set(), new Set()]
@@ -565,6 +648,9 @@ export class RawHourChecker {
       f.maxBound = -1
       f.unbounded = 0
     }
+    this.agreement.both = 0
+    this.agreement.oneOnly = 0
+    this.faultyLines = 0
     this.unboundedLines = 0
     this.firstUnboundedLine = 0
     this.connections[0].clear()
@@ -580,6 +666,7 @@ export class RawHourChecker {
   splitterFinding(f: Finding): void {
     const code = f.code
     if (typeof f.line === 'number' && code === 'raw.line-too-long') this.lines = Math.max(this.lines, f.line)
+    this.faultyLines++
     this.emit({ check: 3, code, detail: f.detail, line: f.line })
   }
 
@@ -624,7 +711,10 @@ export class RawHourChecker {
       const s = starts[i]!
       const e = ends[i]!
       checkEnvelope(data, s, e, res, opts)
-      if (!res.ok) this.envelopeFindings(idx + 1)
+      if (!res.ok) {
+        this.envelopeFindings(idx + 1)
+        this.faultyLines++
+      }
       if (res.hasFrameTime) {
         const sec = res.frameSec
         const nsec = res.frameNsec
@@ -642,6 +732,8 @@ export class RawHourChecker {
       }
       if (present[0] !== 0) this.receipt(0, data, res)
       if (present[1] !== 0) this.receipt(1, data, res)
+      if (present[0] !== 0 && present[1] !== 0) this.agreement.both++
+      else if (present[0] !== 0 || present[1] !== 0) this.agreement.oneOnly++
       if (res.receiptCount > 0 && res.unboundedReceipts === res.receiptCount) {
         if (this.unboundedLines++ === 0) this.firstUnboundedLine = idx + 1
       }
@@ -748,10 +840,15 @@ export class TableRowChecker {
   private readonly startHi: number
   private readonly startLo: number
 
+  /**
+   * `unrepresentable`: the raw-file line indices the manifest lists in unrepresentable_frames, which the
+   * spec says yield no rows.
+   */
   constructor(
     private readonly hourStartNs: bigint,
     private readonly raw: { frameOffsets: Float64Array; lines: number } | null,
     private readonly emit: (f: CheckFinding) => void,
+    private readonly unrepresentable: ReadonlySet<number> = new Set(),
   ) {
     this.view.setBigInt64(0, hourStartNs, true)
     this.startLo = this.view.getUint32(0, true)
@@ -782,6 +879,9 @@ export class TableRowChecker {
         this.emit({ check: 4, code: 'table.raw-index-decreasing', detail: `row ${row}: raw_index ${ri} is below the previous row's ${this.prev}` })
       }
       this.prev = ri
+      if (this.unrepresentable.size > 0 && this.unrepresentable.has(Number(ri))) {
+        this.emit({ check: 4, code: 'table.unrepresentable-row', detail: `row ${row}: raw_index ${ri} is listed in unrepresentable_frames, whose frames yield no rows` })
+      }
       if (!raw || !off) continue
       if (ri < 0n || ri >= lines) {
         this.emit({ check: 4, code: 'table.raw-index-missing', detail: `row ${row}: raw_index ${ri} names no line of the raw file (${raw.lines} lines)` })
@@ -1251,6 +1351,7 @@ export class RecordVerifier {
 
     // Check 4, with check 2 of each table.
     const tables: readonly TableName[] = CHANNEL_TABLES[channel] ?? []
+    const unrepresentable = new Set(section(z.array(count), m, 'unrepresentable_frames') ?? [])
     for (const table of tables) {
       const name = tableFileName(table)
       const entry = byName.get(name)
@@ -1262,7 +1363,7 @@ export class RecordVerifier {
       const h = check2 ? await this.checkFile(path, entry) : 'size' in (await fileSize(path)) ? await hashFile(path) : null
       if (h === null) continue
       actual.set(name, h)
-      await this.checkTable(path, table, entry.rows, start, rawRead ? raw : null)
+      await this.checkTable(path, table, entry.rows, start, rawRead ? raw : null, unrepresentable)
     }
 
     // Check 2 of any other listed file.
@@ -1278,6 +1379,7 @@ export class RecordVerifier {
     if (!rawFindings) return { actual, rawBytes }
     if (rawRead) {
       for (const f of checkClockSummaries(m, raw.facts, raw.unboundedLines, raw.firstUnboundedLine)) this.report(manifestPath, f)
+      if (raw.faultyLines === 0) for (const f of checkReplicaCounts(m, raw.facts, raw.agreement)) this.report(manifestPath, f)
       for (const f of raw.finishConflicts()) this.report(manifestPath, f)
     }
     for (const f of checkGapFreeRuns(m, start, start + NS_PER_HOUR, rawRead ? raw.connections : null)) this.report(manifestPath, f)
@@ -1363,9 +1465,9 @@ export class RecordVerifier {
   }
 
   /** Check 4 for one table file: schema, row count, and each row against the raw file. */
-  private async checkTable(path: string, table: TableName, listedRows: number, start: bigint, raw: RawHourChecker | null): Promise<void> {
+  private async checkTable(path: string, table: TableName, listedRows: number, start: bigint, raw: RawHourChecker | null, unrepresentable: ReadonlySet<number>): Promise<void> {
     const emit = (f: CheckFinding) => this.report(path, f)
-    const rows = new TableRowChecker(start, raw ? { frameOffsets: raw.frameOffsets, lines: raw.lines } : null, emit)
+    const rows = new TableRowChecker(start, raw ? { frameOffsets: raw.frameOffsets, lines: raw.lines } : null, emit, unrepresentable)
     let footerRows = -1
     try {
       for await (const item of readTableForCheck(path)) {

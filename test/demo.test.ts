@@ -1,0 +1,53 @@
+/**
+ * `pipe demo` (what `npm start` runs) through the built CLI: three simulated hours of Binance trades and
+ * depth, journalled, sealed and verified. The table it prints states what each hour's manifest says; the
+ * book hours carry REST snapshot rows and depth updates; the venue's depth gap reaches the manifest; and
+ * the sealed chains pass `pipe run verify` run on their own.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { childEnv } from './helpers/io.js'
+import type { HourlyManifest } from '../src/formats/record/manifest.js'
+
+const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
+const out = await mkdtemp(join(tmpdir(), 'pipe-demo-'))
+t.teardown(() => rm(out, { recursive: true, force: true }))
+
+const chain = (channel: string) => join(out, 'root', 'recorder=demo', 'venue=binance', `channel=${channel}`, 'date=2026-10-03')
+const manifest = async (channel: string, hh: string) => JSON.parse(await readFile(join(chain(channel), `hour=${hh}`, 'manifest.json'), 'utf8')) as HourlyManifest
+
+t.test('npm start: the demo seals, verifies and reports three hours of trades and depth', async (t) => {
+  const r = spawnSync(process.execPath, [cli, 'demo', '--out', out], { encoding: 'utf8', timeout: 300_000, env: childEnv() })
+  t.equal(r.status, 0, r.stderr)
+  const rows = r.stdout.split('\n').filter((l) => /^(trades|book)\s/.test(l)).map((l) => l.split(/\s{2,}/))
+  t.same(rows.map((c) => [c[0], c[1], c[2]]), [
+    ['trades', '2026-10-03T13', 'complete'], ['trades', '2026-10-03T14', 'partial'], ['trades', '2026-10-03T15', 'missing'],
+    ['book', '2026-10-03T13', 'complete'], ['book', '2026-10-03T14', 'partial'], ['book', '2026-10-03T15', 'missing'],
+  ])
+  t.match(r.stdout, /every check passes/)
+  for (const [channel, hh, row] of [['trades', '13', 0], ['trades', '14', 1], ['trades', '15', 2], ['book', '13', 3], ['book', '14', 4], ['book', '15', 5]] as const) {
+    const m = await manifest(channel, hh)
+    const printed = rows[row]!
+    t.equal(printed[3], String(m.files.find((f) => f.name === 'raw.jsonl.zst')!.rows), `${channel} ${hh}: frames as the manifest lists`)
+    t.equal(printed.at(-1), m.completeness.reasons.join(', ') || '-', `${channel} ${hh}: reasons as the manifest states`)
+  }
+
+  const book13 = await manifest('book', '13')
+  const rowsOf = (m: HourlyManifest, name: string) => m.files.find((f) => f.name === name)!.rows
+  t.ok(rowsOf(book13, 'book_snapshots.parquet') > 0, 'REST depth snapshots became book_snapshots rows')
+  t.ok(rowsOf(book13, 'book_deltas.parquet') > 0, 'depth updates became book_deltas rows')
+  const book14 = await manifest('book', '14')
+  t.ok(book14.sequence_gaps.some((g) => g.instrument === 'BTCUSDT'), 'the venue skipped depth update ids: a gap in the book chain')
+  t.same(book14.completeness, { status: 'partial', reasons: ['sequence_gap'] })
+  t.ok(book14.replicas.find((x) => x.replica === 'a')!.reconnect_windows.some((w) => w.close_code === 1001), 'replica a reconnected after close code 1001')
+  t.same((await manifest('trades', '15')).completeness, { status: 'missing', reasons: ['recorder_down'] })
+
+  t.equal((await stat(join(out, 'key.jwk'))).mode & 0o777, 0o600)
+  const verify = spawnSync(process.execPath, [cli, 'run', 'verify', '--root', join(out, 'root'), '--keys', join(out, 'jwks.json'), '--json'], { encoding: 'utf8', env: childEnv() })
+  t.equal(verify.status, 0, verify.stderr)
+  t.same(JSON.parse(verify.stdout), { ok: true, hours: 6, days: 2, findings: [] })
+})

@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { z } from 'zod'
 import { UsageError } from '../src/core/errors.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
@@ -33,7 +34,8 @@ export const checkPackStage = defineStage({
     })
     if (!info.isDirectory()) throw new UsageError('env.not-a-directory', '--dir: not a directory', { location: { file: o.dir } })
     // Loaded here: the checks pull in the Parquet, zstd and signature code that other commands need not load.
-    const { PackChecker, packKind, NOT_A_PACK } = await import('../src/formats/pack/check.js')
+    const { PackChecker, packKind, NOT_A_PACK, startThreads } = await import('../src/formats/pack/check.js')
+    startThreads(availableParallelism())
     const kind = await packKind(o.dir)
     if (kind === undefined) throw new UsageError(NOT_A_PACK, '--dir: neither a store (jetcarp-store.json) nor an export (pack.json)', { location: { file: o.dir } })
     Object.assign(ctx.summary, { level: o.level, kind })

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import {
-  IDENTITY_CODES, antId, antIdentity, canonicalPicture, checkAntRow, checkPatternRow, checkQuickstartRow, identityLines, normalisePhases,
-  patternId, patternIdentity, quickstartId, type Cell,
+  IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, quickstartId, type Cell,
 } from '../src/formats/pack/identity.js'
+import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type PatternCells, type TextCell } from '../src/formats/pack/identity-check.js'
 
 const SQUARE_PIN = '0145310ebd49abfe89eb01c42ecaf459'
 const cell = (i: number, j: number, s = 1, k = 0): Cell => ({ i, j, k, s })
@@ -30,10 +30,12 @@ t.test('a glider: translation does not change its identity; its lines and pictur
   t.equal(a.canonical, '.o/..o/ooo')
   t.same(a.phases[0], [cell(0, 2), cell(1, 0), cell(1, 2), cell(2, 1), cell(2, 2)], 'phase 0 at the origin, sorted by i, j, k')
   t.same(a.phases[1]![0], cell(0, 1), 'later phases move with it (one frame)')
-  const lines = identityLines(a.identity, 'jetcarp-pattern-v3')!
-  t.same([...lines.keys()], ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'phases', 'canonical'])
-  t.equal(lines.get('d'), '1,1')
-  t.equal(lines.get('phases')!.split(';').length, 4)
+  const [scheme, ...lines] = a.identity.split('\n')
+  t.equal(scheme, 'jetcarp-pattern-v3')
+  const values = new Map(lines.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]))
+  t.same([...values.keys()], ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'phases', 'canonical'])
+  t.equal(values.get('d'), '1,1')
+  t.equal(values.get('phases')!.split(';').length, 4)
   t.notOk(a.identity.endsWith('\n'))
   t.throws(() => patternIdentity({ ...facts, class: 'gun' }), /exact rule/, 'a gun states its rule')
   t.match(patternIdentity({ ...facts, class: 'gun', rule: 'B3/S23' }).identity, /\nrule=B3\/S23\nphases=/)
@@ -55,20 +57,75 @@ t.test('pictures and phases of unusual cells: repeated, out of order, k past the
   t.ok(sorted.every((c, n) => n === 0 || c.i > sorted[n - 1]!.i || (c.i === sorted[n - 1]!.i && (c.j > sorted[n - 1]!.j || (c.j === sorted[n - 1]!.j && c.s > sorted[n - 1]!.s)))), 'a long phase: by i, j, k, same cells in their order')
 })
 
-t.test('level 1 on a pattern row: the id, the lines against the columns, the typed phases', async (t) => {
-  const { identity, phases, canonical } = patternIdentity({ pinKey: 'square', model: 'bs', neighbourhood: 'touch', stepsPerGen: 1, class: 'spaceship', period: 4, dx: 1, dy: 1, phases: GLIDER, tileTypes: 1 })
-  const row = { id: patternId(identity, SQUARE_PIN), identity, pin: SQUARE_PIN, pin_key: 'square', class: 'spaceship', neighbourhood: 'touch', canonical, phases, period: 4n, dx: 1, dy: 1, steps_per_gen: 1, model: 'bs' }
-  t.same(checkPatternRow(row), { findings: [], spelling: 'ours' })
-  const codes = (r: object) => checkPatternRow({ ...row, ...r }).findings.map((f) => f.code)
+/** A pattern row's cells as a decoded part holds them: text as UTF-8 bytes (each cell in a buffer of its own, at an offset), phases flat. */
+function cellsOf(row: { id: string; identity: string; pin: string; pin_key: string; model: string; neighbourhood: string; class: string; canonical: string; steps_per_gen: number; period: bigint | number; dx: number; dy: number; phases: Cell[][] }): PatternCells {
+  const text = (s: string): TextCell => {
+    const bytes = Buffer.concat([Buffer.from('xx'), Buffer.from(s), Buffer.from(';,=\n')])
+    return { bytes, start: 2, end: bytes.length - 4 }
+  }
+  const cells = row.phases.flat()
+  const cellOffsets = Int32Array.from([0, ...row.phases.map((_p, q) => row.phases.slice(0, q + 1).reduce((n, p) => n + p.length, 0))])
+  return {
+    id: text(row.id), identity: text(row.identity), pin: text(row.pin), pinKey: text(row.pin_key), model: text(row.model), neighbourhood: text(row.neighbourhood),
+    class: text(row.class), canonical: text(row.canonical), stepsPerGen: row.steps_per_gen, period: row.period, dx: row.dx, dy: row.dy,
+    phases: { first: 0, last: row.phases.length, cellOffsets, i: Int32Array.from(cells, (c) => c.i), j: Int32Array.from(cells, (c) => c.j), k: Int32Array.from(cells, (c) => c.k), s: Int32Array.from(cells, (c) => c.s) },
+  }
+}
+
+t.test('level 1 on a pattern\'s cells: the id, the lines against the columns, the typed phases', async (t) => {
+  const { identity, phases, canonical } = patternIdentity({ pinKey: 'square', model: 'bs', neighbourhood: 'touch', stepsPerGen: 1, class: 'spaceship', period: 4, dx: 1, dy: -1, phases: GLIDER, tileTypes: 1 })
+  const row = { id: patternId(identity, SQUARE_PIN), identity, pin: SQUARE_PIN, pin_key: 'square', class: 'spaceship', neighbourhood: 'touch', canonical, phases, period: 4n, dx: 1, dy: -1, steps_per_gen: 1, model: 'bs' }
+  const check = (r: object) => {
+    const findings: { code: string; detail: string }[] = []
+    const spelling = checkPatternIdentity(cellsOf({ ...row, ...r }), findings)
+    return { findings, spelling }
+  }
+  t.same(check({}), { findings: [], spelling: 'ours' })
+  const codes = (r: object) => check(r).findings.map((f) => f.code)
   t.same(codes({ id: '0'.repeat(32) }), [IDENTITY_CODES.idMismatch])
+  t.same(codes({ id: row.id.slice(0, 31) }), [IDENTITY_CODES.idMismatch], 'an id one digit short')
+  t.same(codes({ id: `${row.id}0` }), [IDENTITY_CODES.idMismatch], 'an id one digit long')
+  t.same(codes({ id: row.id.toUpperCase() }), [IDENTITY_CODES.idMismatch], 'upper-case hex is another id')
   t.same(codes({ class: 'oscillator' }), [IDENTITY_CODES.identityColumn])
   t.same(codes({ neighbourhood: 'edge' }), [IDENTITY_CODES.identityColumn])
   t.same(codes({ canonical: 'ooo' }), [IDENTITY_CODES.identityColumn])
-  t.same(codes({ dy: -1 }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ canonical: `${canonical}.` }), [IDENTITY_CODES.identityColumn], 'a picture one character longer')
+  t.same(codes({ dy: 1 }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ dx: -1 }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ dx: 11 }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ steps_per_gen: 10 }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ period: 40n }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ period: 4 }), [], 'a period read as a number')
+  t.same(codes({ period: 40 }), [IDENTITY_CODES.identityColumn])
+  t.same(codes({ pin_key: 'squares' }), [IDENTITY_CODES.identityColumn])
+  t.same(check({ model: 'generations:3' }).findings, [{ code: IDENTITY_CODES.identityColumn, detail: 'model= says "bs", the column "generations:3"' }], 'the finding quotes the line and the column')
   t.same(codes({ phases: [phases[0], phases[2], phases[1], phases[3]] }), [IDENTITY_CODES.phasesMismatch], 'phases out of order differ from the line')
-  t.same(codes({ phases: [[{ i: 'x' }]] }), [IDENTITY_CODES.phasesMismatch])
-  const other = checkPatternRow({ ...row, identity: 'jetcarp-pattern-v9\nwhatever', id: patternId('jetcarp-pattern-v9\nwhatever', SQUARE_PIN) })
-  t.same(other, { findings: [], spelling: 'unknown' }, 'another spelling: only the hash can be checked')
+  t.same(codes({ phases: [phases[0], phases[1], phases[2]] }), [IDENTITY_CODES.phasesMismatch], 'a phase missing')
+  t.same(codes({ phases: [...phases, []] }), [IDENTITY_CODES.phasesMismatch], 'an empty phase more')
+  t.same(codes({ phases: [phases[0]!.slice(1), ...phases.slice(1)] }), [IDENTITY_CODES.phasesMismatch], 'a cell missing')
+  t.same(codes({ phases: [phases[0]!.map((c, x) => (x === 2 ? { ...c, s: 12 } : c)), ...phases.slice(1)] }), [IDENTITY_CODES.phasesMismatch], 'a state of 12 where the line says 1')
+  t.same(codes({ phases: [] }), [IDENTITY_CODES.phasesMismatch], 'no phases at all')
+
+  // Lines in other spellings, each with its id recomputed so only the spelling is at stake.
+  const spelled = (text: string) => check({ identity: text, id: patternId(text, SQUARE_PIN) })
+  t.same(spelled('jetcarp-pattern-v9\nwhatever'), { findings: [], spelling: 'unknown' }, 'another scheme: only the hash can be checked')
+  t.same(spelled(`${identity}\n`).spelling, 'unknown', 'a final line break is an empty line')
+  t.same(spelled(identity.replace('\nclass=', '\nclass=spaceship\nclass=')).spelling, 'unknown', 'a key twice')
+  t.same(spelled(identity.replace('\nnb=touch', '\nnb=touch\nfoo=1\nfoo=2')).spelling, 'unknown', 'an unknown key twice')
+  t.same(spelled(identity.replace('\nphases=', '\nsteps=1\nphases=')).spelling, 'unknown', 'a key twice, after all the others in their order')
+  t.same(spelled(identity.replace('\nphases=', '\nfoo=1\nphases=').replace('\ncanonical=', '\nfoo=2\ncanonical=')).spelling, 'unknown', 'an unknown key twice, after them')
+  t.same(check({ identity: `${identity}\nsteps=2`, id: patternId(`${identity}\nsteps=2`, SQUARE_PIN) }).spelling, 'unknown', 'a key again at the end')
+  t.same(spelled(identity.replace('\nnb=touch', '\nnb=touch\nrule=B3/S23')), { findings: [], spelling: 'ours' }, 'a line nothing is checked against')
+  t.same(spelled(identity.replace('\nnb=touch', '\n=touch')).spelling, 'unknown', 'an empty key')
+  t.same(spelled(identity.replace('\nnb=touch', '\nnb touch')).spelling, 'unknown', 'a line without =')
+  t.same(spelled(identity.replace('\nsteps=1', '')).findings, [{ code: IDENTITY_CODES.identityMalformed, detail: 'the identity has no steps= line' }])
+  t.same(spelled(identity.replace('\nsteps=1', '\nsteps=01')).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn], 'a leading zero is another spelling')
+  t.same(spelled(identity.replace('\nd=1,-1', '\nd=1,-1,')).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn])
+  const nonAscii = identity.replace('tiling=square', 'tiling=carré ✓')
+  t.same(check({ identity: nonAscii, id: patternId(nonAscii, SQUARE_PIN), pin_key: 'carré ✓' }), { findings: [], spelling: 'ours' }, 'UTF-8 lines and the hash of their bytes')
+  const big = identity.replace('\nperiod=4', `\nperiod=${2n ** 60n}`)
+  t.same(check({ identity: big, id: patternId(big, SQUARE_PIN), period: 2n ** 60n }), { findings: [], spelling: 'ours' }, 'a period beyond 2^53')
+  t.same(check({ identity: big, id: patternId(big, SQUARE_PIN), period: 2n ** 60n + 1n }).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn])
 })
 
 t.test('level 1 on ant and Quick Start rows', async (t) => {

@@ -319,3 +319,51 @@ t.test('a part DuckDB wrote from ours reads back the same rows; its facts show w
   t.ok(facts.facts.chunks.every((c) => c.codec === 'ZSTD'), 'zstd')
   t.comment(`DuckDB's part: page versions ${[...new Set(facts.facts.chunks.flatMap((c) => c.pageVersions))].join(',')}, column indexes on ${facts.facts.chunks.filter((c) => c.columnIndex).length} of ${facts.facts.chunks.length} chunks`)
 })
+
+t.test('other writers\' encodings read back the same: DELTA_BINARY_PACKED, DELTA_LENGTH_BYTE_ARRAY, DELTA_BYTE_ARRAY, BYTE_STREAM_SPLIT, with nulls', async (t) => {
+  const schema = table([
+    { name: 'a', type: { kind: 'int32' }, nullable: false },
+    { name: 'b', type: { kind: 'int64' }, nullable: true },
+    { name: 'c', type: { kind: 'string' }, nullable: false },
+    { name: 'd', type: { kind: 'string' }, nullable: true },
+    { name: 'e', type: { kind: 'float64' }, nullable: false },
+  ])
+  const n = 700
+  const rows = Array.from({ length: n }, (_, i) => ({
+    a: (i * 7919) % 1000 - 500,
+    b: i % 5 === 0 ? null : BigInt(i) * 2n ** 40n - 3n,
+    c: `value ${i % 13} ${'é'.repeat(i % 3)}`,
+    d: i % 4 === 0 ? null : `apple${'t'.repeat(i % 6)}${i}`,
+    e: i % 3 === 0 ? -0 : i / 7,
+  }))
+  const path = await save(new Uint8Array(parquetWriteBuffer({
+    columnData: [
+      { name: 'a', data: rows.map((r) => r.a), type: 'INT32', nullable: false, encoding: 'DELTA_BINARY_PACKED' },
+      { name: 'b', data: rows.map((r) => r.b), type: 'INT64', encoding: 'DELTA_BINARY_PACKED' },
+      { name: 'c', data: rows.map((r) => r.c), type: 'STRING', nullable: false, encoding: 'DELTA_LENGTH_BYTE_ARRAY' },
+      { name: 'd', data: rows.map((r) => r.d), type: 'STRING', encoding: 'DELTA_BYTE_ARRAY' },
+      { name: 'e', data: rows.map((r) => r.e), type: 'DOUBLE', nullable: false, encoding: 'BYTE_STREAM_SPLIT' },
+    ] as ColumnSource[],
+    pageSize: 1000,
+  })))
+  const facts = await partFacts(path)
+  const written = new Set(facts.ok ? facts.facts.chunks.flatMap((c) => c.encodings) : [])
+  for (const e of ['DELTA_BINARY_PACKED', 'DELTA_LENGTH_BYTE_ARRAY', 'DELTA_BYTE_ARRAY', 'BYTE_STREAM_SPLIT']) t.ok(written.has(e), `written ${e}`)
+  t.ok(facts.ok && facts.facts.chunks.some((c) => c.dataPages > 1), 'over several pages')
+  const r = await readPartRows(path, schema)
+  t.equal(exact(r.ok && r.rows), exact(rows), 'every value, -0 and nulls included, over several pages')
+})
+
+t.test('DELTA_BYTE_ARRAY values are measured before they are built: 1 MiB values from a few bytes each are refused', async (t) => {
+  const big = 'x'.repeat(1024 * 1024)
+  // One page: the first value stored, each later one its predecessor's 1 MiB as a prefix and no more, a few bits.
+  const write = (n: number) => parquetWriteBuffer({ columnData: stringColumn(Array.from({ length: n }, () => big)).map((c) => ({ ...c, encoding: 'DELTA_BYTE_ARRAY' })) as ColumnSource[], statistics: false, pageSize: 2 ** 30 })
+  const bytes = write(150)
+  t.ok(bytes.byteLength < 1.1 * 1024 * 1024, `the part is ${bytes.byteLength} bytes`)
+  const path = await save(new Uint8Array(bytes))
+  const { result, bytes: used } = await allocated(() => readPartRows(path, S_SCHEMA))
+  t.match(result, { ok: false, findings: [{ code: READ_CODES.decodedTooLarge, detail: /column s: .*would pass/ }] }, '150 MiB of values, above 64x the part plus 64 MiB')
+  t.ok(used < 32 * 1024 * 1024, `and nothing near them allocated (${used} bytes)`)
+  const fewer = write(3)
+  t.match(await readPartRows(await save(new Uint8Array(fewer)), S_SCHEMA), { ok: true, rows: [{ s: big }, { s: big }, { s: big }] }, 'three of them are within the limit')
+})

@@ -9,6 +9,7 @@
  * because the level-0 reading cannot go on past it.
  */
 import { lstat, readdir } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { PipeError } from '../../core/errors.js'
 import { DOC_CODES, type PackResult } from './documents.js'
@@ -102,6 +103,16 @@ export function levelOf(code: string): CheckLevel {
   return LEVELS.get(code) ?? 0
 }
 
+/** A failure, at its code's level. */
+export function failure(code: string, target: string, detail: string): CheckIssue {
+  return { level: levelOf(code), code, target, detail, note: false }
+}
+
+/** A note (not a failure), at its code's level. */
+export function note(code: string, target: string, detail: string): CheckIssue {
+  return { level: levelOf(code), code, target, detail, note: true }
+}
+
 /** Counts for the summary of a check. */
 export interface CheckStats {
   kind: 'store' | 'export'
@@ -162,13 +173,23 @@ export interface CheckRunOptions {
   level: CheckLevel
   signal?: AbortSignal
   replayBudget?: Partial<ReplayBudget>
+  /** Worker threads for parts (0: every part on this thread). */
+  threads?: number
+  /** The smallest part given to a thread: a smaller one is checked sooner than a thread would start. */
+  threadPartBytes?: number
 }
+
+/** A part of at least this many bytes goes to a thread, by default. */
+const THREAD_PART_BYTES = 256 * 1024
 
 export class CheckRun {
   readonly level: CheckLevel
   readonly signal: AbortSignal | undefined
   readonly replayBudget: Partial<ReplayBudget>
   readonly stats: CheckStats
+  /** Worker threads for parts, and the smallest part given to one. */
+  readonly threads: number
+  readonly threadPartBytes: number
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -181,6 +202,8 @@ export class CheckRun {
     this.level = opts.level
     this.signal = opts.signal
     this.replayBudget = opts.replayBudget ?? {}
+    this.threads = opts.threads ?? availableParallelism()
+    this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
     this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 
@@ -190,11 +213,11 @@ export class CheckRun {
   }
 
   issue(code: string, target: string, detail: string): CheckIssue {
-    return { level: levelOf(code), code, target, detail, note: false }
+    return failure(code, target, detail)
   }
 
   note(code: string, target: string, detail: string): CheckIssue {
-    return { ...this.issue(code, target, detail), note: true }
+    return note(code, target, detail)
   }
 
   /** The issue of a PipeError a module threw (anything else is a bug, and thrown on). */
@@ -234,23 +257,26 @@ export class CheckRun {
   }
 
   /**
-   * Checks a data object before it is read: from level 1 its size (the stated `bytes`) and hash, once per
-   * path; at level 0 only that a plain file is there. Returns whether it may be read.
+   * Checks a data object before it is read (objectProblem), once per path. Returns whether it may be read.
    */
   async *dataObject(rel: string, hash: string, bytes?: number): AsyncGenerator<CheckIssue, boolean> {
     const known = this.objects.get(rel)
     if (known !== undefined) return known
-    let problem: { code: string; detail: string } | undefined
-    if (this.at(1)) {
-      const v = await verifyObjectFile(this.file(rel), hash, bytes === undefined ? {} : { bytes })
-      if (!v.ok) problem = v
-    } else if (!(await isPlainFile(this.file(rel)))) {
-      problem = { code: STORE_CODES.objectMissing, detail: `${hash}: no file at ${rel}` }
-    }
-    this.objects.set(rel, problem === undefined)
+    const problem = await objectProblem(this.file(rel), rel, hash, this.level, bytes)
+    this.objectChecked(rel, problem === undefined)
     if (problem) yield this.issue(problem.code, rel, problem.detail)
-    else this.stats.objects++
     return problem === undefined
+  }
+
+  /** Whether data object `rel` was checked, and passed (undefined: not checked yet). */
+  objectKnown(rel: string): boolean | undefined {
+    return this.objects.get(rel)
+  }
+
+  /** Records the check of data object `rel`, made here or on a worker thread. */
+  objectChecked(rel: string, ok: boolean): void {
+    this.objects.set(rel, ok)
+    if (ok) this.stats.objects++
   }
 
   /**
@@ -275,6 +301,18 @@ export class CheckRun {
     }
     return out
   }
+}
+
+/**
+ * What is wrong with a data object (a part, reference patch, segment, sidecar or media file) before it is
+ * read: from level 1 its size (the stated `bytes`) and hash, at level 0 only that a plain file is there.
+ */
+export async function objectProblem(file: string, rel: string, hash: string, level: CheckLevel, bytes?: number): Promise<{ code: string; detail: string } | undefined> {
+  if (level >= 1) {
+    const v = await verifyObjectFile(file, hash, bytes === undefined ? {} : { bytes })
+    return v.ok ? undefined : v
+  }
+  return (await isPlainFile(file)) ? undefined : { code: STORE_CODES.objectMissing, detail: `${hash}: no file at ${rel}` }
 }
 
 async function isPlainFile(path: string): Promise<boolean> {

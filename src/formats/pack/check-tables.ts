@@ -1,9 +1,9 @@
 /**
- * The tables and searches of a manifest (check.ts): every index tree walked (index-walk.ts), every part
- * read a row group at a time (parquet-read.ts) with the rules all parts share (partition, row validity,
- * sort order, the index's rows, first and last), and each table's own rows checked: ids and identity lines
- * (identity.ts), tilings' pins from their geometry or reference patch (tilings.ts), each record's tiling,
- * media objects, and at level 3 the replay of periodic patterns (replay.ts).
+ * The tables and searches of a manifest (check.ts): every index tree walked (index-walk.ts), every part's
+ * rows checked (check-part.ts: the rules all parts share, and records' ids, identity lines and tilings),
+ * on worker threads where nothing here is needed (check-pool.ts), and the checks that keep state here:
+ * tilings' pins from their geometry or reference patch (tilings.ts), media objects, and at level 3 the
+ * replay of periodic patterns (replay.ts).
  *
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
  * tiling, and a pattern's rule and main verification, are known when its row is read. What later rows need
@@ -16,37 +16,20 @@ import { hashRefusal, quote } from './documents.js'
 import { SEARCH_SCHEMA, type TablePart } from './doc-index.js'
 import type { Manifest } from './doc-manifest.js'
 import { checkPatchTileCount, GEOMETRY_CODES } from './geometry.js'
-import { checkAntRow, checkPatternRow, checkQuickstartRow, IDENTITY_CODES } from './identity.js'
 import { walkSearchIndex, walkTableIndex } from './index-walk.js'
-import { openPart, partFacts, PartReadError } from './parquet-read.js'
-import { WRITE_CODES } from './parquet-write.js'
+import { partFacts } from './parquet-read.js'
 import type { AutomatonTiling, Neighbourhood, PatternCell } from './replay-automaton.js'
 import { REPLAY_CODES, replayPeriodic, type ReplayStatus } from './replay.js'
 import { mediaExtension, type MediaFile } from './store.js'
-import {
-  PACK_TABLES,
-  REFERENCE_PATCH_SCHEMA,
-  ROW_CODES,
-  SCHEMAS_BY_ID,
-  partitionFindings,
-  rowValidator,
-  sortColumnsComparator,
-  sortKeyText,
-  type PackTableName,
-  type RowFinding,
-  type TableSchema,
-} from './table-schemas.js'
+import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
+import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
+import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
 
-/** A table's own checks of one valid row; `at` names the row (`<part> row <n>`). */
-type RowCheck = (row: Row, at: string) => Iterable<CheckIssue> | AsyncIterable<CheckIssue> | undefined
-
-interface TilingFacts {
-  pin: string
-  tilingGroup: string
+interface TilingFacts extends RecordTiling {
   kind: string
   /** A lattice's tile types and neighbour lists, once its geometry has been read (level 1 and up). */
   geometry?: AutomatonTiling
@@ -84,7 +67,25 @@ export class TableChecker {
   private readonly rules = new Map<string, RuleFacts>()
   private readonly mainRules = new Map<string, string[]>()
 
+  private pool: CheckPool | undefined
+
   constructor(private readonly run: CheckRun) {}
+
+  /** Stops or keeps (for the next check) the threads this check started. */
+  async close(): Promise<void> {
+    await this.pool?.close()
+    this.pool = undefined
+  }
+
+  /**
+   * The threads a part of `bytes` is checked on, or undefined to check it here: a small part, or one whose
+   * object failed its check before (it is neither checked again nor reported twice).
+   */
+  private poolFor(bytes: number, objectKnown: boolean | undefined): CheckPool | undefined {
+    const run = this.run
+    if (run.threads <= 0 || bytes < run.threadPartBytes || objectKnown === false) return undefined
+    return (this.pool ??= new CheckPool(run.threads))
+  }
 
   /**
    * Every table (tilings, rules and verifications first) and every search of a manifest. A tree another
@@ -111,122 +112,124 @@ export class TableChecker {
    * The walk's next event, or undefined at its end; an error that stops the walk becomes an issue on the
    * index last loaded (the one that failed to load or parse, or that lists a child the tree's rules refuse).
    */
-  private async *step<E>(walk: AsyncGenerator<E>, loader: { last(): string | undefined }, rootPath: string): AsyncGenerator<CheckIssue, E | undefined> {
+  private async step<E>(walk: AsyncGenerator<E>, loader: { last(): string | undefined }, rootPath: string): Promise<{ event: E } | { issue: CheckIssue } | undefined> {
     try {
       const next = await walk.next()
-      return next.done ? undefined : next.value
+      return next.done ? undefined : { event: next.value }
     } catch (err) {
-      yield this.run.thrown(err, loader.last() ?? rootPath)
-      return undefined
+      return { issue: this.run.thrown(err, loader.last() ?? rootPath) }
     }
   }
 
+  /**
+   * A table's index tree and parts. Parts whose checks need no state of this thread's go to the run's
+   * threads while the walk goes on (check-pool.ts); every issue still goes out in walk order: those of the
+   * parts given out before anything found after them.
+   */
   private async *table(table: string, schema: TableSchema, root: string): AsyncGenerator<CheckIssue> {
     const run = this.run
     const rootPath = run.layout.indexPath(root)
     const loader = run.indexLoader()
     const walk = walkTableIndex(root, loader.load, { table })
-    const check = this.rowCheck(table)
+    const hook = this.rowHook(table)
+    const given: PendingPart[] = []
+    const drain = async function* (this: TableChecker): AsyncGenerator<CheckIssue> {
+      for (let p = given.shift(); p; p = given.shift()) yield* this.taken(p)
+    }.bind(this)
     for (;;) {
-      const next = yield* this.step(walk, loader, rootPath)
-      if (next === undefined) return
-      if (next.kind === 'index') {
+      const next = await this.step(walk, loader, rootPath)
+      if (next === undefined) break
+      if ('issue' in next) {
+        yield* drain()
+        yield next.issue
+        return
+      }
+      const e = next.event
+      if (e.kind === 'index') {
         run.stats.indexes++
-        if (next.level === 1 && SCHEMAS_BY_ID.get(next.index.schema) !== schema) {
-          yield run.issue(CHECK_CODES.schemaUnknown, rootPath, `schema ${quote(next.index.schema)}: this reader knows ${schema.schemaId} for table ${table}, so it cannot read the table`)
+        if (e.level === 1 && SCHEMAS_BY_ID.get(e.index.schema) !== schema) {
+          yield* drain()
+          yield run.issue(CHECK_CODES.schemaUnknown, rootPath, `schema ${quote(e.index.schema)}: this reader knows ${schema.schemaId} for table ${table}, so it cannot read the table`)
           return
         }
         continue
       }
       let rel: string
       try {
-        rel = run.layout.partPath(table, next.part)
+        rel = run.layout.partPath(table, e.part)
       } catch (err) {
+        yield* drain()
         yield run.thrown(err, loader.last() ?? rootPath)
         continue
       }
-      if (run.firstVisit(rel)) yield* this.tablePart(schema, rel, next.part, check)
+      if (!run.firstVisit(rel)) continue
+      const pool = hook === undefined ? this.poolFor(e.part.bytes, run.objectKnown(rel)) : undefined
+      if (pool) {
+        given.push(pool.submit(this.partJob(table, schema, rel, e.part), this.partitionIssues(schema, rel, e.part).issues))
+        // Enough given out to keep every thread busy while the first comes back.
+        if (given.length > 2 * run.threads) yield* this.taken(given.shift()!)
+      } else {
+        yield* drain()
+        yield* this.tablePart(schema, rel, e.part, hook)
+      }
+    }
+    yield* drain()
+  }
+
+  /** A part's partition as its index lists it: issues (from level 1), and the partition its rows must be in if it is right. */
+  private partitionIssues(schema: TableSchema, rel: string, part: TablePart): { issues: CheckIssue[]; partition?: Readonly<Record<string, string>> } {
+    const bad = partitionFindings(schema, part.partition)
+    const issues = this.run.at(1) ? bad.map((f) => this.run.issue(f.code, rel, `its index lists it in partition ${JSON.stringify(part.partition)}: ${f.column}: ${f.detail}`)) : []
+    // A partition that is wrong itself is reported once, not again by every row.
+    return bad.length === 0 ? { issues, partition: part.partition } : { issues }
+  }
+
+  private async *tablePart(schema: TableSchema, rel: string, part: TablePart, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
+    const { issues, partition } = this.partitionIssues(schema, rel, part)
+    yield* issues
+    yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, hook)
+  }
+
+  /** A part as a thread checks it: what readPart would give checkPart, and the tilings its records need. */
+  private partJob(table: string, schema: TableSchema, rel: string, part: TablePart): PartJob {
+    const run = this.run
+    const { partition } = this.partitionIssues(schema, rel, part)
+    const records = table === 'patterns' || table === 'ants' || table === 'quickstart'
+    return {
+      rel, file: run.file(rel), hash: part.object, bytes: part.bytes, schemaId: schema.schemaId, level: run.level,
+      ...(partition ? { partition: { ...partition } } : {}),
+      listing: { rows: part.rows, first: part.first, last: part.last },
+      verify: run.objectKnown(rel) === undefined,
+      tilings: records ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup }]) : [],
     }
   }
 
-  private async *tablePart(schema: TableSchema, rel: string, part: TablePart, check: RowCheck | undefined): AsyncGenerator<CheckIssue> {
-    const bad = partitionFindings(schema, part.partition)
-    if (this.run.at(1)) {
-      for (const f of bad) yield this.run.issue(f.code, rel, `its index lists it in partition ${JSON.stringify(part.partition)}: ${f.column}: ${f.detail}`)
-    }
-    // A partition that is wrong itself is reported once, not again by every row.
-    const partition = bad.length === 0 ? part.partition : undefined
-    yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, check)
+  /** A part given to a thread: its issues, then its counts and its object's check, as readPart keeps them. */
+  private async *taken(part: PendingPart): AsyncGenerator<CheckIssue> {
+    const run = this.run
+    const result = yield* part.issues()
+    run.signal?.throwIfAborted()
+    if (result.objectChecked) run.objectChecked(part.job.rel, result.objectOk)
+    if (result.outcome.opened) run.stats.parts++
+    run.stats.rows += result.outcome.rows
   }
 
   /**
-   * Reads a part a row group at a time, once its object is checked: every row is validated (reported from
-   * level 1), and each valid row is checked for order and given to `check`. Returns whether every row was
-   * read and valid.
+   * Reads a part (check-part.ts) once its object is checked, giving each valid row to `hook`. Returns
+   * whether every row was read and valid.
    */
-  private async *readPart(p: PartToRead, check?: RowCheck): AsyncGenerator<CheckIssue, boolean> {
+  private async *readPart(p: PartToRead, hook?: RowHook): AsyncGenerator<CheckIssue, boolean> {
     const run = this.run
     if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
-    const opened = await openPart(run.file(p.rel), p.schema)
-    if (!opened.ok) {
-      for (const f of opened.findings) yield run.issue(f.code, p.rel, f.detail)
-      return false
-    }
-    run.stats.parts++
-    const validate = rowValidator(p.schema, p.partition)
-    const compare = sortColumnsComparator(p.schema)
-    const problems: RowFinding[] = []
-    let rows = 0
-    let valid = 0
-    let firstKey: string | undefined
-    let lastKey: string | undefined
-    let previous: { row: Row; index: number } | undefined
-    try {
-      for await (const group of opened.part.rowGroups()) {
-        run.signal?.throwIfAborted()
-        for (let i = 0; i < group.rows.length; i++) {
-          const row = group.rows[i]!
-          const index = group.rowStart + i
-          const at = `${p.rel} row ${index}`
-          rows++
-          problems.length = 0
-          validate(row, index, problems)
-          if (problems.length > 0) {
-            if (run.at(1)) for (const f of problems) yield run.issue(f.code, at, `${f.column || 'row'}: ${f.detail}`)
-            lastKey = undefined
-            continue
-          }
-          valid++
-          lastKey = sortKeyText(p.schema, row)
-          if (index === 0) firstKey = lastKey
-          if (run.at(1) && previous && compare(previous.row, row) > 0) {
-            yield run.issue(WRITE_CODES.unsorted, at, `sorts before row ${previous.index} (by ${p.schema.sortColumns.join(', ')})`)
-          }
-          previous = { row, index }
-          const out = check?.(row, at)
-          if (out) yield* out
-        }
-      }
-    } catch (err) {
-      if (!(err instanceof PartReadError)) throw err
-      yield run.issue(err.finding.code, p.rel, err.finding.detail)
-      return false
-    } finally {
-      await opened.part.close()
-    }
-    run.stats.rows += rows
-    const listing = p.listing
-    if (run.at(1) && listing) {
-      if (rows !== listing.rows) yield run.issue(CHECK_CODES.partRows, p.rel, `its index states ${listing.rows} rows, the part has ${rows}`)
-      if (firstKey !== undefined && lastKey !== undefined && (firstKey !== listing.first || lastKey !== listing.last)) {
-        yield run.issue(CHECK_CODES.partBounds, p.rel, `its index states first ${quote(listing.first)} and last ${quote(listing.last)}, its rows give ${quote(firstKey)} and ${quote(lastKey)}`)
-      }
-    }
-    return valid === rows
+    const spec = { rel: p.rel, file: run.file(p.rel), schema: p.schema, ...(p.partition ? { partition: p.partition } : {}), ...(p.listing ? { listing: p.listing } : {}) }
+    const outcome = yield* checkPart(spec, { level: run.level, tilings: this.tilings, ...(run.signal ? { signal: run.signal } : {}) }, hook)
+    if (outcome.opened) run.stats.parts++
+    run.stats.rows += outcome.rows
+    return outcome.complete
   }
 
-  private rowCheck(table: string): RowCheck | undefined {
-    const from1 = this.run.at(1)
+  /** A table's checks that need its rows (its records' own are check-part.ts's). */
+  private rowHook(table: string): RowHook | undefined {
     const at3 = this.run.at(3)
     switch (table) {
       case 'tilings':
@@ -236,11 +239,7 @@ export class TableChecker {
       case 'verifications':
         return at3 ? (row) => this.keepMainRule(row) : undefined
       case 'patterns':
-        return from1 ? (row) => this.patternRow(row) : undefined
-      case 'ants':
-        return from1 ? (row) => this.recordRow(row, `ant:${String(row.id)}`, checkAntRow(row as Parameters<typeof checkAntRow>[0])) : undefined
-      case 'quickstart':
-        return from1 ? (row) => this.recordRow(row, `quickstart:${String(row.id)}`, checkQuickstartRow(row as Parameters<typeof checkQuickstartRow>[0])) : undefined
+        return at3 ? (row) => this.replay(row, `pattern:${String(row.id)}`) : undefined
       case 'media':
         return (row) => this.mediaRow(row)
       default:
@@ -313,30 +312,7 @@ export class TableChecker {
   }
 
   // -------------------------------------------------------------------------------------------------
-  // records
-
-  private *patternRow(row: Row): Generator<CheckIssue> {
-    const run = this.run
-    const target = `pattern:${String(row.id)}`
-    const { findings, spelling } = checkPatternRow(row as unknown as Parameters<typeof checkPatternRow>[0])
-    yield* this.recordRow(row, target, findings)
-    if (spelling === 'unknown') yield run.note(IDENTITY_CODES.identityUnknown, target, 'its identity is not in our spelling of jetcarp-pattern-v3: only its id is checked against it')
-    if (row.class_group !== row.class) yield run.issue(ROW_CODES.partitionMismatch, target, `class_group ${quote(row.class_group)} is not its class ${quote(row.class)}`)
-    if (run.at(3)) yield* this.replay(row, target)
-  }
-
-  /** A record's id findings, and its tiling: a row of tilings with its pin and tiling group. */
-  private *recordRow(row: Row, target: string, idFindings: readonly { code: string; detail: string }[]): Generator<CheckIssue> {
-    const run = this.run
-    for (const f of idFindings) yield run.issue(f.code, target, f.detail)
-    const tiling = this.tilings.get(row.pin_key as string)
-    if (!tiling) {
-      yield run.issue(CHECK_CODES.tilingMissing, target, `pin_key ${quote(row.pin_key)} names no row of tilings`)
-      return
-    }
-    if (tiling.pin !== row.pin) yield run.issue(CHECK_CODES.recordPin, target, `pin ${quote(row.pin)}, but tiling ${quote(row.pin_key)} has pin ${tiling.pin}`)
-    if (tiling.tilingGroup !== row.tiling_group) yield run.issue(ROW_CODES.partitionMismatch, target, `tiling_group ${quote(row.tiling_group)}, but tiling ${quote(row.pin_key)} is in ${quote(tiling.tilingGroup)}`)
-  }
+  // media
 
   private async *mediaRow(row: Row): AsyncGenerator<CheckIssue> {
     const run = this.run
@@ -437,8 +413,13 @@ export class TableChecker {
     const loader = run.indexLoader()
     const walk = walkSearchIndex(root, loader.load, { search })
     for (;;) {
-      const next = yield* this.step(walk, loader, rootPath)
-      if (next === undefined) return
+      const step = await this.step(walk, loader, rootPath)
+      if (step === undefined) return
+      if ('issue' in step) {
+        yield step.issue
+        return
+      }
+      const next = step.event
       if (next.kind === 'index') {
         run.stats.indexes++
         if (next.level === 1 && next.index.schema !== SEARCH_SCHEMA) {

@@ -30,6 +30,7 @@ import { CHECK_CODES, CheckRun, STORE_LAYOUT, exportLayout, type CheckIssue, typ
 import { TableChecker } from './check-tables.js'
 
 export { CHECK_CODES, levelOf, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
+export { startThreads } from './check-pool.js'
 
 /** Not a store (no jetcarp-store.json) nor an export (no pack.json): a usage error. */
 export const NOT_A_PACK = 'pack.not-a-pack'
@@ -40,6 +41,10 @@ export interface CheckOptions {
   signal?: AbortSignal
   /** Lower replay limits than replay.ts's (tests). */
   replayBudget?: Partial<ReplayBudget>
+  /** Worker threads that check parts (default: one per CPU the process may use; 0: none). */
+  threads?: number
+  /** The smallest part a thread checks (default 256 KiB; tests give threads every part with 0). */
+  threadPartBytes?: number
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -78,10 +83,16 @@ export class PackChecker {
       level: this.options.level ?? 3,
       ...(this.options.signal ? { signal: this.options.signal } : {}),
       ...(this.options.replayBudget ? { replayBudget: this.options.replayBudget } : {}),
+      ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
+      ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run)
-    yield* kind === 'store' ? versions.store() : versions.export()
+    try {
+      yield* kind === 'store' ? versions.store() : versions.export()
+    } finally {
+      await versions.close()
+    }
   }
 }
 
@@ -103,6 +114,10 @@ class VersionCheck {
 
   constructor(private readonly run: CheckRun) {
     this.tables = new TableChecker(run)
+  }
+
+  close(): Promise<void> {
+    return this.tables.close()
   }
 
   async *store(): AsyncGenerator<CheckIssue> {

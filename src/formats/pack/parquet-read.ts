@@ -14,10 +14,10 @@
  *    byte arrays at their page bytes, dictionary-encoded ones at the dictionary's mean entry) to at most 64×
  *    the part's size plus 64 MiB;
  * 5. the file's schema is compared with the table's (below).
- * Then rows are decoded one row group at a time. zstd pages decompress into a buffer of exactly the size
- * their header states (never the size a frame claims); string cells above 1 MiB or not UTF-8 are refused as
- * they are decoded; the decoded rows are counted again against the decoded-size limit; and any exception
- * from hyparquet or zstd becomes a `pack.parquet-unreadable` finding.
+ * Then a part is decoded a row group at a time into flat vectors (parquet-vectors.ts, which says what it
+ * bounds as it decodes), from which rows are built on demand; a part of at most 32 MiB is read whole, a
+ * larger one a column chunk at a time. Any exception from hyparquet or zstd becomes a
+ * `pack.parquet-unreadable` finding.
  *
  * Schema reading ("Readers SHOULD accept another integer width whose values fit, float for float64"): an
  * int32 column may be stored as INT32 (plain or a signed or unsigned INTEGER annotation) or INT64, an int64
@@ -33,109 +33,25 @@ import { open } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import {
   parquetMetadata,
-  parquetRead,
   parquetSchema,
   readColumnIndex,
   readOffsetIndex,
-  type AsyncBuffer,
   type ColumnMetaData,
-  type Compressors,
   type FileMetaData,
   type PageHeader,
-  type ParquetParsers,
   type SchemaElement,
   type SchemaTree,
 } from 'hyparquet'
-import { MAX_STRING_CELL_BYTES, type PackField, type PackType, type TableSchema } from './table-schemas.js'
+import { READ_CODES, READ_LIMITS, refuse, toFinding, type ParquetFinding, type ReadLimits } from './parquet-limits.js'
+import { compileColumns, decodeRowGroup, giveArena, takeArena, type Arena, type ChunkScan, type ChunkSource, type ColumnPlan, type DecodedMeter, type PageInfo, type RowBatch } from './parquet-vectors.js'
+import type { TableSchema } from './table-schemas.js'
 
-// Deep modules through require(), as parquet-write.ts explains; both packages export their src/*.js.
+export { READ_CODES, READ_LIMITS, type ParquetFinding, type ReadCode, type ReadLimits } from './parquet-limits.js'
+export { RowBatch, StringVector, type ChunkScan, type PageInfo, type Vector } from './parquet-vectors.js'
+
+// A deep module through require(), as parquet-write.ts explains.
 const require = createRequire(import.meta.url)
 const { parquetHeader } = require('hyparquet/src/column.js') as typeof import('hyparquet/src/column.js')
-const zstdBinding = require('zstd-napi/binding.js') as typeof import('zstd-napi/binding.js')
-
-/** The spec's limits ("Limits") and the bounds this reader adds (page header, page). */
-export const READ_LIMITS = Object.freeze({
-  partBytes: 4 * 1024 ** 3,
-  footerBytes: 16 * 1024 * 1024,
-  thriftDepth: 32,
-  columns: 1024,
-  schemaDepth: 32,
-  pageHeaderBytes: 4 * 1024 * 1024,
-  pageBytes: 256 * 1024 * 1024,
-  decompressedPerByte: 64,
-  valuesPerByte: 64,
-  valuesExtra: 2 ** 20,
-  decodedPerByte: 64,
-  decodedExtra: 64 * 1024 * 1024,
-  stringBytes: MAX_STRING_CELL_BYTES,
-})
-export type ReadLimits = typeof READ_LIMITS
-
-/** Stable codes of the reader's findings. */
-export const READ_CODES = {
-  /** The part is above 4 GiB. */
-  partTooLarge: 'pack.parquet-part-too-large',
-  /** Too short for Parquet, or without PAR1 at its start and end (a truncated file ends without it). */
-  notParquet: 'pack.parquet-not-parquet',
-  /** The footer's length is above 16 MiB. */
-  footerTooLarge: 'pack.parquet-footer-too-large',
-  /** The footer's or a page header's Thrift nests deeper than 32. */
-  thriftTooDeep: 'pack.parquet-thrift-too-deep',
-  /** More than 1,024 leaf columns. */
-  tooManyColumns: 'pack.parquet-too-many-columns',
-  /** The schema tree nests deeper than 32. */
-  schemaTooDeep: 'pack.parquet-schema-too-deep',
-  /** Structure that cannot be right: lengths past the end, offsets outside the file, counts that disagree. */
-  malformed: 'pack.parquet-malformed',
-  /** A page header above 4 MiB. */
-  pageHeaderTooLarge: 'pack.parquet-page-header-too-large',
-  /** One page's uncompressed size above 256 MiB. */
-  pageTooLarge: 'pack.parquet-page-too-large',
-  /** The pages' uncompressed sizes add up to more than 64× the part's size (the 64x rule). */
-  decompressedTooLarge: 'pack.parquet-decompressed-too-large',
-  /** More data page values than 64 per byte plus 2^20, or decoded columns above 64× the size plus 64 MiB. */
-  decodedTooLarge: 'pack.parquet-decoded-too-large',
-  /** A string cell above 1 MiB. */
-  stringTooLarge: 'pack.parquet-string-too-large',
-  /** A string cell that is not UTF-8. */
-  stringNotUtf8: 'pack.parquet-string-not-utf8',
-  /** A codec, encoding or page type this reader does not decode (codecs: uncompressed, snappy, zstd). */
-  unsupported: 'pack.parquet-unsupported',
-  /** hyparquet or zstd failed on the bytes. */
-  unreadable: 'pack.parquet-unreadable',
-  /** The file's schema is not the table's (a missing required column, another type). */
-  schemaMismatch: 'pack.parquet-schema-mismatch',
-  /** A value the table's schema cannot hold: null in a required column, an integer that does not fit. */
-  valueInvalid: 'pack.parquet-value-invalid',
-} as const
-
-export type ReadCode = (typeof READ_CODES)[keyof typeof READ_CODES]
-
-export interface ParquetFinding {
-  code: ReadCode
-  /** One line naming the column, page or row group. */
-  detail: string
-}
-
-/** A refusal raised while reading; turned into a finding at the API's edge. */
-class Refusal extends Error {
-  constructor(
-    readonly code: ReadCode,
-    readonly detail: string,
-  ) {
-    super(detail)
-  }
-}
-
-function refuse(code: ReadCode, detail: string): never {
-  throw new Refusal(code, detail)
-}
-
-function toFinding(err: unknown): ParquetFinding {
-  if (err instanceof Refusal) return { code: err.code, detail: err.detail }
-  const msg = err instanceof Error ? err.message : String(err)
-  return { code: READ_CODES.unreadable, detail: msg.split('\n')[0]!.slice(0, 300) }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Thrift compact pre-scan
@@ -274,47 +190,51 @@ function scanCompact(bytes: Uint8Array, start: number, end: number, maxDepth: nu
 
 const MAGIC = 0x31524150 // "PAR1"
 
-/** An open part: bounded reads by position, and an AsyncBuffer for hyparquet that reads the same way. */
+/** Parts up to this size are read whole when opened; larger ones a range at a time. */
+const WHOLE_PART_BYTES = 32 * 1024 * 1024
+
+/**
+ * An open part: bounded reads by position. A small part is read whole at once (one read, where a part's
+ * page headers and column chunks would take hundreds), and its reads are views of those bytes.
+ */
 class PartFile {
   private constructor(
-    private readonly fh: FileHandle,
+    private readonly fh: FileHandle | null,
+    private readonly whole: Uint8Array | null,
     readonly size: number,
   ) {}
 
   static async open(path: string): Promise<PartFile> {
     const fh = await open(path, 'r')
     try {
-      return new PartFile(fh, (await fh.stat()).size)
-    } catch (err) {
+      const size = (await fh.stat()).size
+      if (size > WHOLE_PART_BYTES) return new PartFile(fh, null, size)
+      const part = new PartFile(fh, null, size)
+      const whole = await part.read(0, size)
       await fh.close()
+      return new PartFile(null, whole, size)
+    } catch (err) {
+      await fh.close().catch(() => undefined)
       throw err
     }
   }
 
+  /** Bytes [start, end) of the part, refused outside it. A view that must not be written to. */
   async read(start: number, end: number): Promise<Uint8Array> {
     if (start < 0 || end > this.size || end < start) refuse(READ_CODES.malformed, `a read of bytes ${start} to ${end} outside the part's ${this.size}`)
+    if (this.whole) return this.whole.subarray(start, end)
     const buf = new Uint8Array(end - start)
     let off = 0
     while (off < buf.length) {
-      const { bytesRead } = await this.fh.read(buf, off, buf.length - off, start + off)
+      const { bytesRead } = await this.fh!.read(buf, off, buf.length - off, start + off)
       if (bytesRead === 0) refuse(READ_CODES.malformed, `the part ended at byte ${start + off} while reading to ${end}`)
       off += bytesRead
     }
     return buf
   }
 
-  asyncBuffer(): AsyncBuffer {
-    return {
-      byteLength: this.size,
-      slice: async (start: number, end: number = this.size) => {
-        const b = await this.read(start, end)
-        return b.buffer as ArrayBuffer
-      },
-    }
-  }
-
-  close(): Promise<void> {
-    return this.fh.close()
+  async close(): Promise<void> {
+    await this.fh?.close()
   }
 }
 
@@ -324,8 +244,8 @@ async function readFooter(file: PartFile, limits: ReadLimits): Promise<{ metadat
   if (file.size < 12) refuse(READ_CODES.notParquet, `${file.size} bytes is too short for Parquet`)
   const head = await file.read(0, 4)
   const tail = await file.read(file.size - 8, file.size)
-  const tailView = new DataView(tail.buffer)
-  if (new DataView(head.buffer).getUint32(0, true) !== MAGIC || tailView.getUint32(4, true) !== MAGIC) {
+  const tailView = new DataView(tail.buffer, tail.byteOffset, tail.byteLength)
+  if (new DataView(head.buffer, head.byteOffset, head.byteLength).getUint32(0, true) !== MAGIC || tailView.getUint32(4, true) !== MAGIC) {
     refuse(READ_CODES.notParquet, 'no PAR1 magic at the start or the end (not Parquet, or truncated)')
   }
   const footerLength = tailView.getUint32(0, true)
@@ -407,27 +327,6 @@ function chunkRange(md: ColumnMetaData): { start: number; end: number } {
 // ---------------------------------------------------------------------------------------------------
 // Page headers (step 4)
 // ---------------------------------------------------------------------------------------------------
-
-/** One page as its header describes it. */
-export interface PageInfo {
-  offset: number
-  headerBytes: number
-  type: PageHeader['type']
-  /** 1 or 2 for data pages, 0 for a dictionary or index page. */
-  version: 0 | 1 | 2
-  encoding: string | undefined
-  compressedBytes: number
-  uncompressedBytes: number
-  values: number
-}
-
-/** A column chunk's pages, read from their headers. */
-export interface ChunkScan {
-  rowGroup: number
-  column: string
-  meta: ColumnMetaData
-  pages: PageInfo[]
-}
 
 const CODECS_READ: readonly string[] = ['UNCOMPRESSED', 'SNAPPY', 'ZSTD']
 const FIXED_WIDTH: Readonly<Record<string, number>> = { BOOLEAN: 1, INT32: 4, FLOAT: 4, INT64: 8, DOUBLE: 8, INT96: 12 }
@@ -555,7 +454,8 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
             refuse(READ_CODES.malformed, `${what}: level lengths outside the page`)
           }
           info.version = h.type === 'DATA_PAGE' ? 1 : 2
-          info.encoding = (v1 ?? v2)!.encoding
+          info.encoding = (h.type === 'DATA_PAGE' ? v1 : v2)!.encoding
+          if (h.type === 'DATA_PAGE_V2') info.v2 = { repetitionBytes: v2!.repetition_levels_byte_length, definitionBytes: v2!.definition_levels_byte_length, compressed: v2!.is_compressed !== false }
           info.values = n
           chunkValues += n
           budget.addValues(n, what)
@@ -576,196 +476,8 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Schema (step 5) and the values read
-// ---------------------------------------------------------------------------------------------------
-
-/** Counts decoded values against the part's decoded-size limit (strings by length, other values 8 bytes). */
-interface DecodedMeter {
-  bytes: number
-  limit: number
-}
-
-/** Turns one decoded value of the file into the row model, or refuses it; `at` names the row for findings. */
-type Convert = (v: unknown, at: () => string) => unknown
-
-const INT32_MIN = -(2 ** 31)
-const INT32_MAX = 2 ** 31 - 1
-const INT64_MIN = -(2n ** 63n)
-const INT64_MAX = 2n ** 63n - 1n
-const STRING_ANNOTATIONS: readonly string[] = ['STRING', 'UTF8', 'JSON', 'ENUM']
-
-function annotation(e: SchemaElement): string | undefined {
-  return e.logical_type?.type ?? e.converted_type
-}
-
-/** An integer leaf with no annotation, or only an integer one (INT_8 ... UINT_64, INTEGER). */
-function plainInteger(e: SchemaElement): boolean {
-  const a = annotation(e)
-  return a === undefined || a === 'INTEGER' || /^U?INT_(8|16|32|64)$/.test(a)
-}
-
-function describe(node: SchemaTree): string {
-  const e = node.element
-  if (node.children.length > 0) return `a group${e.converted_type ? ` (${e.converted_type})` : ''}`
-  const a = annotation(e)
-  return `${e.type}${a ? ` (${a})` : ''}`
-}
-
-/** Compiles the conversion of one expected type from one file node, or returns why they do not match. */
-function compileConvert(expected: PackType, node: SchemaTree, column: string, meter: DecodedMeter): Convert | string {
-  const e = node.element
-  const leaf = node.children.length === 0
-  const count = (n: number, at: () => string): void => {
-    meter.bytes += n
-    if (meter.bytes > meter.limit) refuse(READ_CODES.decodedTooLarge, `${at()}: the decoded rows pass ${meter.limit} bytes (64x the part's size plus 64 MiB)`)
-  }
-  const mismatch = `${column}: expected ${expected.kind}, the file has ${describe(node)}`
-  switch (expected.kind) {
-    case 'string':
-    case 'time':
-      if (!leaf || e.type !== 'BYTE_ARRAY' || !STRING_ANNOTATIONS.includes(annotation(e) ?? '')) return mismatch
-      return (v, at) => {
-        count((v as string).length, at)
-        return v
-      }
-    case 'bool':
-      if (!leaf || e.type !== 'BOOLEAN') return mismatch
-      return (v, at) => {
-        count(8, at)
-        return v
-      }
-    case 'float64':
-      if (!leaf || (e.type !== 'DOUBLE' && e.type !== 'FLOAT') || annotation(e) !== undefined) return mismatch
-      return (v, at) => {
-        count(8, at)
-        return v
-      }
-    case 'int32':
-    case 'int64': {
-      if (!leaf || (e.type !== 'INT32' && e.type !== 'INT64') || !plainInteger(e)) return mismatch
-      const want64 = expected.kind === 'int64'
-      return (v, at) => {
-        count(8, at)
-        const n = typeof v === 'bigint' ? v : BigInt(v as number)
-        if (want64 ? n < INT64_MIN || n > INT64_MAX : n < INT32_MIN || n > INT32_MAX) refuse(READ_CODES.valueInvalid, `${at()}: ${n} does not fit ${expected.kind}`)
-        return want64 ? n : Number(n)
-      }
-    }
-    case 'list': {
-      const repeated = node.children[0]
-      if (leaf || e.converted_type !== 'LIST' || node.children.length !== 1 || repeated?.element.repetition_type !== 'REPEATED' || repeated.children.length !== 1) {
-        return `${column}: expected a three-level LIST, the file has ${describe(node)}`
-      }
-      const element = compileConvert(expected.element, repeated.children[0]!, `${column}[]`, meter)
-      if (typeof element === 'string') return element
-      return (v, at) => {
-        if (!Array.isArray(v)) return refuse(READ_CODES.malformed, `${at()}: a list that did not decode as one`)
-        const out = new Array<unknown>(v.length)
-        for (let i = 0; i < v.length; i++) {
-          const x: unknown = v[i]
-          if (x === null || x === undefined) refuse(READ_CODES.valueInvalid, `${at()}[${i}]: a null list element`)
-          out[i] = element(x, () => `${at()}[${i}]`)
-        }
-        return out
-      }
-    }
-    case 'struct': {
-      if (leaf || e.converted_type === 'LIST' || e.converted_type === 'MAP' || e.logical_type !== undefined) return mismatch
-      const fields = compileFields(expected.fields, node, column, meter)
-      if (typeof fields === 'string') return fields
-      return (v, at) => {
-        if (typeof v !== 'object' || v === null) return refuse(READ_CODES.malformed, `${at()}: a struct that did not decode as one`)
-        return fields(v as Record<string, unknown>, at)
-      }
-    }
-  }
-}
-
-type ConvertFields = (o: Record<string, unknown>, at: () => string) => Record<string, unknown>
-
-/** The fields of a struct (or the columns of a row): each from the file's child of that name, or null when absent and nullable. */
-function compileFields(fields: readonly PackField[], node: SchemaTree, prefix: string, meter: DecodedMeter): ConvertFields | string {
-  const parts: { name: string; nullable: boolean; convert: Convert | null }[] = []
-  for (const f of fields) {
-    const column = prefix === '' ? f.name : `${prefix}.${f.name}`
-    const child = node.children.find((c) => c.element.name === f.name)
-    if (!child) {
-      if (!f.nullable) return `${column}: a required column the file does not have`
-      parts.push({ name: f.name, nullable: true, convert: null })
-      continue
-    }
-    if (child.element.repetition_type === 'REPEATED') return `${column}: a repeated field, not a ${f.type.kind}`
-    const convert = compileConvert(f.type, child, column, meter)
-    if (typeof convert === 'string') return convert
-    parts.push({ name: f.name, nullable: f.nullable, convert })
-  }
-  return (o, at) => {
-    const out: Record<string, unknown> = {}
-    for (const p of parts) {
-      const x = p.convert ? o[p.name] : null
-      if (x === null || x === undefined) {
-        if (!p.nullable) refuse(READ_CODES.valueInvalid, `${at()}.${p.name}: null in a required column`)
-        out[p.name] = null
-      } else {
-        out[p.name] = p.convert!(x, () => `${at()}.${p.name}`)
-      }
-    }
-    return out
-  }
-}
-
-/** Per top-level column: its conversion, or null when the file lacks it (a nullable column, read as null). */
-function compileColumns(schema: TableSchema, metadata: FileMetaData, meter: DecodedMeter): { name: string; nullable: boolean; convert: Convert | null }[] | string {
-  const root = parquetSchema(metadata)
-  const out: { name: string; nullable: boolean; convert: Convert | null }[] = []
-  for (const f of schema.columns) {
-    const child = root.children.find((c) => c.element.name === f.name)
-    if (!child) {
-      if (!f.nullable) return `${f.name}: a required column the file does not have`
-      out.push({ name: f.name, nullable: true, convert: null })
-      continue
-    }
-    if (child.element.repetition_type === 'REPEATED') return `${f.name}: a repeated column, not a ${f.type.kind}`
-    const convert = compileConvert(f.type, child, f.name, meter)
-    if (typeof convert === 'string') return convert
-    out.push({ name: f.name, nullable: f.nullable, convert })
-  }
-  return out
-}
-
-// ---------------------------------------------------------------------------------------------------
 // Reading
 // ---------------------------------------------------------------------------------------------------
-
-const fatalUtf8 = new TextDecoder('utf-8', { fatal: true })
-
-/** hyparquet's string parsers, refusing what the spec does not allow before a string exists. */
-function stringParsers(limits: ReadLimits): Partial<ParquetParsers> {
-  const text = (bytes: Uint8Array): string => {
-    if (bytes === undefined || bytes === null) return bytes
-    if (bytes.length > limits.stringBytes) refuse(READ_CODES.stringTooLarge, `a string cell of ${bytes.length} bytes, above ${limits.stringBytes}`)
-    try {
-      return fatalUtf8.decode(bytes)
-    } catch {
-      return refuse(READ_CODES.stringNotUtf8, 'a string cell that is not UTF-8')
-    }
-  }
-  // A JSON-annotated column is text here: its cells are kept as their exact bytes' string.
-  return { stringFromBytes: text, jsonFromBytes: text }
-}
-
-/** zstd into exactly the page's stated size: a frame claiming more cannot make a larger buffer. */
-function boundedCompressors(): Compressors {
-  const dctx = new zstdBinding.DCtx()
-  return {
-    ZSTD: (input: Uint8Array, outputLength: number) => {
-      const out = new Uint8Array(outputLength)
-      const n = dctx.decompress(out, input)
-      if (n !== outputLength) throw new Error(`a zstd page decompressed to ${n} bytes, its header says ${outputLength}`)
-      return out
-    },
-  }
-}
 
 export interface PartRows {
   rowGroup: number
@@ -774,23 +486,27 @@ export interface PartRows {
   rows: Record<string, unknown>[]
 }
 
-/** A part whose limits, page headers and schema have been checked: read its rows a row group at a time. */
+/** A part whose limits, page headers and schema have been checked: read it a row group at a time. */
 export class PackPart {
-  readonly metadata: FileMetaData
-  readonly pages: readonly ChunkScan[]
-  readonly schema: TableSchema
-  private readonly file: PartFile
-  private readonly limits: ReadLimits
-  /** Each column's conversion (null: absent, read as null); they count decoded bytes against the part's limit. */
-  private readonly columns: { name: string; nullable: boolean; convert: Convert | null }[]
+  /** Each row group's column chunks, by leaf path. */
+  private readonly chunksOf: Map<string, ChunkScan>[]
+  /** What its row groups decode into: a batch is good until the next is decoded, or the part closed. */
+  private readonly arena: Arena = takeArena()
+  private closed = false
 
-  constructor(file: PartFile, metadata: FileMetaData, pages: ChunkScan[], schema: TableSchema, limits: ReadLimits, columns: PackPart['columns']) {
-    this.file = file
-    this.metadata = metadata
-    this.pages = pages
-    this.schema = schema
-    this.limits = limits
-    this.columns = columns
+  constructor(
+    private readonly file: PartFile,
+    readonly metadata: FileMetaData,
+    readonly pages: readonly ChunkScan[],
+    readonly schema: TableSchema,
+    private readonly limits: ReadLimits,
+    /** Each column's plan (null: absent, read as null). */
+    private readonly columns: readonly ColumnPlan[],
+    /** Decoded values, counted against the part's limit across its row groups. */
+    private readonly meter: DecodedMeter,
+  ) {
+    this.chunksOf = metadata.row_groups.map(() => new Map())
+    for (const scan of pages) this.chunksOf[scan.rowGroup]!.set(scan.column, scan)
   }
 
   get rows(): number {
@@ -798,70 +514,55 @@ export class PackPart {
   }
 
   /**
-   * The rows in the table's row model, one row group per item. Throws a PartReadError (its `finding` with a
-   * `pack.parquet-*` code) for anything that fails while decoding; nothing else escapes.
+   * The row groups, decoded into vectors; a batch's vectors are good until the next batch is asked for
+   * (they share the part's arena). Throws a PartReadError (its `finding` with a `pack.parquet-*`
+   * code) for anything that fails while decoding; nothing else escapes.
    */
-  async *rowGroups(): AsyncGenerator<PartRows, void, undefined> {
+  async *batches(): AsyncGenerator<RowBatch, void, undefined> {
     let rowStart = 0
     for (let g = 0; g < this.metadata.row_groups.length; g++) {
       const n = Number(this.metadata.row_groups[g]!.num_rows)
-      let rows: Record<string, unknown>[]
+      let batch: RowBatch
       try {
-        rows = await this.readGroup(rowStart, n)
+        batch = decodeRowGroup(await this.chunks(g), this.columns, g, rowStart, n, this.limits, this.meter, this.arena)
       } catch (err) {
         const f = toFinding(err)
         throw new PartReadError({ code: f.code, detail: `row group ${g}: ${f.detail}` })
       }
-      yield { rowGroup: g, rowStart, rows }
+      yield batch
       rowStart += n
     }
   }
 
-  private async readGroup(rowStart: number, n: number): Promise<Record<string, unknown>[]> {
-    const rows = new Array<Record<string, unknown>>(n)
-    for (let i = 0; i < n; i++) rows[i] = {}
-    const file = this.file.asyncBuffer()
-    for (const col of this.columns) {
-      if (!col.convert) {
-        for (let i = 0; i < n; i++) rows[i]![col.name] = null
-        continue
-      }
-      const values: unknown[] = []
-      try {
-        // One column per read, so a failure names its column.
-        await parquetRead({
-          file,
-          metadata: this.metadata,
-          rowStart,
-          rowEnd: rowStart + n,
-          columns: [col.name],
-          compressors: boundedCompressors(),
-          parsers: stringParsers(this.limits),
-          onChunk: (chunk) => {
-            for (let i = 0; i < chunk.columnData.length; i++) values.push(chunk.columnData[i])
-          },
-        })
-      } catch (err) {
-        const f = toFinding(err)
-        return refuse(f.code, `column ${col.name}: ${f.detail}`)
-      }
-      if (values.length !== n) refuse(READ_CODES.malformed, `column ${col.name}: ${values.length} values in a row group of ${n} rows`)
-      for (let i = 0; i < n; i++) {
-        const v = values[i]
-        const at = (): string => `row ${rowStart + i}, column ${col.name}`
-        if (v === null || v === undefined) {
-          if (!col.nullable) refuse(READ_CODES.valueInvalid, `${at()}: null in a required column`)
-          rows[i]![col.name] = null
-        } else {
-          rows[i]![col.name] = col.convert(v, at)
-        }
-      }
+  /** The rows in the table's row model, one row group per item (as `batches`, which it builds them from). */
+  async *rowGroups(): AsyncGenerator<PartRows, void, undefined> {
+    for await (const batch of this.batches()) {
+      const rows = new Array<Record<string, unknown>>(batch.rows)
+      for (let i = 0; i < batch.rows; i++) rows[i] = batch.row(i)
+      yield { rowGroup: batch.rowGroup, rowStart: batch.rowStart, rows }
     }
-    return rows
   }
 
-  close(): Promise<void> {
-    return this.file.close()
+  /** The stored bytes of row group g's chunks of the leaves the table reads. */
+  private async chunks(g: number): Promise<ChunkSource> {
+    const read = new Map<string, { scan: ChunkScan; raw: Uint8Array; rawStart: number }>()
+    for (const c of this.columns) {
+      for (const { leaf } of c.leaves) {
+        const scan = this.chunksOf[g]!.get(leaf.path) ?? refuse(READ_CODES.malformed, `no column chunk of ${leaf.path}`)
+        if (scan.meta.type !== leaf.physical) refuse(READ_CODES.malformed, `the chunk of ${leaf.path} is ${scan.meta.type}, its schema says ${leaf.physical}`)
+        const { start, end } = chunkRange(scan.meta)
+        read.set(leaf.path, { scan, raw: await this.file.read(start, end), rawStart: start })
+      }
+    }
+    return { chunk: (path) => read.get(path)! }
+  }
+
+  /** Closes the file; the last batch's vectors are not to be read after. */
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    giveArena(this.arena)
+    await this.file.close()
   }
 }
 
@@ -905,10 +606,9 @@ export async function openPart(path: string, schema: TableSchema, limits: ReadLi
   const checked = await checkedFile(path, limits)
   if ('findings' in checked) return { ok: false, findings: checked.findings }
   const { file, metadata, pages, budget } = checked
-  const meter: DecodedMeter = { bytes: 0, limit: budget.maxDecoded }
   let columns: ReturnType<typeof compileColumns>
   try {
-    columns = compileColumns(schema, metadata, meter)
+    columns = compileColumns(schema, parquetSchema(metadata))
   } catch (err) {
     await file.close()
     return { ok: false, findings: [toFinding(err)] }
@@ -917,7 +617,7 @@ export async function openPart(path: string, schema: TableSchema, limits: ReadLi
     await file.close()
     return { ok: false, findings: [{ code: READ_CODES.schemaMismatch, detail: columns }] }
   }
-  return { ok: true, part: new PackPart(file, metadata, pages, schema, limits, columns) }
+  return { ok: true, part: new PackPart(file, metadata, pages, schema, limits, columns, { bytes: 0, limit: budget.maxDecoded }) }
 }
 
 /** Reads a whole part into memory (small parts, tests and tools); the findings when it is refused. */

@@ -1,0 +1,311 @@
+/**
+ * One part's rows checked (check-tables.ts reads every table part through here, on the calling thread or
+ * on a worker thread, check-pool.ts): every row validated with its part's partition, the part's order by
+ * its table's sort columns, the index's rows, first and last, and a record table's own rules: ids and
+ * identity lines (identity-check.ts), each record's tiling and tiling group, and a pattern's class group.
+ *
+ * A part is read a row group at a time as vectors (parquet-read.ts), and a row is built as an object only
+ * where a rule needs one: an ant or Quick Start row, the sort columns of a row, a row of a row group whose
+ * validity the vectors do not settle (mayBeInvalid), and every row for a caller that asks for rows (tilings,
+ * media, reference patches, level 3). A pattern's id, identity lines and typed phases are checked on its
+ * cells as they lie.
+ */
+import { IDENTITY_CODES } from './identity.js'
+import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
+import { isPackTime } from './key-statements.js'
+import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
+import { WRITE_CODES } from './parquet-write.js'
+import { quote } from './documents.js'
+import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+import { CHECK_CODES, failure, note, type CheckIssue, type CheckLevel } from './check-run.js'
+
+/** A part to check, as its index names it. */
+export interface PartSpec {
+  /** Its path relative to the pack, which findings name. */
+  rel: string
+  file: string
+  schema: TableSchema
+  /** The partition its rows must be in; absent when the index's partition is itself wrong (reported once, there). */
+  partition?: Readonly<Record<string, string>>
+  /** What the index states of it. */
+  listing?: { rows: number; first: string; last: string }
+}
+
+/** A record's tiling, as its tilings row states it. */
+export interface RecordTiling {
+  pin: string
+  tilingGroup: string
+}
+
+export interface PartContext {
+  level: CheckLevel
+  /** The tilings rows read before, by pin_key: what a record's pin_key must name. */
+  tilings: ReadonlyMap<string, RecordTiling>
+  signal?: AbortSignal
+}
+
+/** A caller's own check of each valid row; `at` names the row (`<part> row <n>`). */
+export type RowHook = (row: Record<string, unknown>, at: string) => Iterable<CheckIssue> | AsyncIterable<CheckIssue> | undefined
+
+export interface PartOutcome {
+  /** Whether the part opened: its limits, page headers and schema are right, and it counts as a part read. */
+  opened: boolean
+  /** Its rows, when every row group was read (else 0). */
+  rows: number
+  /** Whether every row was read and valid. */
+  complete: boolean
+}
+
+/**
+ * Checks the rows of a part whose object has been checked: yields every issue in row order, then the
+ * index's rows, first and last. A part that does not open or stops reading is its reader's finding.
+ */
+export async function* checkPart(spec: PartSpec, ctx: PartContext, hook?: RowHook): AsyncGenerator<CheckIssue, PartOutcome> {
+  const opened = await openPart(spec.file, spec.schema)
+  if (!opened.ok) {
+    for (const f of opened.findings) yield failure(f.code, spec.rel, f.detail)
+    return { opened: false, rows: 0, complete: false }
+  }
+  const rows = new PartRows(spec, ctx)
+  try {
+    for await (const batch of opened.part.batches()) {
+      ctx.signal?.throwIfAborted()
+      yield* rows.batch(batch, hook)
+    }
+  } catch (err) {
+    if (!(err instanceof PartReadError)) throw err
+    yield failure(err.finding.code, spec.rel, err.finding.detail)
+    return { opened: true, rows: 0, complete: false }
+  } finally {
+    await opened.part.close()
+  }
+  yield* rows.finish()
+  return { opened: true, rows: rows.rows, complete: rows.valid === rows.rows }
+}
+
+/**
+ * Whether a row group may hold a row rowValidator refuses. The reader refuses everything else it checks (a
+ * value of another type, a null where the table has none, an integer out of its range, a string cell above
+ * 1 MiB or not UTF-8, which is also what a lone surrogate would need), so only a time, a float64 and a
+ * partition value are left: a row group whose values of those are all good holds only valid rows.
+ */
+function mayBeInvalid(batch: RowBatch, schema: TableSchema, partition: Readonly<Record<string, string>> | undefined): boolean {
+  const bad = (type: PackType, v: Vector | null): boolean => {
+    if (v === null) return false
+    switch (type.kind) {
+      case 'time': {
+        const s = v as StringVector
+        for (let i = 0; i < s.length; i++) if ((!s.valid || s.valid[i]) && !isPackTime(s.text(i))) return true
+        return false
+      }
+      case 'float64':
+        return (v as Extract<Vector, { kind: 'float64' }>).values.some((x) => !Number.isFinite(x))
+      case 'list':
+        return bad(type.element, (v as Extract<Vector, { kind: 'list' }>).element)
+      case 'struct':
+        return type.fields.some((f) => bad(f.type, (v as Extract<Vector, { kind: 'struct' }>).fields.get(f.name) ?? null))
+      default:
+        return false
+    }
+  }
+  if (schema.columns.some((c) => bad(c.type, batch.column(c.name)))) return true
+  for (const col of schema.partitionColumns) {
+    const s = batch.column(col) as StringVector
+    // A dictionary entry is checked once, however many rows hold it.
+    const checked = new Set<number>()
+    for (let i = 0; i < s.length; i++) {
+      const e = s.entry ? s.entry[i]! : -1
+      if (e >= 0 && checked.has(e)) continue
+      const v = s.text(i)
+      if (!isPartitionValue(v) || (partition && partition[col] !== v)) return true
+      if (e >= 0) checked.add(e)
+    }
+  }
+  return false
+}
+
+/** The rows of one part, a row group at a time: what every part's rows are held to, and its table's own checks. */
+class PartRows {
+  rows = 0
+  valid = 0
+  private readonly at1: boolean
+  private readonly validate
+  private readonly compare
+  private readonly sortColumns: readonly { name: string }[]
+  private readonly records: RecordCheck | undefined
+  private readonly problems: RowFinding[] = []
+  /** The last valid row's sort columns and index (-1: none yet); this row's go in the other object. */
+  private previous: Record<string, unknown> = {}
+  private key: Record<string, unknown> = {}
+  private previousIndex = -1
+  private firstKey: string | undefined
+  private lastKey: string | undefined
+
+  constructor(
+    private readonly spec: PartSpec,
+    ctx: PartContext,
+  ) {
+    this.at1 = ctx.level >= 1
+    this.validate = rowValidator(spec.schema, spec.partition)
+    this.compare = sortColumnsComparator(spec.schema)
+    this.sortColumns = spec.schema.sortColumns.map((name) => ({ name }))
+    this.records = this.at1 ? recordCheck(spec.schema.name, ctx.tilings) : undefined
+  }
+
+  async *batch(batch: RowBatch, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
+    const { spec, problems } = this
+    const screened = !mayBeInvalid(batch, spec.schema, spec.partition)
+    const rowAt = (index: number): string => `${spec.rel} row ${index}`
+    // Issues of rows without a hook wait here, in row order, and go out with the next hook's or at the end.
+    const out: CheckIssue[] = []
+    const cells = this.records?.open(batch)
+    for (let i = 0; i < batch.rows; i++) {
+      const index = batch.rowStart + i
+      this.rows++
+      let row: Record<string, unknown> | undefined
+      if (!screened) {
+        row = batch.row(i)
+        problems.length = 0
+        this.validate(row, index, problems)
+        if (problems.length > 0) {
+          if (this.at1) for (const f of problems) out.push(failure(f.code, rowAt(index), `${f.column || 'row'}: ${f.detail}`))
+          this.lastKey = undefined
+          continue
+        }
+      }
+      this.valid++
+      const key = batch.pick(i, this.sortColumns, this.key)
+      this.lastKey = sortKeyText(spec.schema, key)
+      if (index === 0) this.firstKey = this.lastKey
+      if (this.at1 && this.previousIndex >= 0 && this.compare(this.previous, key) > 0) {
+        out.push(failure(WRITE_CODES.unsorted, rowAt(index), `sorts before row ${this.previousIndex} (by ${spec.schema.sortColumns.join(', ')})`))
+      }
+      this.key = this.previous
+      this.previous = key
+      this.previousIndex = index
+      cells?.(i, out)
+      if (hook) {
+        yield* out
+        out.length = 0
+        const more = hook(row ?? batch.row(i), rowAt(index))
+        if (more) yield* more
+      }
+    }
+    yield* out
+  }
+
+  *finish(): Generator<CheckIssue> {
+    const listing = this.spec.listing
+    if (!this.at1 || !listing) return
+    const rel = this.spec.rel
+    if (this.rows !== listing.rows) yield failure(CHECK_CODES.partRows, rel, `its index states ${listing.rows} rows, the part has ${this.rows}`)
+    if (this.firstKey !== undefined && this.lastKey !== undefined && (this.firstKey !== listing.first || this.lastKey !== listing.last)) {
+      yield failure(CHECK_CODES.partBounds, rel, `its index states first ${quote(listing.first)} and last ${quote(listing.last)}, its rows give ${quote(this.firstKey)} and ${quote(this.lastKey)}`)
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Records
+
+/** A record table's own checks: opened on a row group, then run on each valid row, issues appended to `out`. */
+interface RecordCheck {
+  open(batch: RowBatch): (i: number, out: CheckIssue[]) => void
+}
+
+function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>): RecordCheck | undefined {
+  const rowIds = (prefix: string, ids: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
+    open: (batch) => (i, out) => {
+      const row = batch.row(i)
+      const found = ids(row)
+      tilingFindings(row.pin_key, row.pin, row.tiling_group, tilings, found)
+      for (const f of found) out.push(failure(f.code, `${prefix}:${String(row.id)}`, f.detail))
+    },
+  })
+  switch (table) {
+    case 'patterns':
+      return { open: (batch) => patternRows(batch, tilings) }
+    case 'ants':
+      return rowIds('ant', (row) => checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }))
+    case 'quickstart':
+      return rowIds('quickstart', (row) => checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }))
+    default:
+      return undefined
+  }
+}
+
+/** A record's tiling: its pin_key names a row of tilings, with its pin and tiling group. Findings are appended to `out`. */
+function tilingFindings(pinKey: unknown, pin: unknown, tilingGroup: unknown, tilings: ReadonlyMap<string, RecordTiling>, out: IdentityFinding[]): void {
+  const tiling = tilings.get(pinKey as string)
+  if (!tiling) {
+    out.push({ code: CHECK_CODES.tilingMissing, detail: `pin_key ${quote(pinKey)} names no row of tilings` })
+    return
+  }
+  if (tiling.pin !== pin) out.push({ code: CHECK_CODES.recordPin, detail: `pin ${quote(pin)}, but tiling ${quote(pinKey)} has pin ${tiling.pin}` })
+  if (tiling.tilingGroup !== tilingGroup) out.push({ code: ROW_CODES.partitionMismatch, detail: `tiling_group ${quote(tilingGroup)}, but tiling ${quote(pinKey)} is in ${quote(tiling.tilingGroup)}` })
+}
+
+/** A pattern row group's checks, on its cells as PatternCells (one object, refilled for each row). */
+function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>): (i: number, out: CheckIssue[]) => void {
+  const text = (name: string): StringVector => batch.column(name) as StringVector
+  const ints = (name: string): Int32Array => (batch.column(name) as Extract<Vector, { kind: 'int32' }>).values
+  const columns = { id: text('id'), identity: text('identity'), pin: text('pin'), pinKey: text('pin_key'), model: text('model'), neighbourhood: text('neighbourhood'), class: text('class'), canonical: text('canonical') }
+  const phases = batch.column('phases') as Extract<Vector, { kind: 'list' }>
+  const inner = phases.element as Extract<Vector, { kind: 'list' }>
+  const struct = inner.element as Extract<Vector, { kind: 'struct' }>
+  const field = (name: string): Int32Array => (struct.fields.get(name) as Extract<Vector, { kind: 'int32' }>).values
+  const period = (batch.column('period') as Extract<Vector, { kind: 'int64' }>).values
+  // The periods' 32-bit halves (little-endian), read as a number where they make a safe integer.
+  const halves = new Int32Array(period.buffer, period.byteOffset, 2 * period.length)
+  const periodAt = (i: number): number | bigint => {
+    const high = halves[2 * i + 1]!
+    return high >= -(2 ** 20) && high < 2 ** 20 ? high * 2 ** 32 + (halves[2 * i]! >>> 0) : period[i]!
+  }
+  const [stepsPerGen, dx, dy] = [ints('steps_per_gen'), ints('dx'), ints('dy')]
+  const cell = (v: StringVector): TextCell => ({ bytes: v.bytes, start: 0, end: 0 })
+  const c: PatternCells = {
+    id: cell(columns.id), identity: cell(columns.identity), pin: cell(columns.pin), pinKey: cell(columns.pinKey), model: cell(columns.model),
+    neighbourhood: cell(columns.neighbourhood), class: cell(columns.class), canonical: cell(columns.canonical),
+    stepsPerGen: 0, period: 0n, dx: 0, dy: 0,
+    phases: { first: 0, last: 0, cellOffsets: inner.offsets, i: field('i'), j: field('j'), k: field('k'), s: field('s') },
+  }
+  const cells = (Object.keys(columns) as (keyof typeof columns)[]).map((name) => ({ to: c[name], from: columns[name] }))
+  const [tilingGroup, classGroup] = [text('tiling_group'), text('class_group')]
+  const found: IdentityFinding[] = []
+  // The dictionary entries of pin_key, pin and tiling_group (-1: a value stored plainly), and the last row's whose tiling was right.
+  const [pinKeyEntry, pinEntry, groupEntry] = [columns.pinKey.entry, columns.pin.entry, tilingGroup.entry]
+  const good = [-1, -1, -1]
+  return (i, out) => {
+    for (let n = 0; n < cells.length; n++) {
+      const pair = cells[n]!
+      pair.to.start = pair.from.start[i]!
+      pair.to.end = pair.from.end[i]!
+    }
+    c.stepsPerGen = stepsPerGen[i]!
+    c.period = periodAt(i)
+    c.dx = dx[i]!
+    c.dy = dy[i]!
+    c.phases.first = phases.offsets[i]!
+    c.phases.last = phases.offsets[i + 1]!
+    found.length = 0
+    const spelling = checkPatternIdentity(c, found)
+    // A row of the same dictionary entries as the last row whose tiling was right is right too.
+    const pk = pinKeyEntry ? pinKeyEntry[i]! : -1
+    const pn = pinEntry ? pinEntry[i]! : -1
+    const tg = groupEntry ? groupEntry[i]! : -1
+    if (pk < 0 || pn < 0 || tg < 0 || pk !== good[0] || pn !== good[1] || tg !== good[2]) {
+      const before = found.length
+      tilingFindings(columns.pinKey.text(i), columns.pin.text(i), tilingGroup.text(i), tilings, found)
+      const right = found.length === before
+      good[0] = right ? pk : -1
+      good[1] = right ? pn : -1
+      good[2] = right ? tg : -1
+    }
+    const classGood = classGroup.equals(i, columns.class, i)
+    if (found.length === 0 && spelling === 'ours' && classGood) return
+    const target = `pattern:${columns.id.text(i)}`
+    for (const f of found) out.push(failure(f.code, target, f.detail))
+    if (spelling === 'unknown') out.push(note(IDENTITY_CODES.identityUnknown, target, 'its identity is not in our spelling of jetcarp-pattern-v3: only its id is checked against it'))
+    if (!classGood) out.push(failure(ROW_CODES.partitionMismatch, target, `class_group ${quote(classGroup.text(i))} is not its class ${quote(columns.class.text(i))}`))
+  }
+}

@@ -1,0 +1,282 @@
+/**
+ * Parts checked on worker threads (check-tables.ts). A part's object check and its rows (check-part.ts) run
+ * on one of up to `threads` threads while the calling thread walks the indexes, and the calling thread takes
+ * the issues back in the order it gave the parts, so a check reports exactly what it reports on one thread.
+ * A thread sends issues in chunks and runs at most a few chunks ahead of the caller, so a part with an issue
+ * on every row waits for its turn rather than filling memory. Threads start with the first part given to
+ * them, and are kept, unref'd, for the next check in the process: starting one and loading the reader costs
+ * a few hundred milliseconds.
+ *
+ * Only parts whose checks need nothing but the part and a snapshot of the tilings go to a thread: those of
+ * tables with a row hook (tilings, media, and at level 3 rules, verifications and patterns) are checked
+ * where the hook's state is.
+ */
+import { Worker } from 'node:worker_threads'
+import { PipeError } from '../../core/errors.js'
+import { siblingWorkerUrl } from '../../core/ordered-worker.js'
+import { SCHEMAS_BY_ID } from './table-schemas.js'
+import { checkPart, type PartOutcome, type RecordTiling } from './check-part.js'
+import { failure, objectProblem, type CheckIssue, type CheckLevel } from './check-run.js'
+
+/** A part as a thread is given it. */
+export interface PartJob {
+  rel: string
+  file: string
+  hash: string
+  bytes?: number
+  schemaId: string
+  partition?: Record<string, string>
+  listing?: { rows: number; first: string; last: string }
+  level: CheckLevel
+  /** Whether its object is still to be checked (no earlier read of the same path did). */
+  verify: boolean
+  /** The tilings a record's pin_key must name. */
+  tilings: [string, RecordTiling][]
+}
+
+export interface PartJobResult {
+  /** Whether the object was checked here, and passed. */
+  objectChecked: boolean
+  objectOk: boolean
+  outcome: PartOutcome
+}
+
+/** Issues a thread sends at once, and how many such chunks it may send before the caller has taken them. */
+const CHUNK_ISSUES = 256
+const CHUNKS_AHEAD = 4
+
+/** A part's checks, as a thread runs them: its object (unless checked before), then its rows. */
+export async function* runPartJob(job: PartJob): AsyncGenerator<CheckIssue, PartJobResult> {
+  if (job.verify) {
+    const problem = await objectProblem(job.file, job.rel, job.hash, job.level, job.bytes)
+    if (problem) {
+      yield failure(problem.code, job.rel, problem.detail)
+      return { objectChecked: true, objectOk: false, outcome: { opened: false, rows: 0, complete: false } }
+    }
+  }
+  const schema = SCHEMAS_BY_ID.get(job.schemaId)
+  if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
+  const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
+  const outcome = yield* checkPart(spec, { level: job.level, tilings: new Map(job.tilings) })
+  return { objectChecked: job.verify, objectOk: true, outcome }
+}
+
+type ToThread = { type: 'part'; id: number; job: PartJob } | { type: 'more'; id: number }
+type FromThread =
+  | { type: 'issues'; id: number; issues: CheckIssue[] }
+  | { type: 'done'; id: number; result: PartJobResult }
+  | { type: 'failed'; id: number; code: string; message: string }
+
+/** A part given to the pool: its issues and result, as they come back. */
+export class PendingPart {
+  thread: Thread | undefined
+  private readonly chunks: CheckIssue[][] = []
+  private result: PartJobResult | undefined
+  private failure: PipeError | undefined
+  private wake: (() => void) | undefined
+
+  constructor(
+    readonly id: number,
+    readonly job: PartJob,
+    /** Issues that go out before the part's own (its partition's, found by the caller). */
+    private readonly before: readonly CheckIssue[],
+  ) {}
+
+  /** Its issues, in order; then its result. Throws if its thread fails. */
+  async *issues(): AsyncGenerator<CheckIssue, PartJobResult> {
+    yield* this.before
+    for (;;) {
+      const chunk = this.chunks.shift()
+      if (chunk) {
+        if (!this.result) this.thread?.send({ type: 'more', id: this.id })
+        yield* chunk
+        continue
+      }
+      if (this.failure) throw this.failure
+      if (this.result) return this.result
+      await new Promise<void>((resolve) => { this.wake = resolve })
+    }
+  }
+
+  /** @internal The thread's messages. */
+  receive(msg: FromThread): void {
+    if (msg.type === 'issues') this.chunks.push(msg.issues)
+    else if (msg.type === 'done') this.result = msg.result
+    else this.fail(new PipeError(msg.code, msg.message))
+    this.notify()
+  }
+
+  /** @internal */
+  fail(err: PipeError): void {
+    this.failure ??= err
+    this.notify()
+  }
+
+  private notify(): void {
+    const wake = this.wake
+    this.wake = undefined
+    wake?.()
+  }
+}
+
+const WORKER_URL = siblingWorkerUrl(import.meta.url, 'check-pool-worker')
+/**
+ * A thread's heap. A row group's vectors and the rows built from them take a few tens of MB; the old
+ * generation is kept near that, as ordered-worker.ts explains, with room for a part with large row groups.
+ */
+const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 32 }
+
+/**
+ * Parts a thread is given at once: while it checks one, the next one's file is read and hashed (the reads
+ * run on libuv's threads), rather than the thread waiting for it after each part.
+ */
+const PARTS_PER_THREAD = 2
+
+class Thread {
+  readonly jobs = new Map<number, PendingPart>()
+  /** The pool it works for (none while it waits, idle, for the next check). */
+  pool: CheckPool | undefined
+  dead = false
+  readonly worker = new Worker(WORKER_URL, { resourceLimits: RESOURCE_LIMITS })
+
+  constructor() {
+    this.worker.on('message', (msg: FromThread) => {
+      const job = this.jobs.get(msg.id)
+      if (!job) return
+      job.receive(msg)
+      if (msg.type === 'issues') return
+      this.jobs.delete(msg.id)
+      this.pool?.dispatch()
+    })
+    this.worker.on('error', (err) => this.failAll(new PipeError('internal.worker-failed', `check thread failed: ${err.message}`, { cause: err })))
+    this.worker.on('exit', () => {
+      this.dead = true
+      const at = idle.indexOf(this)
+      if (at >= 0) idle.splice(at, 1)
+      this.failAll(new PipeError('internal.worker-failed', 'check thread stopped unexpectedly'))
+    })
+  }
+
+  send(msg: ToThread): void {
+    this.worker.postMessage(msg)
+  }
+
+  private failAll(err: PipeError): void {
+    for (const job of this.jobs.values()) job.fail(err)
+  }
+}
+
+/** Threads that finished their check, or were started ahead of one, for the next check in this process. */
+const idle: Thread[] = []
+
+/**
+ * Starts `n` threads for a check about to begin, unref'd (unused, they do not keep the process): they load
+ * the checker while the caller starts the check, instead of after it has found its first part.
+ */
+export function startThreads(n: number): void {
+  while (idle.length < n) {
+    const thread = new Thread()
+    thread.worker.unref()
+    idle.push(thread)
+  }
+}
+
+/** Parts' ids, unique in the process: a thread kept for the next check must not take an old credit for a new part. */
+let nextId = 0
+
+export class CheckPool {
+  private readonly threads: Thread[] = []
+  private readonly queue: PendingPart[] = []
+
+  constructor(private readonly size: number) {}
+
+  /** Gives a part to the next free thread; take its issues with `issues()`, in the order parts were given. */
+  submit(job: PartJob, before: readonly CheckIssue[] = []): PendingPart {
+    const part = new PendingPart(nextId++, job, before)
+    this.queue.push(part)
+    this.dispatch()
+    return part
+  }
+
+  /** Stops threads that are still working (a check that ended early) and keeps the others for the next check. */
+  async close(): Promise<void> {
+    this.queue.length = 0
+    const threads = this.threads.splice(0)
+    await Promise.all(threads.map(async (t) => {
+      t.pool = undefined
+      if (t.jobs.size > 0 || t.dead) {
+        t.jobs.clear()
+        await t.worker.terminate()
+        return
+      }
+      t.worker.unref()
+      idle.push(t)
+    }))
+  }
+
+  /** @internal Starts queued parts on free threads. */
+  dispatch(): void {
+    while (this.queue.length > 0) {
+      // The least busy thread; a new one while every thread has a part and there may be more.
+      const alive = this.threads.filter((t) => !t.dead)
+      let thread = alive.reduce<Thread | undefined>((best, t) => (!best || t.jobs.size < best.jobs.size ? t : best), undefined)
+      if ((!thread || thread.jobs.size > 0) && alive.length < this.size) {
+        thread = idle.pop() ?? new Thread()
+        thread.worker.ref()
+        thread.pool = this
+        this.threads.push(thread)
+      }
+      if (!thread || thread.jobs.size >= PARTS_PER_THREAD) return
+      const part = this.queue.shift()!
+      thread.jobs.set(part.id, part)
+      part.thread = thread
+      thread.send({ type: 'part', id: part.id, job: part.job })
+    }
+  }
+}
+
+/** The thread's side: its parts' issues in chunks, never more than CHUNKS_AHEAD of a part's untaken. */
+export function servePartJobs(port: { on(event: 'message', f: (msg: ToThread) => void): void; postMessage(msg: FromThread): void }): void {
+  const jobs = new Map<number, { ahead: number; wake: (() => void) | undefined }>()
+  const send = async (id: number, issues: CheckIssue[]): Promise<void> => {
+    port.postMessage({ type: 'issues', id, issues })
+    const credit = jobs.get(id)!
+    credit.ahead++
+    while (credit.ahead >= CHUNKS_AHEAD) await new Promise<void>((resolve) => { credit.wake = resolve })
+  }
+  const run = async (id: number, job: PartJob): Promise<void> => {
+    jobs.set(id, { ahead: 0, wake: undefined })
+    try {
+      const issues = runPartJob(job)
+      let chunk: CheckIssue[] = []
+      for (let next = await issues.next(); ; next = await issues.next()) {
+        if (next.done) {
+          if (chunk.length > 0) port.postMessage({ type: 'issues', id, issues: chunk })
+          port.postMessage({ type: 'done', id, result: next.value })
+          return
+        }
+        chunk.push(next.value)
+        if (chunk.length >= CHUNK_ISSUES) {
+          await send(id, chunk)
+          chunk = []
+        }
+      }
+    } catch (err) {
+      port.postMessage({ type: 'failed', id, code: err instanceof PipeError ? err.code : 'internal.worker-failed', message: err instanceof Error ? err.message : String(err) })
+    } finally {
+      jobs.delete(id)
+    }
+  }
+  port.on('message', (msg) => {
+    if (msg.type === 'part') {
+      void run(msg.id, msg.job)
+      return
+    }
+    const credit = jobs.get(msg.id)
+    if (!credit) return
+    credit.ahead--
+    const wake = credit.wake
+    credit.wake = undefined
+    wake?.()
+  })
+}

@@ -1,0 +1,276 @@
+/**
+ * Level 1 on records' ids and identity texts ("Ids"; identity.ts gives our spelling of the lines). A
+ * pattern's cells are checked where they lie, as UTF-8 bytes and typed arrays of a decoded part
+ * (parquet-vectors.ts): hashing its identity and comparing its lines with its columns needs no string, and
+ * its typed phases are matched against the phases= line number by number, with no text built for them.
+ * Ants and Quick Start entries are checked on their rows.
+ */
+import { hash } from 'node:crypto'
+import { antId, IDENTITY_CODES, PATTERN_SCHEME, quickstartId } from './identity.js'
+
+export interface IdentityFinding { code: string; detail: string }
+
+/** A text cell: its UTF-8 bytes, bytes[start, end). */
+export interface TextCell { bytes: Buffer; start: number; end: number }
+
+/** A pattern's typed phases: phases first to last - 1, phase q's cells i, j, k, s[cellOffsets[q] ... cellOffsets[q + 1]). */
+export interface TypedPhases {
+  first: number
+  last: number
+  cellOffsets: Int32Array
+  i: Int32Array
+  j: Int32Array
+  k: Int32Array
+  s: Int32Array
+}
+
+/** The cells of a pattern row that its id and identity lines are checked against. */
+export interface PatternCells {
+  id: TextCell
+  identity: TextCell
+  pin: TextCell
+  pinKey: TextCell
+  model: TextCell
+  neighbourhood: TextCell
+  class: TextCell
+  canonical: TextCell
+  stepsPerGen: number
+  /** A number where it is a safe integer, as most are: a bigint costs an allocation a row. */
+  period: number | bigint
+  dx: number
+  dy: number
+  phases: TypedPhases
+}
+
+const text = (c: TextCell): string => c.bytes.toString('utf8', c.start, c.end)
+
+const sameText = (a: TextCell, b: Uint8Array, start: number, end: number): boolean => {
+  const ab = a.bytes
+  const aEnd = a.end
+  if (aEnd - a.start !== end - start) return false
+  for (let x = a.start, y = start; x < aEnd; x++, y++) if (ab[x] !== b[y]) return false
+  return true
+}
+
+/**
+ * Where the decimal text of integer v (as JS writes it: a minus sign, no leading zeros) ends if it starts
+ * at b[p], or -1 when the bytes there are not that text.
+ */
+function spellsInteger(b: Uint8Array, p: number, end: number, v: number): number {
+  // One digit, as most cells' coordinates and states are.
+  if (v >= 0 && v < 10) return p < end && b[p] === 0x30 + v ? p + 1 : -1
+  if (v < 0) {
+    if (p >= end || b[p] !== 0x2d) return -1
+    p++
+    v = -v
+  }
+  let digits = 1
+  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++
+  if (p + digits > end) return -1
+  for (let q = p + digits - 1; q >= p; q--) {
+    if (b[q] !== 0x30 + (v % 10)) return -1
+    v = Math.floor(v / 10)
+  }
+  return p + digits
+}
+
+const SCHEME = Buffer.from(PATTERN_SCHEME)
+const SCHEME_CELL: TextCell = { bytes: SCHEME, start: 0, end: SCHEME.length }
+/** The lines checked against columns, in the order their findings come. */
+const LINES = ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'canonical', 'phases'] as const
+const LINE_KEYS = LINES.map((l) => Buffer.from(l))
+// Their indexes in LINES, for lineKey.
+const [LINE_TILING, LINE_MODEL, LINE_NB, LINE_STEPS, LINE_CLASS, LINE_PERIOD, LINE_D, LINE_CANONICAL, PHASES] = [0, 1, 2, 3, 4, 5, 6, 7, 8] as const
+
+/** Scratch space for identity + "\n" + pin, grown as needed (a cell is at most 1 MiB), and its views by length up to 4 KiB. */
+let scratch = Buffer.allocUnsafe(4096)
+let views: Buffer[] = []
+
+/** The SHA-256 (hex) of text + "\n" + pin, from the cells' bytes. */
+function contentDigest(textCell: TextCell, pin: TextCell): string {
+  const t = textCell.end - textCell.start
+  const n = t + 1 + pin.end - pin.start
+  if (scratch.length < n) {
+    scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length))
+    views = []
+  }
+  textCell.bytes.copy(scratch, 0, textCell.start, textCell.end)
+  scratch[t] = 0x0a
+  pin.bytes.copy(scratch, t + 1, pin.start, pin.end)
+  return hash('sha256', n <= 4096 ? (views[n] ??= scratch.subarray(0, n)) : scratch.subarray(0, n), 'hex')
+}
+
+/** Whether an id cell is the first 32 digits of a digest. */
+function isIdOf(id: TextCell, digest: string): boolean {
+  const { bytes, start } = id
+  if (id.end - start !== 32) return false
+  for (let x = 0; x < 32; x++) if (bytes[start + x] !== digest.charCodeAt(x)) return false
+  return true
+}
+
+/** The lines that copy a text column, and its cell; the others are numbers (steps, period, d) or the phases. */
+const TEXT_CELLS = LINES.map((l) => ({ tiling: 'pinKey', model: 'model', nb: 'neighbourhood', class: 'class', canonical: 'canonical' } as const)[l as 'tiling'])
+
+/** Whether line n of LINES (its value at b[start, end)) says what the pattern's column says. */
+function lineMatches(c: PatternCells, n: number, b: Buffer, start: number, end: number): boolean {
+  const cell = TEXT_CELLS[n]
+  if (cell) return sameText(c[cell], b, start, end)
+  switch (LINES[n]) {
+    case 'steps':
+      return spellsInteger(b, start, end, c.stepsPerGen) === end
+    case 'period':
+      return typeof c.period === 'number' ? spellsInteger(b, start, end, c.period) === end : b.toString('utf8', start, end) === String(c.period)
+    case 'd': {
+      const comma = spellsInteger(b, start, end, c.dx)
+      return comma >= 0 && b[comma] === 0x2c && spellsInteger(b, comma + 1, end, c.dy) === end
+    }
+    default:
+      return spellsPhases(b, start, end, c.phases)
+  }
+}
+
+/** What a line's column says, for a finding (the phases have their own). */
+function columnText(c: PatternCells, n: number): string {
+  const cell = TEXT_CELLS[n]
+  if (cell) return text(c[cell])
+  return LINES[n] === 'd' ? `${c.dx},${c.dy}` : String(LINES[n] === 'steps' ? c.stepsPerGen : c.period)
+}
+
+/**
+ * Level 1 for a pattern: its id is the hash of its identity and pin; and where the identity is in our
+ * spelling (its first line the scheme, then `key=value` lines, no key twice), its tiling=, model=, nb=,
+ * steps=, class=, period=, d= and canonical= lines equal the columns and the typed phases equal the phases=
+ * line. An identity in another scheme or spelling states nothing checkable but its hash (the caller notes
+ * it: level 4 is JETCARP's). Findings are appended to `out`.
+ */
+export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): 'ours' | 'unknown' {
+  const digest = contentDigest(c.identity, c.pin)
+  if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, 32)})` })
+  const found = lineValues(c.identity)
+  if (!found) return 'unknown'
+  const b = c.identity.bytes
+  for (let n = 0; n < LINES.length; n++) {
+    const start = found[2 * n]!
+    const end = found[2 * n + 1]!
+    // Without a phases= line there is nothing to compare the typed phases with, and no finding.
+    if (start < 0) {
+      if (n !== PHASES) out.push({ code: IDENTITY_CODES.identityMalformed, detail: `the identity has no ${LINES[n]}= line` })
+    } else if (!lineMatches(c, n, b, start, end)) {
+      out.push(n === PHASES
+        ? { code: IDENTITY_CODES.phasesMismatch, detail: 'the typed phases differ from the phases= line' }
+        : { code: IDENTITY_CODES.identityColumn, detail: `${LINES[n]}= says ${JSON.stringify(b.toString('utf8', start, end))}, the column ${JSON.stringify(columnText(c, n))}` })
+    }
+  }
+  return 'ours'
+}
+
+/** lineValues' answer, reused: allocating a typed array per row cost more than finding the lines. */
+const lineBounds = new Int32Array(2 * LINES.length)
+
+/**
+ * Where the value of each of LINES is in an identity (start and end; -1 when it has no such line), or null
+ * when the identity is not in our spelling. The answer is good until the next call.
+ */
+function lineValues(identity: TextCell): Int32Array | null {
+  const b = identity.bytes
+  const end = identity.end
+  let nl = identity.start + SCHEME.length
+  if (nl > end || !sameText(SCHEME_CELL, b, identity.start, nl) || (nl < end && b[nl] !== 0x0a)) return null
+  const found = lineBounds
+  for (let n = 0; n < LINES.length; n++) found[2 * n] = -1
+  let others: Set<string> | undefined
+  while (nl < end) {
+    const start = nl + 1
+    let eq = start
+    while (eq < end && b[eq] !== 0x3d && b[eq] !== 0x0a) eq++
+    if (eq === start || eq === end || b[eq] === 0x0a) return null
+    const n = lineKey(b, start, eq)
+    // A short value's end byte by byte; a long one's (phases, canonical, lines we do not know) natively.
+    if (n === PHASES || n === LINE_CANONICAL || n < 0) {
+      const at = b.indexOf(0x0a, eq + 1)
+      nl = at < 0 || at > end ? end : at
+    } else {
+      nl = eq + 1
+      while (nl < end && b[nl] !== 0x0a) nl++
+    }
+    if (n < 0) {
+      const key = b.toString('utf8', start, eq)
+      if ((others ??= new Set()).has(key)) return null
+      others.add(key)
+    } else {
+      if (found[2 * n]! >= 0) return null
+      found[2 * n] = eq + 1
+      found[2 * n + 1] = nl
+    }
+  }
+  return found
+}
+
+/** Which of LINES the key b[start, end) is, or -1: the one its length and a letter allow, if its bytes are that. */
+function lineKey(b: Uint8Array, start: number, end: number): number {
+  let n: number
+  switch (end - start) {
+    case 1:
+      n = LINE_D
+      break
+    case 2:
+      n = LINE_NB
+      break
+    case 5:
+      n = b[start] === 0x6d ? LINE_MODEL : b[start] === 0x73 ? LINE_STEPS : LINE_CLASS
+      break
+    case 6:
+      n = b[start] === 0x74 ? LINE_TILING : b[start + 1] === 0x65 ? LINE_PERIOD : PHASES
+      break
+    case 9:
+      n = LINE_CANONICAL
+      break
+    default:
+      return -1
+  }
+  const key = LINE_KEYS[n]!
+  for (let x = 0; x < key.length; x++) if (key[x] !== b[start + x]) return -1
+  return n
+}
+
+/** Whether b[start, end) is exactly the phases= text of the typed phases: cells `i,j,k,s` joined by spaces, phases by `;`. */
+function spellsPhases(b: Uint8Array, start: number, end: number, t: TypedPhases): boolean {
+  let p = start
+  for (let q = t.first; q < t.last; q++) {
+    if (q > t.first) {
+      if (b[p] !== 0x3b || p >= end) return false
+      p++
+    }
+    const from = t.cellOffsets[q]!
+    const to = t.cellOffsets[q + 1]!
+    for (let x = from; x < to; x++) {
+      if (x > from) {
+        if (b[p] !== 0x20 || p >= end) return false
+        p++
+      }
+      p = spellsInteger(b, p, end, t.i[x]!)
+      if (p < 0 || b[p] !== 0x2c) return false
+      p = spellsInteger(b, p + 1, end, t.j[x]!)
+      if (p < 0 || b[p] !== 0x2c) return false
+      p = spellsInteger(b, p + 1, end, t.k[x]!)
+      if (p < 0 || b[p] !== 0x2c) return false
+      p = spellsInteger(b, p + 1, end, t.s[x]!)
+      if (p < 0) return false
+    }
+  }
+  return p === end
+}
+
+/** Level 1 for an ant row: its id is `ant-` and the hash of its identity and pin. */
+export function checkAntRow(row: { id: unknown; identity: unknown; pin: unknown }): IdentityFinding[] {
+  if (typeof row.identity !== 'string' || typeof row.pin !== 'string' || typeof row.id !== 'string') return [{ code: IDENTITY_CODES.identityMalformed, detail: 'id, identity and pin must be strings' }]
+  const expected = antId(row.identity, row.pin)
+  return row.id === expected ? [] : [{ code: IDENTITY_CODES.idMismatch, detail: `id ${row.id} is not ant- and the hash of its identity and pin (${expected})` }]
+}
+
+/** Level 1 for a Quick Start row: its id is `qs-` and the hash of its scene and pin. */
+export function checkQuickstartRow(row: { id: unknown; scene: unknown; pin: unknown }): IdentityFinding[] {
+  if (typeof row.scene !== 'string' || typeof row.pin !== 'string' || typeof row.id !== 'string') return [{ code: IDENTITY_CODES.identityMalformed, detail: 'id, scene and pin must be strings' }]
+  const expected = quickstartId(row.scene, row.pin)
+  return row.id === expected ? [] : [{ code: IDENTITY_CODES.idMismatch, detail: `id ${row.id} is not qs- and the hash of its scene and pin (${expected})` }]
+}

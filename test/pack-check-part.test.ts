@@ -1,0 +1,159 @@
+/**
+ * A part's rows checked on their vectors (src/formats/pack/check-part.ts): row groups whose times, floats
+ * or partition values might break a row rule have their rows validated, each finding on its row.
+ *
+ * Parts checked on worker threads (src/formats/pack/check-pool.ts): a thread's findings carry their level,
+ * code and target; a hostile part is a refusal there too, as is an object that does not hash; a part with
+ * thousands of findings comes back whole and in order, though a thread may run only a few chunks ahead; a
+ * failure on a thread fails the check rather than losing the part. And checkPack gives the same issues, in
+ * the same order, with the same counts, whether its parts are checked on threads or not.
+ */
+import { createHash } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { checkPart } from '../src/formats/pack/check-part.js'
+import { CheckPool, type PartJob, type PartJobResult } from '../src/formats/pack/check-pool.js'
+import { PackChecker, type CheckIssue } from '../src/formats/pack/check.js'
+import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
+import { PACK_TABLES, type TableSchema } from '../src/formats/pack/table-schemas.js'
+import { LIFE } from '../src/sim/pack-records.js'
+import { BLOCK, buildStore, cleanRows, inflatedPart, patternRow, type Row } from './pack-check-fixtures.js'
+
+const require = createRequire(import.meta.url)
+const { parquetWriteBuffer } = require('hyparquet-writer') as typeof import('hyparquet-writer')
+
+const dir = await mkdtemp(join(tmpdir(), 'pack-check-pool-'))
+t.teardown(() => rm(dir, { recursive: true, force: true }))
+let files = 0
+
+async function save(bytes: Uint8Array): Promise<{ file: string; hash: string; bytes: number }> {
+  const file = join(dir, `f${files++}.parquet`)
+  await writeFile(file, bytes)
+  return { file, hash: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, bytes: bytes.length }
+}
+
+const job = (o: Partial<PartJob> & { file: string; hash: string }): PartJob => ({ rel: 'objects/part.parquet', schemaId: PACK_TABLES.rules.schemaId, level: 1, verify: true, tilings: [], ...o })
+
+async function take(pool: CheckPool, j: PartJob): Promise<{ issues: CheckIssue[]; result: PartJobResult }> {
+  const issues: CheckIssue[] = []
+  const part = pool.submit(j).issues()
+  for (let next = await part.next(); ; next = await part.next()) {
+    if (next.done) return { issues, result: next.value }
+    issues.push(next.value)
+  }
+}
+
+/** `n` block patterns (each its own row: the cells moved along), every id wrong: a finding per row. */
+async function wrongIds(n: number): Promise<{ file: string; hash: string; bytes: number; rows: Row[] }> {
+  const rows = Array.from({ length: n }, (_, i) => ({ ...patternRow(LIFE, BLOCK.map(([x, y]) => [x! + i, y!])), id: createHash('sha256').update(`row ${i}`).digest('hex').slice(0, 32) }))
+  const w = new PackPartWriter(PACK_TABLES.patterns, { dir, partition: { class_group: 'still_life', tiling_group: 'square' }, encodeOnThread: false })
+  const sorted = [...rows].sort((a, b) => (String(a.id) < String(b.id) ? -1 : 1))
+  await w.write(sorted)
+  const [part] = await w.finish()
+  return { ...(await save(await readFile(part!.path))), rows: sorted }
+}
+
+t.test('on a thread: a hostile part is refused, an object that does not hash too, each finding at its level on its part', async (t) => {
+  const pool = new CheckPool(2)
+  t.teardown(() => pool.close())
+  const hostile = await save(inflatedPart(1 << 20))
+  const refused = await take(pool, job(hostile))
+  t.same(refused.issues.map((i) => [i.level, i.code, i.target, i.note]), [[0, 'pack.parquet-decompressed-too-large', 'objects/part.parquet', false]])
+  t.same(refused.result, { objectChecked: true, objectOk: true, outcome: { opened: false, rows: 0, complete: false } }, 'its object is good, the part does not open')
+
+  const other = await take(pool, job({ ...hostile, hash: `sha256:${'0'.repeat(64)}` }))
+  t.same(other.issues.map((i) => [i.level, i.code, i.target]), [[1, 'pack.object-hash-mismatch', 'objects/part.parquet']])
+  t.same(other.result, { objectChecked: true, objectOk: false, outcome: { opened: false, rows: 0, complete: false } })
+
+  const longer = await take(pool, job({ ...hostile, bytes: hostile.bytes - 1 }))
+  t.same(longer.issues.map((i) => i.code), ['pack.object-size-mismatch'], 'a size other than the index states')
+})
+
+t.test('a part with a finding on each of 3,000 rows comes back whole and in order', async (t) => {
+  const part = await wrongIds(3000)
+  const tilings: PartJob['tilings'] = [['square', { pin: String(part.rows[0]!.pin), tilingGroup: 'square' }]]
+  const pool = new CheckPool(2)
+  t.teardown(() => pool.close())
+  // Two at once, so that one thread runs ahead while the other's issues are taken.
+  const jobs = [0, 1].map(() => job({ ...part, schemaId: PACK_TABLES.patterns.schemaId, tilings, partition: { class_group: 'still_life', tiling_group: 'square' } }))
+  const pending = jobs.map((j) => pool.submit(j))
+  for (const p of pending) {
+    const issues: CheckIssue[] = []
+    const it = p.issues()
+    let next = await it.next()
+    for (; !next.done; next = await it.next()) issues.push(next.value)
+    t.equal(issues.length, 3000, 'every finding')
+    t.same(issues.map((i) => i.target), part.rows.map((r) => `pattern:${String(r.id)}`), 'in row order, each on its pattern')
+    t.ok(issues.every((i) => i.level === 1 && i.code === 'pack.id-mismatch' && !i.note))
+    t.same(next.value.outcome, { opened: true, rows: 3000, complete: true })
+  }
+  const inline: CheckIssue[] = []
+  const spec = { rel: jobs[0]!.rel, file: part.file, schema: PACK_TABLES.patterns, partition: jobs[0]!.partition! }
+  for await (const i of checkPart(spec, { level: 1, tilings: new Map(tilings) })) inline.push(i)
+  const threaded = await take(pool, jobs[0]!)
+  t.same(threaded.issues, inline, 'what checkPart gives on this thread')
+})
+
+t.test('a failure on a thread fails the check', async (t) => {
+  const pool = new CheckPool(1)
+  t.teardown(() => pool.close())
+  const part = await save(inflatedPart(1 << 20))
+  await t.rejects(take(pool, job({ ...part, schemaId: 'jetcarp-nothing 1' })), { code: 'internal.schema-unknown' })
+  t.same((await take(pool, job(part))).issues.map((i) => i.code), ['pack.parquet-decompressed-too-large'], 'and the pool goes on with the next part')
+})
+
+t.test('checkPack on threads: the same issues in the same order, and the same counts', async (t) => {
+  const rows = cleanRows({ aperiodic: true })
+  const glider = rows.patterns!.find((p) => p.class === 'spaceship')!
+  glider.id = '0'.repeat(32)
+  rows.quickstart![0]!.pin = '1'.repeat(32)
+  const store = await buildStore(join(dir, 'store'), { rows, rowGroupRows: 1 })
+  for (const level of [0, 1, 2, 3] as const) {
+    const run = async (threads: number) => {
+      const checker = new PackChecker(store.dir, { level, threads, threadPartBytes: 0 })
+      const issues: CheckIssue[] = []
+      for await (const i of checker.run()) issues.push(i)
+      return { issues, stats: checker.stats }
+    }
+    const [here, threaded] = [await run(0), await run(2)]
+    t.same(threaded, here, `level ${level}`)
+    if (level === 1) t.ok(here.issues.some((i) => i.code === 'pack.id-mismatch' && i.target === `pattern:${'0'.repeat(32)}`) && here.issues.some((i) => i.code === 'pack.record-pin-mismatch'), 'the damage is found')
+  }
+})
+
+t.test('rows whose times, floats or partition values break the row rules are found among valid ones', async (t) => {
+  const schema: TableSchema = {
+    name: 'test', schemaId: 'jetcarp-test 1', kind: 'event', sortColumns: ['n'], partitionColumns: ['g'], ourChoice: false,
+    columns: [
+      { name: 'n', type: { kind: 'int32' }, nullable: false },
+      { name: 'at', type: { kind: 'time' }, nullable: false },
+      { name: 'x', type: { kind: 'float64' }, nullable: true },
+      { name: 'g', type: { kind: 'string' }, nullable: false },
+    ],
+  }
+  const n = 40
+  const at = (i: number) => (i === 7 ? 'yesterday' : '2026-11-11T00:00:00Z')
+  const x = (i: number) => (i === 21 ? Number.NaN : i === 30 ? null : i / 3)
+  const g = (i: number) => (i === 33 ? 'Other' : 'one')
+  const part = await save(new Uint8Array(parquetWriteBuffer({
+    columnData: [
+      { name: 'n', data: Array.from({ length: n }, (_, i) => (i === 12 ? 11 - 5 : i)), type: 'INT32', nullable: false },
+      { name: 'at', data: Array.from({ length: n }, (_, i) => at(i)), type: 'STRING', nullable: false },
+      { name: 'x', data: Array.from({ length: n }, (_, i) => x(i)), type: 'DOUBLE' },
+      { name: 'g', data: Array.from({ length: n }, (_, i) => g(i)), type: 'STRING', nullable: false },
+    ],
+    rowGroupSize: 10,
+  })))
+  const issues: CheckIssue[] = []
+  for await (const i of checkPart({ rel: 'p', file: part.file, schema, partition: { g: 'one' } }, { level: 1, tilings: new Map() })) issues.push(i)
+  t.same(issues.map((i) => [i.code, i.target]), [
+    ['pack.table-time-invalid', 'p row 7'],
+    ['pack.parquet-rows-unsorted', 'p row 12'],
+    ['pack.table-row-invalid', 'p row 21'],
+    ['pack.partition-value-invalid', 'p row 33'],
+  ], 'each on its row, in row order, among row groups with nothing to find')
+  t.match(issues[2], { level: 1, detail: /^x: expected a finite float64, got NaN$/ })
+})

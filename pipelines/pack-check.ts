@@ -69,6 +69,11 @@ export const packCheckPipeline = definePipeline({
     ]
   },
   formatFinding: (f) => `${String(f.target)}: ${f.code} [level ${String(f.level)}]: ${f.detail}`,
+  // Published in the issue that defined pack-check; the counts and notes stay in the text report.
+  jsonReport: {
+    finding: (f) => ({ level: f.level, code: f.code, target: f.target, detail: f.detail }),
+    summary: ['level'],
+  },
 })
 
 /** Registers the pack-check stage and pipeline. */

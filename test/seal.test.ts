@@ -161,6 +161,8 @@ t.test('trades: layout, raw file, tables, clock, verify', async (t) => {
     t.ok((rep.gap_free_runs ?? []).length >= 2, 'gap-free runs for both instruments')
   }
   t.same(h.manifest.completeness, { status: 'complete', reasons: [] })
+  t.notOk('unrepresentable_frames' in h.manifest, 'unrepresentable_frames is absent when empty')
+  t.notOk('conflicts' in h.manifest, 'conflicts is absent when there are none')
   t.equal(h.manifest.previous_manifest_blake3, null, 'the chain starts here')
 
   // The trades table: one row per trade frame, raw_index and receive_time of its line.
@@ -248,6 +250,7 @@ t.test('every hour gets a manifest: quiet hour complete, unrecorded hour missing
   const m = (await readHour(r.dir)).manifest
   t.same(m.completeness, { status: 'missing', reasons: ['recorder_down'] })
   t.same(m.replicas.map((x) => x.covered_ns), [0, 0])
+  t.same(m.replicas.map((x) => 'gap_free_runs' in x), [false, false], 'gap_free_runs is absent when the replica states no run')
   await expectVerified(t, empty.root)
 })
 

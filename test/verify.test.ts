@@ -195,6 +195,19 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     const number = await oneHour({ edit: (m) => { (m.sequence_gaps as unknown[]) = [{ instrument: 'BTCUSDT', after_id: 100, before_id: '102' }] } })
     includes(t, (await verify([number.root])).findings, ['1 manifest.field'])
   })
+  t.test('unrepresentable_frames, conflicts and gap_free_runs are absent when empty, never []', async (t) => {
+    for (const [member, edit] of [
+      ['unrepresentable_frames', (m) => { m.unrepresentable_frames = [] }],
+      ['conflicts', (m) => { m.conflicts = [] }],
+      ['replicas[0].gap_free_runs', (m) => { m.replicas[0]!.gap_free_runs = [] }],
+    ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+      const r = await verify([(await oneHour({ edit })).root])
+      exactly(t, r.findings, ['1 manifest.field'])
+      t.equal(r.findings[0]!.detail, `${member}: absent when empty, not []`)
+    }
+    const alsoWrong = await oneHour({ edit: (m) => { m.replicas[0]!.gap_free_runs = []; m.replicas[0]!.clock!.unbounded = 5 } })
+    exactly(t, (await verify([alsoWrong.root])).findings, ['1 manifest.field', '8 clock.summary'], 'the replica entry is still checked')
+  })
   t.test('checkManifestBytes reports duplicate keys as not canonical', async (t) => {
     const c = checkManifestBytes(Buffer.from('{"format_version":1,"format_version":1}'), 'daily')
     t.equal(c.findings[0]?.code, 'manifest.not-canonical')

@@ -206,7 +206,7 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
       t.equal(r.findings[0]!.detail, `${member}: absent when empty, not []`)
     }
     const alsoWrong = await oneHour({ edit: (m) => { m.replicas[0]!.gap_free_runs = []; m.replicas[0]!.clock!.unbounded = 5 } })
-    exactly(t, (await verify([alsoWrong.root])).findings, ['1 manifest.field', '8 clock.summary'], 'the replica entry is still checked')
+    exactly(t, (await verify([alsoWrong.root])).findings, ['1 manifest.field', '8 clock.summary'])
   })
   t.test('checkManifestBytes reports duplicate keys as not canonical', async (t) => {
     const c = checkManifestBytes(Buffer.from('{"format_version":1,"format_version":1}'), 'daily')

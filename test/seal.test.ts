@@ -330,6 +330,32 @@ t.test('conflicts: one trade id carried with different values', async (t) => {
   await expectVerified(t, root)
 })
 
+t.test('conflicts: side, size or exchange_time differing is a conflict; a field the tables do not hold is not', async (t) => {
+  const { journal, root } = await fresh('conflict-fields')
+  const at = (i: number) => H + BigInt(2 + i) * S
+  const ms = (i: number) => Number(at(i) / MS) - 2
+  const variants: [string, string][] = [
+    [tradePayload(at(0), 7), tradePayload(at(0), 7).replace('"m":false', '"m":true')],
+    [tradePayload(at(1), 8), tradePayload(at(1), 8, { qty: '0.26000000' })],
+    [tradePayload(at(2), 9), tradePayload(at(2), 9).replace(`"T":${ms(2)}`, `"T":${ms(2) - 5}`)],
+    [tradePayload(at(3), 10), tradePayload(at(3), 10).replace('"M":true', '"M":false')],
+  ]
+  await buildJournal(journal, byTime([
+    ...connect('a', 'a-1', H - 3n * S), ...connect('b', 'b-1', H - 3n * S),
+    ...variants.flatMap(([a, b], i) => [ev.frame('a', 'a-1', at(i), a), ev.frame('b', 'b-1', at(i) + MS, b)]),
+  ]))
+  const h = await readHour((await seal(root, journal, H)).dir)
+  t.equal(h.lines.length, 8, 'different bytes: a line per receipt')
+  const line = (i: number) => ({ raw_index: i, blake3: b3(h.lines[i]!) })
+  t.same(h.manifest.conflicts, [
+    { instrument: 'BTCUSDT', trade_id: '7', lines: [line(0), line(1)] },
+    { instrument: 'BTCUSDT', trade_id: '8', lines: [line(2), line(3)] },
+    { instrument: 'BTCUSDT', trade_id: '9', lines: [line(4), line(5)] },
+  ])
+  t.equal(h.manifest.replica_agreement.conflict, 3)
+  await expectVerified(t, root)
+})
+
 t.test('reconnects: both replicas vs one', async (t) => {
   const both = await fresh('reconnect-both')
   await buildJournal(both.journal, sim({

@@ -158,6 +158,13 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     exactly(t, r.findings, ['1 manifest.field'])
     t.match(r.findings[0]!.detail, /replica_agreement: missing/)
   })
+  t.test('a completeness status or reason the format does not define', async (t) => {
+    for (const completeness of [{ status: 'partial', reasons: ['gremlins'] }, { status: 'done', reasons: [] }]) {
+      const r = await verify([(await oneHour({ edit: (m) => { (m as { completeness: unknown }).completeness = completeness } })).root])
+      exactly(t, r.findings, ['1 manifest.field'])
+      t.match(r.findings[0]!.detail, /^completeness\.(reasons\[0\]|status): /)
+    }
+  })
   t.test('not JSON', async (t) => {
     const { root, h } = await oneHour()
     await writeManifest(h.dir, h.manifest, key, Buffer.from(h.bytes.toString('utf8').slice(0, -1)))

@@ -48,6 +48,18 @@ t.test('a sequence break ends a run where the last frame was and starts the next
   t.same(cov.gapFreeRuns.map((r) => [r.start_time, r.end_time]), [[ts(H), ts(H + 7n * S + 1n)], [ts(H + 8n * S), ts(END)]])
 })
 
+t.test('a checksum failure and a resubscription break the run too, each for its own instruments', async (t) => {
+  const mismatch: JournalEvent = { kind: 'checksum-mismatch', replica: 'a', connection: 'a-1', time: H + 8n * S, instrument: 'ETHUSDT', expected: '1', computed: '2' }
+  const checksum = track('a', [sub('a-1', H, ['BTCUSDT', 'ETHUSDT']), frame('a-1', H + 7n * S), mismatch, frame('a-1', H + 9n * S)])
+  t.same(checksum.gapFreeRuns.map((r) => [r.instrument, r.start_time, r.end_time]).sort(), [
+    ['BTCUSDT', ts(H), ts(END)],
+    ['ETHUSDT', ts(H), ts(H + 7n * S + 1n)],
+    ['ETHUSDT', ts(H + 8n * S), ts(END)],
+  ])
+  const resubscribed = track('a', [sub('a-1', H), frame('a-1', H + 7n * S), sub('a-1', H + 8n * S), frame('a-1', H + 9n * S)])
+  t.same(resubscribed.gapFreeRuns.map((r) => [r.start_time, r.end_time]), [[ts(H), ts(H + 7n * S + 1n)], [ts(H + 8n * S), ts(END)]])
+})
+
 t.test('no replica running is recorder_down; both in reconnect windows is reconnect; one holding is neither', async (t) => {
   const down = track('a', [])
   t.same(uncoveredByBoth(down, { ...down, replica: 'b' }), { reconnect: false, destination: false, down: true })

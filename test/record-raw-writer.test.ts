@@ -37,3 +37,14 @@ t.test('a text frame that is not UTF-8 is kept byte for byte as base64', async (
   t.equal(doc.payload_encoding, 'base64')
   t.same([...Buffer.from(doc.payload, 'base64')], [0xc3, 0x28])
 })
+
+t.test('a binary frame is base64 even when its bytes are text; a text frame is verbatim', async (t) => {
+  const receipts = [{ replica: 'a' as const, connection: 'c', receiveTime: 0n }]
+  const bytes = Buffer.from('{"e":"trade"}')
+  const binary = JSON.parse(envelopeLine({ payload: bytes, binary: true, frameTime: 0n, receipts }, null))
+  t.equal(binary.payload_encoding, 'base64')
+  t.equal(binary.payload, bytes.toString('base64'))
+  const text = JSON.parse(envelopeLine({ payload: bytes, binary: false, frameTime: 0n, receipts }, null))
+  t.equal(text.payload_encoding, 'text')
+  t.equal(text.payload, '{"e":"trade"}')
+})

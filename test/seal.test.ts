@@ -161,6 +161,8 @@ t.test('trades: layout, raw file, tables, clock, verify', async (t) => {
     t.ok((rep.gap_free_runs ?? []).length >= 2, 'gap-free runs for both instruments')
   }
   t.same(h.manifest.completeness, { status: 'complete', reasons: [] })
+  t.notOk('unrepresentable_frames' in h.manifest, 'unrepresentable_frames is absent when empty')
+  t.notOk('conflicts' in h.manifest, 'conflicts is absent when there are none')
   t.equal(h.manifest.previous_manifest_blake3, null, 'the chain starts here')
 
   // The trades table: one row per trade frame, raw_index and receive_time of its line.
@@ -248,6 +250,7 @@ t.test('every hour gets a manifest: quiet hour complete, unrecorded hour missing
   const m = (await readHour(r.dir)).manifest
   t.same(m.completeness, { status: 'missing', reasons: ['recorder_down'] })
   t.same(m.replicas.map((x) => x.covered_ns), [0, 0])
+  t.same(m.replicas.map((x) => 'gap_free_runs' in x), [false, false], 'gap_free_runs is absent when the replica states no run')
   await expectVerified(t, empty.root)
 })
 
@@ -324,6 +327,32 @@ t.test('conflicts: one trade id carried with different values', async (t) => {
   t.same(h.envelopes.map((e) => e.receipts.map((r) => r.replica)), [['a'], ['b']], 'different bytes: two lines')
   t.same(h.manifest.replica_agreement, { both: 0, one_only: 2, conflict: 1 })
   t.same(h.manifest.conflicts, [{ instrument: 'BTCUSDT', trade_id: '7', lines: [{ raw_index: 0, blake3: b3(h.lines[0]!) }, { raw_index: 1, blake3: b3(h.lines[1]!) }] }])
+  await expectVerified(t, root)
+})
+
+t.test('conflicts: side, size or exchange_time differing is a conflict; a field the tables do not hold is not', async (t) => {
+  const { journal, root } = await fresh('conflict-fields')
+  const at = (i: number) => H + BigInt(2 + i) * S
+  const ms = (i: number) => Number(at(i) / MS) - 2
+  const variants: [string, string][] = [
+    [tradePayload(at(0), 7), tradePayload(at(0), 7).replace('"m":false', '"m":true')],
+    [tradePayload(at(1), 8), tradePayload(at(1), 8, { qty: '0.26000000' })],
+    [tradePayload(at(2), 9), tradePayload(at(2), 9).replace(`"T":${ms(2)}`, `"T":${ms(2) - 5}`)],
+    [tradePayload(at(3), 10), tradePayload(at(3), 10).replace('"M":true', '"M":false')],
+  ]
+  await buildJournal(journal, byTime([
+    ...connect('a', 'a-1', H - 3n * S), ...connect('b', 'b-1', H - 3n * S),
+    ...variants.flatMap(([a, b], i) => [ev.frame('a', 'a-1', at(i), a), ev.frame('b', 'b-1', at(i) + MS, b)]),
+  ]))
+  const h = await readHour((await seal(root, journal, H)).dir)
+  t.equal(h.lines.length, 8, 'different bytes: a line per receipt')
+  const line = (i: number) => ({ raw_index: i, blake3: b3(h.lines[i]!) })
+  t.same(h.manifest.conflicts, [
+    { instrument: 'BTCUSDT', trade_id: '7', lines: [line(0), line(1)] },
+    { instrument: 'BTCUSDT', trade_id: '8', lines: [line(2), line(3)] },
+    { instrument: 'BTCUSDT', trade_id: '9', lines: [line(4), line(5)] },
+  ])
+  t.equal(h.manifest.replica_agreement.conflict, 3)
   await expectVerified(t, root)
 })
 

@@ -158,6 +158,13 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     exactly(t, r.findings, ['1 manifest.field'])
     t.match(r.findings[0]!.detail, /replica_agreement: missing/)
   })
+  t.test('a completeness status or reason the format does not define', async (t) => {
+    for (const completeness of [{ status: 'partial', reasons: ['gremlins'] }, { status: 'done', reasons: [] }]) {
+      const r = await verify([(await oneHour({ edit: (m) => { (m as { completeness: unknown }).completeness = completeness } })).root])
+      exactly(t, r.findings, ['1 manifest.field'])
+      t.match(r.findings[0]!.detail, /^completeness\.(reasons\[0\]|status): /)
+    }
+  })
   t.test('not JSON', async (t) => {
     const { root, h } = await oneHour()
     await writeManifest(h.dir, h.manifest, key, Buffer.from(h.bytes.toString('utf8').slice(0, -1)))
@@ -168,6 +175,45 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
     await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.format_version = 3 } })
     exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+  })
+  t.test('times are RFC 3339 UTC with Z and exactly nine fractional digits, one encoding per instant', async (t) => {
+    const earliest = formatTime(T0 + S)
+    for (const other of [earliest.replace('.000000000Z', '.000Z'), earliest.replace('Z', '+00:00'), earliest.replace('Z', 'z'), earliest.replace('.000000000Z', 'Z')]) {
+      const r = await verify([(await oneHour({ edit: (m) => { m.frame_time_bounds!.earliest = other } })).root])
+      exactly(t, r.findings, ['1 manifest.field'])
+      t.match(r.findings[0]!.detail, /^frame_time_bounds\.earliest: not a time/, other)
+    }
+    const window = await oneHour({ edit: (m) => { m.replicas[0]!.reconnect_windows = [{ start_time: formatTime(T0 + 10n * S).replace('Z', '000Z'), end_time: formatTime(T0 + 12n * S) }] } })
+    exactly(t, (await verify([window.root])).findings, ['1 manifest.field'])
+  })
+  t.test('numbers are integers within ±(2^53 − 1); other values are strings', async (t) => {
+    for (const [what, value, codes] of [
+      ['2^53', 2 ** 53, ['1 manifest.not-canonical', '1 manifest.field']],
+      ['a fraction', 1.5, ['1 manifest.not-canonical', '1 manifest.field']],
+      ['a number as a string', '3600000000000', ['1 manifest.field']],
+    ] as const) {
+      const { root } = await oneHour({ edit: (m) => { (m.replicas[0] as unknown as Record<string, unknown>).covered_ns = value } })
+      const r = await verify([root])
+      exactly(t, r.findings, [...codes])
+      t.ok(r.findings.filter((f) => f.code === 'manifest.field').every((f) => f.detail.startsWith('replicas[0].covered_ns: ')), `${what}: ${dump(r.findings)}`)
+    }
+    const largest = await oneHour({ edit: (m) => { m.replicas[0]!.covered_ns = 2 ** 53 - 1 } })
+    exactly(t, (await verify([largest.root])).findings, [])
+    const number = await oneHour({ edit: (m) => { (m.sequence_gaps as unknown[]) = [{ instrument: 'BTCUSDT', after_id: 100, before_id: '102' }] } })
+    includes(t, (await verify([number.root])).findings, ['1 manifest.field'])
+  })
+  t.test('unrepresentable_frames, conflicts and gap_free_runs are absent when empty, never []', async (t) => {
+    for (const [member, edit] of [
+      ['unrepresentable_frames', (m) => { m.unrepresentable_frames = [] }],
+      ['conflicts', (m) => { m.conflicts = [] }],
+      ['replicas[0].gap_free_runs', (m) => { m.replicas[0]!.gap_free_runs = [] }],
+    ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+      const r = await verify([(await oneHour({ edit })).root])
+      exactly(t, r.findings, ['1 manifest.field'])
+      t.equal(r.findings[0]!.detail, `${member}: absent when empty, not []`)
+    }
+    const alsoWrong = await oneHour({ edit: (m) => { m.replicas[0]!.gap_free_runs = []; m.replicas[0]!.clock!.unbounded = 5 } })
+    exactly(t, (await verify([alsoWrong.root])).findings, ['1 manifest.field', '8 clock.summary'])
   })
   t.test('checkManifestBytes reports duplicate keys as not canonical', async (t) => {
     const c = checkManifestBytes(Buffer.from('{"format_version":1,"format_version":1}'), 'daily')
@@ -402,6 +448,25 @@ t.test('check 5: the hash chain', async (t) => {
     await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.hours[0]!.status = 'partial'; m.hours[1]!.blake3 = '0'.repeat(64) } })
     exactly(t, (await verify([root])).findings, ['5 chain.daily-hours', '5 chain.daily-hours'])
   })
+  t.test('a daily manifest lists its hours in order, each once, only hours that have a manifest', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 2, null, key, (i, s) => frames(s, 100 + 3 * i))
+    const day = (edit: (m: import('../src/formats/record/manifest.js').DailyManifest) => void) => sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit })
+    await day(() => {})
+    exactly(t, (await verify([root])).findings, [])
+    await day((m) => { m.hours.reverse() })
+    let r = await verify([root])
+    exactly(t, r.findings, ['5 chain.daily-hours'])
+    t.match(r.findings[0]!.detail, /hours\[1\]: hour 22 is listed after hour 23; hours are in order/)
+    await day((m) => { m.hours.push({ ...m.hours[1]! }) })
+    r = await verify([root])
+    exactly(t, r.findings, ['5 chain.daily-hours'])
+    t.match(r.findings[0]!.detail, /hours\[2\]: hour 23 is listed twice/)
+    await day((m) => { m.hours.unshift({ hour: '21', blake3: m.hours[0]!.blake3, status: 'complete' }) })
+    r = await verify([root])
+    exactly(t, r.findings, ['5 chain.daily-hours'])
+    t.match(r.findings[0]!.detail, /hours\[0\]: hour 21 has no hourly manifest in any root/)
+  })
   t.test('daily manifests chain', async (t) => {
     const root = await freshRoot()
     const { days } = await twoDays(root)
@@ -551,6 +616,12 @@ t.test('check 8: the clock summaries and clock_offset_unknown', async (t) => {
     const { root } = await oneHour({ edit: (m) => { delete m.replicas[0]!.clock!.error_bound_max } })
     includes(t, (await verify([root])).findings, ['8 clock.summary'])
   })
+  t.test('error_bound_max without source', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { delete m.replicas[0]!.clock!.source } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['8 clock.summary', '8 clock.summary'])
+    t.match(r.findings.map((f) => f.detail), [/replica a: clock\.source is absent but clock\.error_bound_max is present/, /replica a: clock\.source is absent, but 2 receipts carry clock_error_bound/])
+  })
   t.test('clock on a replica without receipts, none on one with', async (t) => {
     const a = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'] })], edit: (m) => { m.replicas[1]!.clock = { unbounded: 0 } } })
     exactly(t, (await verify([a.root])).findings, ['8 clock.summary'])
@@ -561,6 +632,15 @@ t.test('check 8: the clock summaries and clock_offset_unknown', async (t) => {
     const { root, h } = await oneHour({ frames: [trade(T0 + S, 1, { bound: null }), ...frames(T0).slice(1)] })
     t.same(h.manifest.completeness.reasons, ['clock_offset_unknown'])
     exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('a replica\'s unbounded receipts without clock_offset_unknown: the other replica bounds the line', async (t) => {
+    const half = trade(T0 + S, 1)
+    half.receipts[0] = { replica: 'a', connection: 'a-1', receiveTime: half.receipts[0]!.receiveTime }
+    const { root, h } = await oneHour({ frames: [half, ...frames(T0).slice(1)] })
+    t.match(h.manifest, { replicas: [{ clock: { source: 'nts', unbounded: 1 } }], completeness: { status: 'complete', reasons: [] } }, 'the case: a unbounded once, no reason')
+    exactly(t, (await verify([root])).findings, [])
+    const claimed = await oneHour({ frames: [half, ...frames(T0).slice(1)], edit: (m) => { m.completeness = { status: 'partial', reasons: ['clock_offset_unknown'] } } })
+    exactly(t, (await verify([claimed.root])).findings, ['8 clock.reason'])
   })
   t.test('clock_offset_unknown listed with every line bounded', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.completeness = { status: 'partial', reasons: ['clock_offset_unknown'] } } })

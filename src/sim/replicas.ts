@@ -16,7 +16,8 @@
  * one payload array; treat it as read-only). A share of frames reaches one replica only. Each replica's
  * host clock is off UTC by a constant few tens of microseconds (receive times are host-clock readings);
  * receipts carry `clockOffset` and `clockErrorBound` from an NTS time-daemon sample taken every 8 s,
- * with the bound computed as record format v1 states it, except in scripted unsynchronised stretches.
+ * with the bound and the withholding rules of src/formats/record/clock.ts (the daemon reports itself
+ * unsynchronised in scripted stretches).
  * On the book channel each connection fetches a REST depth snapshot per instrument after its first
  * update, and again after any gap, checksum mismatch or snapshot behind the stream; the snapshot is a
  * frame of its own ({@link wrapBinanceDepthSnapshot}) received 3 to 15 ms after the venue served it.
@@ -45,6 +46,7 @@
  *
  * Event ids: connections are `a-1`, `a-2`, ... and `b-1`, ... in the order a replica opens them.
  */
+import { receiptClock, type TimeDaemonSample } from '../formats/record/clock.js'
 import type { ChecksumMismatchEvent, FrameEvent, JournalEvent, Replica, SequenceBreakEvent } from '../formats/record/types.js'
 import type { SequenceState, SequenceVerdict } from '../venues/adapter.js'
 import { binanceSequence, wrapBinanceDepthSnapshot } from '../venues/binance.js'
@@ -245,9 +247,7 @@ class Sim {
   readonly sSub: number
   // ntp sample cache per replica
   readonly ntpK = [NaN, NaN]
-  readonly ntpOff = [0, 0]
-  readonly ntpFixed = [0, 0]
-  readonly ntpAt = [0, 0]
+  readonly ntpSample: (TimeDaemonSample | undefined)[] = [undefined, undefined]
   // venue state
   readonly ids: number[]
   readonly prices: number[]
@@ -420,22 +420,22 @@ class Sim {
   private frame(r: number, connection: string, host: number, payload: Uint8Array): FrameEvent {
     const replica = this.replicaName(r)
     const receiveTime = this.time(host)
-    const u = this.unsynced[r]!
-    for (let k = 0; k < u.length; k++) {
-      if (host >= u[k]![0] && host < u[k]![1]) return { kind: 'frame', replica, connection, receiveTime, payload, binary: false }
-    }
     const k = Math.floor((host - this.ntpPhase[r]!) / NTP_PERIOD)
-    if (k !== this.ntpK[r]) {
+    let sample = this.ntpSample[r]
+    if (sample === undefined || k !== this.ntpK[r]) {
       const rnd = seededRandom(hash32(this.seed, 6, r, k))
       this.ntpK[r] = k
-      this.ntpOff[r] = this.hostOff[r]! + Math.round((rnd() - 0.5) * 10_000)
-      const disp = 20_000 + Math.round(rnd() * 80_000)
-      const delay = 500_000 + Math.round(rnd() * 1_500_000)
-      this.ntpFixed[r] = Math.abs(this.ntpOff[r]!) + disp + delay / 2 + 1.25
-      this.ntpAt[r] = this.ntpPhase[r]! + k * NTP_PERIOD
+      const offset = BigInt(this.hostOff[r]! + Math.round((rnd() - 0.5) * 10_000))
+      const rootDispersion = BigInt(20_000 + Math.round(rnd() * 80_000))
+      const rootDelay = BigInt(500_000 + Math.round(rnd() * 1_500_000))
+      const at = BigInt(this.ntpPhase[r]! + k * NTP_PERIOD)
+      sample = { offset, rootDelay, rootDispersion, synchronized: true, nts: true, measuredAt: at, readAt: at }
+      this.ntpSample[r] = sample
     }
-    const bound = Math.ceil(this.ntpFixed[r]! + (host - this.ntpAt[r]!) * 15e-6)
-    return { kind: 'frame', replica, connection, receiveTime, payload, binary: false, clockOffset: BigInt(this.ntpOff[r]!), clockErrorBound: BigInt(bound) }
+    sample.synchronized = !this.unsynced[r]!.some(([from, to]) => host >= from && host < to)
+    const clock = receiptClock(sample, BigInt(host))
+    if ('withheld' in clock) return { kind: 'frame', replica, connection, receiveTime, payload, binary: false }
+    return { kind: 'frame', replica, connection, receiveTime, payload, binary: false, ...clock }
   }
 
   /** The segment of replica r subscribed at host time `host`, or null. */

@@ -281,8 +281,24 @@ export function checkManifestBytes(bytes: Uint8Array, kind: ManifestKind): Manif
       findings.push({ check: 1, code: 'manifest.field', detail: `${at}: ${missing ? 'missing' : issue.message}` })
     }
   }
-  if (kind === 'hourly') findings.push(...checkCompleteness(m))
+  if (kind === 'hourly') findings.push(...checkEmptyLists(m), ...checkCompleteness(m))
   return { findings, value: m }
+}
+
+/**
+ * Check 1: the lists the spec says are absent when empty (`unrepresentable_frames`, `conflicts`, each
+ * replica's `gap_free_runs`) are not written as []. A separate rule rather than part of the shapes, so that an
+ * empty list does not make the later checks skip the member that holds it.
+ */
+function checkEmptyLists(m: Record<string, unknown>): CheckFinding[] {
+  const paths: (string | number)[][] = [['unrepresentable_frames'], ['conflicts']]
+  if (Array.isArray(m.replicas)) m.replicas.forEach((_, i) => paths.push(['replicas', i, 'gap_free_runs']))
+  const out: CheckFinding[] = []
+  for (const path of paths) {
+    const list = memberAt(m, path)
+    if (Array.isArray(list) && list.length === 0) out.push({ check: 1, code: 'manifest.field', detail: `${fieldPath(path)}: absent when empty, not []` })
+  }
+  return out
 }
 
 /** A reason that the hourly manifest's own lists show or refute: the reason is stated exactly when its list has entries. */

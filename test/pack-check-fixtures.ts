@@ -220,6 +220,10 @@ export interface StoreSpec {
   manifestBytes?: (bytes: Buffer) => Buffer
   /** The key that signs manifests and refs and that the manifest names as publisher. */
   signer?: SshPrivateKey
+  /** A machine key that signs the main version and the ref in place of `signer`, which they still name. */
+  machineKey?: SshPrivateKey
+  /** Changes the parent version's manifest document before it is written. */
+  parentManifest?: (doc: Record<string, unknown>) => Record<string, unknown>
   keys?: KeyStatementDocument[]
   /** The ref's seq (default: the number of versions). */
   seq?: number
@@ -300,7 +304,8 @@ async function writeVersion(root: string, spec: StoreSpec, tables: Record<string
   let bytes = writePackJson(spec.manifest ? spec.manifest(doc) : doc)
   if (spec.manifestBytes) bytes = spec.manifestBytes(bytes)
   const hash = (await writeObject(root, bytes, 'json')).hash
-  await writeStoreFile(root, signaturePath(hash, signerName(signer.publicKey)), Buffer.from(signSshsig(signer, bytes, NS_MANIFEST)))
+  const signing = spec.machineKey ?? signer
+  await writeStoreFile(root, signaturePath(hash, signerName(signing.publicKey)), Buffer.from(signSshsig(signing, bytes, NS_MANIFEST)))
   return { hash, bytes }
 }
 
@@ -336,11 +341,12 @@ export async function buildStore(dir: string, spec: StoreSpec = {}): Promise<Bui
   }
   const search = spec.search === false ? undefined : await writeSearch(dir)
   const history = spec.history ?? true
-  const parent = history ? await writeVersion(dir, {}, { rules: indexes.rules!, tilings: indexes.tilings! }, [], {}, 0) : undefined
+  const parentSpec: StoreSpec = spec.parentManifest ? { manifest: spec.parentManifest } : {}
+  const parent = history ? await writeVersion(dir, parentSpec, { rules: indexes.rules!, tilings: indexes.tilings! }, [], {}, 0) : undefined
   const main = await writeVersion(dir, spec, indexes, parent ? [parent.hash] : [], search ? { [SEARCH]: search } : {}, partBytes)
   const signer = spec.signer ?? PUBLISHER
   const ref = buildRef({ feed: FEED, manifest: main.hash, publisher: fingerprint(signer.publicKey), seq: spec.seq ?? (history ? 2 : 1), updated: T0 })
-  await writeStoreFile(dir, refPath(FEED), signRef(ref, signer).bytes)
+  await writeStoreFile(dir, refPath(FEED), signRef(ref, spec.machineKey ?? signer).bytes)
   return { dir, manifest: main.hash, parent: parent?.hash, manifestBytes: main.bytes, indexes, parts, search, referencePatch: patch }
 }
 

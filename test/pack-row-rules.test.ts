@@ -12,7 +12,7 @@ import { quickstartId } from '../src/formats/pack/identity.js'
 import { objectPath } from '../src/formats/pack/store.js'
 import { PACK_TABLES, rowComparator } from '../src/formats/pack/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
-import { BLOCK, T0, buildStore, cleanRows, patternRow, quickstartRow, verificationRow, type BuiltStore, type Row } from './pack-check-fixtures.js'
+import { BLOCK, PUBLISHER_ID, T0, buildStore, cleanRows, patternRow, quickstartRow, verificationRow, type BuiltStore, type Row } from './pack-check-fixtures.js'
 
 const base = await mkdtemp(join(tmpdir(), 'pack-row-rules-'))
 t.teardown(() => rm(base, { recursive: true, force: true }))
@@ -36,8 +36,9 @@ function sceneRow(scene: string): Row {
 /**
  * The clean pack's rows, plus rows that keep every rule at its edge: a mover with its rule whose
  * min_cells and max_cells span more than its phases, JSON cells with non-integer numbers, a scene naming
- * a registry palette and one of its own, both alias reasons, a group of two raters, and a pattern's main
- * rule verified twice by its publisher and another main rule by another publisher.
+ * a registry palette and one of its own, both alias reasons, an annotation of rev 1, a group of two raters
+ * rating beside a member whose rating has a note she shares, and a pattern's main rule verified twice by
+ * its publisher and another main rule by another publisher.
  */
 function keptRows(): Record<string, Row[]> {
   const rows = cleanRows()
@@ -55,7 +56,11 @@ function keptRows(): Record<string, Row[]> {
     { old_id: '1'.repeat(32), target: `pattern:${String(glider.id)}`, reason: 'scheme-change', date: T0 },
   ]
   rows.raters = [rater(GROUP, { members: [MEMBER_A, MEMBER_B] }), rater(MEMBER_A, { display_name: 'A Rater', notes: true }), rater(MEMBER_B)]
-  rows.ratings = [{ rater: GROUP, target: `pattern:${String(glider.id)}`, scale: 'stars-1-5 1', verdict: '4', note: null, round: 'review', date: T0 }]
+  rows.annotations = [{ target: `pattern:${String(glider.id)}`, publisher: PUBLISHER_ID, field: 'score', value: '"0.35"', score_model: 'taste 1', date: T0, rev: 1n }]
+  rows.ratings = [
+    { rater: GROUP, target: `pattern:${String(glider.id)}`, scale: 'stars-1-5 1', verdict: '4', note: null, round: 'review', date: T0 },
+    { rater: MEMBER_A, target: `pattern:${String(glider.id)}`, scale: 'stars-1-5 1', verdict: '5', note: 'Moves, and is small.', round: 'review', date: T0 },
+  ]
   return rows
 }
 
@@ -96,6 +101,11 @@ const cases: Case[] = [
   ['a consent scope other than public-permanent', (r) => { r.raters![2]!.consent_scope = 'private' }, 'pack.rater-row-invalid', (s) => partRow(s, 'raters', 2)],
   ['a group member\'s id that is not a rater id', (r) => { r.raters![0]!.members = [MEMBER_A, 'Alice'] }, 'pack.rater-id-malformed', (s) => partRow(s, 'raters', 0)],
   ['a rating by an id that is not a rater id', (r) => { r.ratings![0]!.rater = 'rater-0123' }, 'pack.rater-id-malformed', (s) => partRow(s, 'ratings', 0)],
+  ['an annotation of rev 0', (r) => { r.annotations![0]!.rev = 0n }, 'pack.annotation-rev-invalid', (s) => partRow(s, 'annotations', 0)],
+  ['a rating by a rater with no raters row', (r) => { r.ratings![0]!.rater = 'rater-00000000000000aa' }, 'pack.rater-row-missing', (s) => partRow(s, 'ratings', 0)],
+  ['a group member with no raters row', (r) => { r.raters = r.raters!.filter((x) => x.rater !== MEMBER_B) }, 'pack.rater-row-missing', (s) => partRow(s, 'raters', 0)],
+  ['a note by a rater whose rows do not share notes', (r) => { r.ratings![1]!.rater = MEMBER_B }, 'pack.rating-note-without-consent', (s) => partRow(s, 'ratings', 1)],
+  ['a group among a group\'s members', (r) => { r.raters!.push(rater('rater-00000000000000aa', { members: [GROUP, MEMBER_A] })) }, 'pack.rater-row-invalid', (s) => partRow(s, 'raters', 0)],
   ['a second main rule of one pattern by one publisher', (r) => {
     const glider = find(r, 'spaceship')
     r.verifications!.push(verificationRow(glider, { ...LIFE, notation: 'B3/S236' }))

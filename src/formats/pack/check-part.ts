@@ -255,6 +255,15 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
       return mainVerifications(rel)
     case 'aliases':
       return rows(aliasFindings)
+    case 'annotations':
+      return {
+        open: (batch) => {
+          const rev = (batch.column('rev') as Extract<Vector, { kind: 'int64' }>).values
+          return (i, out) => {
+            if (rev[i]! < 1n) out.push(failure(ROW_RULE_CODES.annotationRev, `${rel} row ${batch.rowStart + i}`, `rev ${rev[i]}: the ref seq of the version that added it, which is 1 or more`))
+          }
+        },
+      }
     case 'ratings':
       return rows(ratingFindings)
     case 'raters':

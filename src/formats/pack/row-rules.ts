@@ -1,8 +1,9 @@
 /**
  * Column rules of "Tables" that hold within one row (or, for verifications, within one pattern's rows of a
  * part), beyond each column's type: JSON cells in RFC 8785 form, a pattern's rule and cell counts against
- * its class and phases, aliases' reasons, Quick Start scenes' palettes, rater ids and raters rows.
- * check-part.ts applies them at level 1; docs/pack-format-notes.md ("Row rules") gives our readings.
+ * its class and phases, aliases' reasons, Quick Start scenes' palettes, rater ids and raters rows; and
+ * (RaterBook) the raters rows that ratings and groups need. check-part.ts and check-tables.ts apply them
+ * at level 1; docs/pack-format-notes.md ("Row rules") gives our readings.
  */
 import { CanonicalChecker } from '../json/canonical-check.js'
 import type { IdentityFinding } from './identity-check.js'
@@ -24,6 +25,12 @@ export const ROW_RULE_CODES = {
   raterId: 'pack.rater-id-malformed',
   /** A raters row breaking its table's rules: consent_scope, a named or nested group, an empty group. */
   raterRow: 'pack.rater-row-invalid',
+  /** An annotation whose rev cannot be a ref seq (seq is 1 for a feed's first version and only goes up). */
+  annotationRev: 'pack.annotation-rev-invalid',
+  /** A rater that ratings or a group name has no raters row. */
+  raterRowMissing: 'pack.rater-row-missing',
+  /** A rating with a note by a rater none of whose raters rows shares notes. */
+  ratingNoteWithoutConsent: 'pack.rating-note-without-consent',
   /** Two main verifications of one pattern by one publisher in different rules, in one part. */
   verificationMain: 'pack.verification-main-duplicate',
 } as const
@@ -144,4 +151,63 @@ export function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
     }
   }
   return out
+}
+
+/**
+ * "Every rater the ratings name, and every member of a group, has a row"; groups do not nest; "a rating's
+ * note needs some row of its rater with notes true". Rows of every version the check reads are gathered
+ * (a later version holds its parents' parts, so a version's raters are among them), and what is still
+ * missing is reported once, where it was first named.
+ */
+export class RaterBook {
+  /** Each rater with a row: whether some row shares notes, and whether it is a group. */
+  private readonly rows = new Map<string, { notes: boolean; group: boolean }>()
+  /** Where each rater was first named, by a rating or a group. */
+  private readonly named = new Map<string, string>()
+  /** Where each rater's first rating with a note is. */
+  private readonly noted = new Map<string, string>()
+  private readonly groups: { at: string; members: readonly string[] }[] = []
+  private readonly reported = new Set<string>()
+
+  // A malformed id is the id rule's finding alone: it is not looked for among the rows.
+  rating(row: Record<string, unknown>, at: string): undefined {
+    const rater = row.rater as string
+    if (!RATER_ID.test(rater)) return undefined
+    if (!this.named.has(rater)) this.named.set(rater, at)
+    if (row.note !== null && !this.noted.has(rater)) this.noted.set(rater, at)
+    return undefined
+  }
+
+  rater(row: Record<string, unknown>, at: string): undefined {
+    const rater = row.rater as string
+    const members = row.members as string[] | null
+    const had = this.rows.get(rater)
+    this.rows.set(rater, { notes: row.notes === true || had?.notes === true, group: members !== null || had?.group === true })
+    if (members !== null) {
+      this.groups.push({ at, members })
+      for (const m of members) if (RATER_ID.test(m) && !this.named.has(m)) this.named.set(m, at)
+    }
+    return undefined
+  }
+
+  /** What the rows read so far break; each rater's finding once per check. */
+  *findings(): Generator<IdentityFinding & { at: string }> {
+    const once = (key: string): boolean => {
+      if (this.reported.has(key)) return false
+      this.reported.add(key)
+      return true
+    }
+    for (const [rater, at] of this.named) {
+      if (!this.rows.has(rater) && once(`missing ${rater}`)) yield { code: ROW_RULE_CODES.raterRowMissing, at, detail: `rater ${rater} is named but has no raters row` }
+    }
+    for (const [rater, at] of this.noted) {
+      const r = this.rows.get(rater)
+      if (r && !r.notes && once(`notes ${rater}`)) yield { code: ROW_RULE_CODES.ratingNoteWithoutConsent, at, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` }
+    }
+    for (const g of this.groups) {
+      for (const m of g.members) {
+        if (this.rows.get(m)?.group && once(`nested ${g.at} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
+      }
+    }
+  }
 }

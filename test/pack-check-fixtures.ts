@@ -91,6 +91,8 @@ export interface PatternClaims {
   dx?: number
   dy?: number
   phases?: PatternCell[][]
+  /** The exact rule a puffer, mover, gun or other states (in its identity and rule column). */
+  rule?: string
 }
 
 /** A square-grid pattern row from running phase 0 (cells [i, j] or [i, j, s]) in `rule`. */
@@ -98,12 +100,12 @@ export function patternRow(rule: SampleRule, cells: readonly (readonly number[])
   const found = findPeriod({ geometry: SQUARE_GEOMETRY, rule: { ...rule, birth: BigInt(rule.birth), survive: BigInt(rule.survive) }, cells: cells.map(([i, j, s]) => ({ i: i!, j: j!, k: 0, s: s ?? 1 })) })
   if (found.outcome !== 'periodic') throw new Error(`not periodic in ${rule.notation}`)
   const facts = { class: found.class, period: found.period, dx: found.dx, dy: found.dy, phases: found.phases, ...claims }
-  const { identity, phases, canonical } = patternIdentity({ pinKey: 'square', model: modelOf(rule), neighbourhood: rule.neighbourhood, stepsPerGen: rule.steps_per_gen, tileTypes: 1, ...facts })
+  const { identity, phases, canonical } = patternIdentity({ pinKey: 'square', model: modelOf(rule), neighbourhood: rule.neighbourhood, stepsPerGen: rule.steps_per_gen, tileTypes: 1, ...facts, rule: claims.rule ?? null })
   const sizes = phases.map((p) => p.length)
   return {
     id: patternId(identity, SQUARE.pin as string), identity, pin_key: 'square', pin: SQUARE.pin, model: modelOf(rule), neighbourhood: rule.neighbourhood,
     steps_per_gen: rule.steps_per_gen, class: facts.class, period: BigInt(facts.period), dx: facts.dx, dy: facts.dy, speed: null,
-    cells: sizes[0], min_cells: Math.min(...sizes), max_cells: Math.max(...sizes), phases, canonical, rule: null, site: null, gun: null,
+    cells: sizes[0], min_cells: Math.min(...sizes), max_cells: Math.max(...sizes), phases, canonical, rule: claims.rule ?? null, site: null, gun: null,
     family: familyOf(rule), semantics: '1', class_group: facts.class, tiling_group: 'square',
   }
 }
@@ -114,7 +116,7 @@ function penrosePattern(penrose: Row): Row {
   const { identity, canonical } = patternIdentity({ pinKey: 'penrose-kd', model: 'bs', neighbourhood: 'edge', stepsPerGen: 1, class: 'still_life', period: 1, dx: 0, dy: 0, phases, tileTypes: 1 })
   return {
     id: patternId(identity, penrose.pin as string), identity, pin_key: 'penrose-kd', pin: penrose.pin, model: 'bs', neighbourhood: 'edge', steps_per_gen: 1,
-    class: 'still_life', period: 1n, dx: 0, dy: 0, speed: null, cells: 2, min_cells: 2, max_cells: 2, phases, canonical, rule: 'B2/S1', site: null, gun: null,
+    class: 'still_life', period: 1n, dx: 0, dy: 0, speed: null, cells: 2, min_cells: 2, max_cells: 2, phases, canonical, rule: null, site: null, gun: null,
     family: 'bs', semantics: '1', class_group: 'still_life', tiling_group: 'penrose-kd',
   }
 }
@@ -169,11 +171,15 @@ export function cleanRows(opts: { aperiodic?: boolean } = {}): Record<string, Ro
   const glider = patternRow(LIFE, GLIDER)
   const patterns = [patternRow(LIFE, BLOCK), patternRow(LIFE, BLINKER), glider, patternRow(STAR_WARS, STAR_WARS_P4)]
   const penrose = opts.aperiodic ? penroseRow() : undefined
+  const onPenrose = penrose ? penrosePattern(penrose) : undefined
+  const verifications = patterns.map((p) => verificationRow(p, p.model === 'bs' ? LIFE : STAR_WARS))
+  // A still life's row names no rule: its main verification does.
+  if (onPenrose) verifications.push({ ...verificationRow(onPenrose, { ...LIFE, notation: 'B2/S1' }), field: 'patch penrose-kd level 4', sites: 1 })
   return {
     tilings: penrose ? [SQUARE, penrose] : [SQUARE],
     rules: [ruleRow(LIFE), ruleRow(STAR_WARS)],
-    patterns: penrose ? [...patterns, penrosePattern(penrose)] : patterns,
-    verifications: patterns.map((p) => verificationRow(p, p.model === 'bs' ? LIFE : STAR_WARS)),
+    patterns: onPenrose ? [...patterns, onPenrose] : patterns,
+    verifications,
     ants: [antRow()],
     quickstart: [quickstartRow()],
     media: [mediaRow(`pattern:${String(glider.id)}`)],
@@ -214,6 +220,10 @@ export interface StoreSpec {
   manifestBytes?: (bytes: Buffer) => Buffer
   /** The key that signs manifests and refs and that the manifest names as publisher. */
   signer?: SshPrivateKey
+  /** A machine key that signs the main version and the ref in place of `signer`, which they still name. */
+  machineKey?: SshPrivateKey
+  /** Changes the parent version's manifest document before it is written. */
+  parentManifest?: (doc: Record<string, unknown>) => Record<string, unknown>
   keys?: KeyStatementDocument[]
   /** The ref's seq (default: the number of versions). */
   seq?: number
@@ -294,7 +304,8 @@ async function writeVersion(root: string, spec: StoreSpec, tables: Record<string
   let bytes = writePackJson(spec.manifest ? spec.manifest(doc) : doc)
   if (spec.manifestBytes) bytes = spec.manifestBytes(bytes)
   const hash = (await writeObject(root, bytes, 'json')).hash
-  await writeStoreFile(root, signaturePath(hash, signerName(signer.publicKey)), Buffer.from(signSshsig(signer, bytes, NS_MANIFEST)))
+  const signing = spec.machineKey ?? signer
+  await writeStoreFile(root, signaturePath(hash, signerName(signing.publicKey)), Buffer.from(signSshsig(signing, bytes, NS_MANIFEST)))
   return { hash, bytes }
 }
 
@@ -330,11 +341,12 @@ export async function buildStore(dir: string, spec: StoreSpec = {}): Promise<Bui
   }
   const search = spec.search === false ? undefined : await writeSearch(dir)
   const history = spec.history ?? true
-  const parent = history ? await writeVersion(dir, {}, { rules: indexes.rules!, tilings: indexes.tilings! }, [], {}, 0) : undefined
+  const parentSpec: StoreSpec = spec.parentManifest ? { manifest: spec.parentManifest } : {}
+  const parent = history ? await writeVersion(dir, parentSpec, { rules: indexes.rules!, tilings: indexes.tilings! }, [], {}, 0) : undefined
   const main = await writeVersion(dir, spec, indexes, parent ? [parent.hash] : [], search ? { [SEARCH]: search } : {}, partBytes)
   const signer = spec.signer ?? PUBLISHER
   const ref = buildRef({ feed: FEED, manifest: main.hash, publisher: fingerprint(signer.publicKey), seq: spec.seq ?? (history ? 2 : 1), updated: T0 })
-  await writeStoreFile(dir, refPath(FEED), signRef(ref, signer).bytes)
+  await writeStoreFile(dir, refPath(FEED), signRef(ref, spec.machineKey ?? signer).bytes)
   return { dir, manifest: main.hash, parent: parent?.hash, manifestBytes: main.bytes, indexes, parts, search, referencePatch: patch }
 }
 

@@ -11,6 +11,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
+import { checkPack, type CheckIssue } from '../src/formats/pack/check.js'
 import { parseManifest } from '../src/formats/pack/doc-manifest.js'
 import { parseRef } from '../src/formats/pack/doc-ref.js'
 import { parseTableIndex } from '../src/formats/pack/doc-index.js'
@@ -164,6 +165,41 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   t.equal(patterns.length, 3, 'the union of both parents\' patterns')
   t.ok(existsSync(storeFile(b, objectPath(first.manifest, 'json'))), 'the merged manifest is in the store')
   t.ok(existsSync(join(b, 'keys', `${signerName(keyA.publicKey)}.json`)), 'with its publisher\'s key statement')
+})
+
+t.test('a merge keeps its parents\' retractions with their publishers, beside its own, and pack-check accepts it', async (t) => {
+  const a = dir()
+  const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))
+  const patternsOfA = await tableRows(a, 'patterns', (await manifestOf(a, first.manifest)).tables['patterns']!)
+  const [block, blinker] = ['still_life', 'oscillator'].map((cls) => patternsOfA.find((p) => p['class'] === cls)!['id'] as string)
+  const retractedByA = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER]), { created: '2026-11-12T00:00:00Z', retract: [{ target: `pattern:${blinker}`, reason: 'a duplicate' }] }))
+  const b = dir()
+  const merged = await publishPack(opts(b, await records(dir(), [GLIDER]), {
+    feed: 'golden-b', key: keyB, statements: [statementB], merge: [a], created: '2026-11-13T00:00:00Z',
+    retract: [{ target: `pattern:${block}`, reason: 'not ours to keep' }, { target: `pattern:${blinker}`, reason: 'a duplicate here too' }],
+  }))
+  t.same(merged.parents, [retractedByA.manifest])
+  const [idA, idB] = [fingerprint(keyA.publicKey), fingerprint(keyB.publicKey)]
+  t.same((await manifestOf(b, merged.manifest)).retracts.map((r) => [r.target, r.publisher, r.reason]), [
+    [`pattern:${blinker}`, idA, 'a duplicate'],
+    [`pattern:${block}`, idB, 'not ours to keep'],
+    [`pattern:${blinker}`, idB, 'a duplicate here too'],
+  ], 'the parent\'s with its publisher first, then this version\'s own under its publisher, the same target included')
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(b, { level: 2 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'every version of the store keeps its parents\' retractions')
+})
+
+t.test('an annotation\'s rev is the ref seq of the version that adds it; a record stating another is refused', async (t) => {
+  const store = dir()
+  const name = (value: string, extra: Record<string, unknown> = {}) => ({ target: '@patterns:1', field: 'name', value: JSON.stringify(value), score_model: null, date: T0, ...extra })
+  await publishPack(opts(store, await records(dir(), [BLOCK], { annotations: [name('Block')] })))
+  const second = await publishPack(opts(store, await records(dir(), [BLOCK], { annotations: [name('The block')] }), { created: '2026-11-12T00:00:00Z' }))
+  const rows = await tableRows(store, 'annotations', (await manifestOf(store, second.manifest)).tables['annotations']!)
+  t.same(rows.map((r) => [r['value'], r['rev']]), [['"Block"', 1n], ['"The block"', 2n]], 'each row with the seq of the version that added it')
+  await t.rejects(publishPack(opts(store, await records(dir(), [BLOCK], { annotations: [name('Block', { rev: 1 })] }), { created: '2026-11-13T00:00:00Z' })), { code: 'pack.record-disagrees', location: { line: 1, field: 'rev' } })
+  const third = await publishPack(opts(store, await records(dir(), [BLOCK], { annotations: [name('A block', { rev: 3 })] }), { created: '2026-11-13T00:00:00Z' }))
+  t.equal(third.seq, 3, 'a record may state its version\'s own seq')
 })
 
 t.test('bad records are refused with the file, line and field, and nothing is published', async (t) => {

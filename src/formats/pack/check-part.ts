@@ -11,6 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
+import { aliasFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternRuleFinding, type PhaseCounts, raterFindings, ratingFindings, ROW_RULE_CODES, scenePaletteFindings } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -149,7 +150,7 @@ class PartRows {
     this.validate = rowValidator(spec.schema, spec.partition)
     this.compare = sortColumnsComparator(spec.schema)
     this.sortColumns = spec.schema.sortColumns.map((name) => ({ name }))
-    this.records = this.at1 ? recordCheck(spec.schema.name, ctx.tilings) : undefined
+    this.records = this.at1 ? recordCheck(spec.schema.name, ctx.tilings, spec.rel) : undefined
   }
 
   async *batch(batch: RowBatch, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
@@ -208,12 +209,28 @@ class PartRows {
 // ---------------------------------------------------------------------------------------------------
 // Records
 
-/** A record table's own checks: opened on a row group, then run on each valid row, issues appended to `out`. */
+/** A table's own checks: opened on a row group, then run on each valid row, issues appended to `out`. */
 interface RecordCheck {
   open(batch: RowBatch): (i: number, out: CheckIssue[]) => void
 }
 
-function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>): RecordCheck | undefined {
+/** A table's own checks (row-rules.ts, and a record table's ids and tilings), and its JSON cells'. */
+function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
+  const own = tableCheck(table, tilings, rel)
+  const json = jsonCells(table, rel)
+  if (!own || !json) return own ?? json
+  return {
+    open: (batch) => {
+      const [a, b] = [own.open(batch), json.open(batch)]
+      return (i, out) => {
+        a(i, out)
+        b(i, out)
+      }
+    },
+  }
+}
+
+function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
   const rowIds = (prefix: string, ids: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
     open: (batch) => (i, out) => {
       const row = batch.row(i)
@@ -222,15 +239,83 @@ function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>):
       for (const f of found) out.push(failure(f.code, `${prefix}:${String(row.id)}`, f.detail))
     },
   })
+  const rows = (rules: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
+    open: (batch) => (i, out) => {
+      for (const f of rules(batch.row(i))) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+    },
+  })
   switch (table) {
     case 'patterns':
       return { open: (batch) => patternRows(batch, tilings) }
     case 'ants':
       return rowIds('ant', (row) => checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }))
     case 'quickstart':
-      return rowIds('quickstart', (row) => checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }))
+      return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...scenePaletteFindings(row.scene)])
+    case 'verifications':
+      return mainVerifications(rel)
+    case 'aliases':
+      return rows(aliasFindings)
+    case 'annotations':
+      return {
+        open: (batch) => {
+          const rev = (batch.column('rev') as Extract<Vector, { kind: 'int64' }>).values
+          return (i, out) => {
+            if (rev[i]! < 1n) out.push(failure(ROW_RULE_CODES.annotationRev, `${rel} row ${batch.rowStart + i}`, `rev ${rev[i]}: the ref seq of the version that added it, which is 1 or more`))
+          }
+        },
+      }
+    case 'ratings':
+      return rows(ratingFindings)
+    case 'raters':
+      return rows(raterFindings)
     default:
       return undefined
+  }
+}
+
+/** The JSON cells of a table's rows, checked where their bytes lie. */
+function jsonCells(table: string, rel: string): RecordCheck | undefined {
+  const columns = JSON_CELL_COLUMNS[table]
+  if (!columns) return undefined
+  const canonical = jsonCellChecker()
+  return {
+    open: (batch) => {
+      const vectors = columns.map((name) => ({ name, v: batch.column(name) as StringVector | null }))
+      return (i, out) => {
+        for (const { name, v } of vectors) {
+          if (v === null || (v.valid && !v.valid[i])) continue
+          const problem = canonical(v.bytes, v.start[i]!, v.end[i]!)
+          if (problem) out.push(failure(ROW_RULE_CODES.jsonCell, `${rel} row ${batch.rowStart + i}`, `${name}: ${problem}`))
+        }
+      }
+    },
+  }
+}
+
+/**
+ * One main rule per pattern and publisher, among a part's rows. Rows are sorted by pattern_id, so only the
+ * current pattern's main rules are held.
+ */
+function mainVerifications(rel: string): RecordCheck {
+  let pattern: string | undefined
+  const mainRule = new Map<string, string>()
+  return {
+    open: (batch) => {
+      const main = batch.column('main') as Extract<Vector, { kind: 'bool' }>
+      const [patternIds, rules, publishers] = ['pattern_id', 'rule', 'publisher'].map((name) => batch.column(name) as StringVector) as [StringVector, StringVector, StringVector]
+      return (i, out) => {
+        if (main.values[i] !== 1) return
+        const id = patternIds.text(i)
+        if (id !== pattern) {
+          pattern = id
+          mainRule.clear()
+        }
+        const [publisher, rule] = [publishers.text(i), rules.text(i)]
+        const before = mainRule.get(publisher)
+        if (before === undefined) mainRule.set(publisher, rule)
+        else if (before !== rule) out.push(failure(ROW_RULE_CODES.verificationMain, `${rel} row ${batch.rowStart + i}`, `pattern ${id} has main rules ${quote(before)} and ${quote(rule)} by publisher ${publisher}: one per pattern and publisher`))
+      }
+    },
   }
 }
 
@@ -271,10 +356,28 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
   }
   const cells = (Object.keys(columns) as (keyof typeof columns)[]).map((name) => ({ to: c[name], from: columns[name] }))
   const [tilingGroup, classGroup] = [text('tiling_group'), text('class_group')]
+  // A nullable column a part lacks reads as null.
+  const rule = batch.column('rule') as StringVector | null
+  const [cellCount, minCells, maxCells] = [ints('cells'), ints('min_cells'), ints('max_cells')]
+  const counts: PhaseCounts = { cells: 0, minCells: 0, maxCells: 0, phase0: 0, fewest: 0, most: 0 }
   const found: IdentityFinding[] = []
   // The dictionary entries of pin_key, pin and tiling_group (-1: a value stored plainly), and the last row's whose tiling was right.
   const [pinKeyEntry, pinEntry, groupEntry] = [columns.pinKey.entry, columns.pin.entry, tilingGroup.entry]
   const good = [-1, -1, -1]
+  const phaseCounts = (i: number): PhaseCounts => {
+    const [first, last] = [phases.offsets[i]!, phases.offsets[i + 1]!]
+    counts.cells = cellCount[i]!
+    counts.minCells = minCells[i]!
+    counts.maxCells = maxCells[i]!
+    counts.phase0 = first < last ? inner.offsets[first + 1]! - inner.offsets[first]! : 0
+    counts.fewest = counts.most = counts.phase0
+    for (let q = first + 1; q < last; q++) {
+      const n = inner.offsets[q + 1]! - inner.offsets[q]!
+      if (n < counts.fewest) counts.fewest = n
+      if (n > counts.most) counts.most = n
+    }
+    return counts
+  }
   return (i, out) => {
     for (let n = 0; n < cells.length; n++) {
       const pair = cells[n]!
@@ -301,6 +404,12 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
       good[1] = right ? pn : -1
       good[2] = right ? tg : -1
     }
+    const cls = columns.class.text(i)
+    const ruleFinding = patternRuleFinding(cls, rule !== null && (rule.valid === null || rule.valid[i] === 1))
+    if (ruleFinding) found.push(ruleFinding)
+    // The counts are held to the typed phases only once those are the identity's.
+    const cellsFinding = found.some((f) => f.code === IDENTITY_CODES.phasesMismatch) ? undefined : patternCellsFinding(cls, phaseCounts(i))
+    if (cellsFinding) found.push(cellsFinding)
     const classGood = classGroup.equals(i, columns.class, i)
     if (found.length === 0 && spelling === 'ours' && classGood) return
     const target = `pattern:${columns.id.text(i)}`

@@ -21,6 +21,7 @@ import { WALK_CODES, type IndexLoader } from './index-walk.js'
 import { KEY_STATEMENT_CODES } from './key-statements.js'
 import { WRITE_CODES } from './parquet-write.js'
 import { REPLAY_CODES, type ReplayBudget } from './replay.js'
+import { ROW_RULE_CODES } from './row-rules.js'
 import { KEY_CODES } from './ssh-key.js'
 import { SIG_CODES } from './sshsig.js'
 import {
@@ -78,6 +79,8 @@ export const CHECK_CODES = {
   refPublisher: 'pack.ref-publisher-mismatch',
   /** A ref's seq below the number of versions of its feed the store holds (seq goes up by at least one a version). */
   refSeq: 'pack.ref-seq',
+  /** A version that does not list a retraction of a parent (the same target and publisher). */
+  retractsNotCumulative: 'pack.retracts-not-cumulative',
   /** A pattern with no rule: its rule column is null and no verification of it is main. */
   replayRuleMissing: 'pack.replay-rule-missing',
   /** A pattern's rule has no rules row with its neighbourhood and steps per generation. */
@@ -88,8 +91,8 @@ const LEVEL_1: readonly string[] = [
   DOC_CODES.versionMajor, MANIFEST_CODES.requiresUnknown, DOC_CODES.hashMalformed, DOC_CODES.hashPrefix,
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
-  ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint,
+  ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),

@@ -2,8 +2,8 @@
  * The tables and searches of a manifest (check.ts): every index tree walked (index-walk.ts), every part's
  * rows checked (check-part.ts: the rules all parts share, and records' ids, identity lines and tilings),
  * on worker threads where nothing here is needed (check-pool.ts), and the checks that keep state here:
- * tilings' pins from their geometry or reference patch (tilings.ts), media objects, and at level 3 the
- * replay of periodic patterns (replay.ts).
+ * tilings' pins from their geometry or reference patch (tilings.ts), media objects, the raters rows that
+ * ratings and groups need (row-rules.ts), and at level 3 the replay of periodic patterns (replay.ts).
  *
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
  * tiling, and a pattern's rule and main verification, are known when its row is read. What later rows need
@@ -25,6 +25,7 @@ import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitio
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
+import { RaterBook } from './row-rules.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
@@ -66,6 +67,7 @@ export class TableChecker {
   private readonly tilings = new Map<string, TilingFacts>()
   private readonly rules = new Map<string, RuleFacts>()
   private readonly mainRules = new Map<string, string[]>()
+  private readonly raterBook = new RaterBook()
 
   private pool: CheckPool | undefined
 
@@ -106,6 +108,7 @@ export class TableChecker {
     for (const [search, root] of Object.entries(m.searches)) {
       if (run.firstVisit(`search ${search} ${run.layout.indexPath(root)}`)) yield* this.search(search, root)
     }
+    if (run.at(1)) for (const f of this.raterBook.findings()) yield run.issue(f.code, f.at, f.detail)
   }
 
   /**
@@ -242,6 +245,10 @@ export class TableChecker {
         return at3 ? (row) => this.replay(row, `pattern:${String(row.id)}`) : undefined
       case 'media':
         return (row) => this.mediaRow(row)
+      case 'ratings':
+        return this.run.at(1) ? (row, at) => this.raterBook.rating(row, at) : undefined
+      case 'raters':
+        return this.run.at(1) ? (row, at) => this.raterBook.rater(row, at) : undefined
       default:
         return undefined
     }

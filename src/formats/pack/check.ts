@@ -19,7 +19,7 @@
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { UsageError } from '../../core/errors.js'
-import { isSha256Hash, parseStoreDocument } from './documents.js'
+import { isSha256Hash, objectHash, parseStoreDocument } from './documents.js'
 import { parseManifest, type Manifest } from './doc-manifest.js'
 import { parseRef, verifyRef } from './doc-ref.js'
 import { authoriseSigner, publisherIdOf, verifyKeyChain, type KeyChain, type KeyStatementSource } from './key-statements.js'
@@ -111,6 +111,9 @@ class VersionCheck {
   private readonly tables: TableChecker
   private chain: KeyChain | undefined
   private readonly versions = new Map<string, Version>()
+  /** Each version's retractions as `target publisher`, and the versions read whose parent is not read yet. */
+  private readonly retractions = new Map<string, { rel: string; listed: ReadonlySet<string> }>()
+  private readonly childrenWaiting = new Map<string, string[]>()
 
   constructor(private readonly run: CheckRun) {
     this.tables = new TableChecker(run)
@@ -137,6 +140,7 @@ class VersionCheck {
     const read = yield* this.readManifest(EXPORT_MANIFEST_PATH, undefined, true)
     if (!read) return
     if (run.at(2)) yield* this.signatures(EXPORT_MANIFEST_PATH, read.bytes, read.manifest, yield* run.list('sigs', SIGNATURE_NAME))
+    yield* this.cumulativeRetractions(objectHash(read.bytes), EXPORT_MANIFEST_PATH, read.manifest)
     yield* this.tables.manifest(read.manifest)
     // Earlier manifests: documents only, since an export carries none of their tables or signatures.
     const stack = [...read.manifest.parents].reverse()
@@ -144,7 +148,9 @@ class VersionCheck {
       const rel = isSha256Hash(h) ? exportHistoryPath(h) : undefined
       if (rel === undefined || !run.firstVisit(rel)) continue
       const earlier = yield* this.readManifest(rel, h, false)
-      if (earlier) stack.push(...[...earlier.manifest.parents].reverse())
+      if (!earlier) continue
+      yield* this.cumulativeRetractions(h, rel, earlier.manifest)
+      stack.push(...[...earlier.manifest.parents].reverse())
     }
   }
 
@@ -201,6 +207,7 @@ class VersionCheck {
       if (!read) continue
       const m = read.manifest
       this.versions.set(h, { feed: m.feed, publisher: m.publisher, firstParent: m.parents[0] })
+      yield* this.cumulativeRetractions(h, rel, m)
       if (this.chain) {
         const hex = h.slice('sha256:'.length)
         yield* this.signatures(rel, read.bytes, m, yield* run.list(`sigs/sha256/${hex.slice(0, 2)}/${hex}`, SIGNATURE_NAME))
@@ -208,6 +215,29 @@ class VersionCheck {
       yield* this.tables.manifest(m)
       stack.push(...[...m.parents].reverse())
     }
+  }
+
+  /**
+   * Level 1: "every later version of the feed lists every retraction its parents list, and a merge keeps its
+   * parents' with their publishers". A version is compared with each parent the pack holds, whichever of the
+   * two is read first.
+   */
+  private *cumulativeRetractions(hash: string, rel: string, m: Manifest): Generator<CheckIssue> {
+    if (!this.run.at(1)) return
+    this.retractions.set(hash, { rel, listed: new Set(m.retracts.map((r) => `${r.target} ${r.publisher}`)) })
+    for (const parent of m.parents) {
+      if (this.retractions.has(parent)) yield* this.retractionsKept(hash, parent)
+      else this.childrenWaiting.set(parent, [...(this.childrenWaiting.get(parent) ?? []), hash])
+    }
+    for (const child of this.childrenWaiting.get(hash) ?? []) yield* this.retractionsKept(child, hash)
+    this.childrenWaiting.delete(hash)
+  }
+
+  private *retractionsKept(child: string, parent: string): Generator<CheckIssue> {
+    const c = this.retractions.get(child)!
+    const missing = [...this.retractions.get(parent)!.listed].filter((r) => !c.listed.has(r))
+    if (missing.length === 0) return
+    yield this.run.issue(CHECK_CODES.retractsNotCumulative, c.rel, `it does not list ${missing.length} retraction(s) of its parent ${parent} (target and publisher): ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}`)
   }
 
   /**

@@ -37,7 +37,8 @@ export const ANT_SCHEME = 'jetcarp-ant-v1'
 /** Classes a pattern row may state; the first three are periodic and replayable (level 3). */
 export const PATTERN_CLASSES = ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other'] as const
 export type PatternClass = (typeof PATTERN_CLASSES)[number]
-const WITH_RULE: ReadonlySet<string> = new Set(['puffer', 'mover', 'gun', 'other'])
+/** The classes whose identity and pattern row state their exact rule (puffers, movers, guns and other). */
+export const WITH_RULE: ReadonlySet<string> = new Set(['puffer', 'mover', 'gun', 'other'])
 
 export interface Cell { i: number; j: number; k: number; s: number }
 

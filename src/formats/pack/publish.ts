@@ -415,6 +415,10 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
     else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
     if (name === 'media') await storeMedia(o, row, at)
     const pin = resolveReferences(name, row, lookup, at)
+    // A publish adds this version's rows only: an annotation's rev is its ref seq, never an earlier one.
+    if (name === 'annotations' && row['rev'] !== undefined && row['rev'] !== null && row['rev'] !== defaults.seq) {
+      throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
+    }
     applyDefaults(name, row, defaults, pin)
     findings.length = 0
     const textBytes = validate(row, at.line - 1, findings)

@@ -14,9 +14,8 @@ import { IDENTITY_CODES } from './identity.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
-import { WRITE_CODES } from './parquet-write.js'
 import { quote } from './documents.js'
-import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, WRITE_CODES, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { CHECK_CODES, failure, note, type CheckIssue, type CheckLevel } from './check-run.js'
 
 /** A part to check, as its index names it. */

@@ -34,8 +34,10 @@ export const checkPackStage = defineStage({
     })
     if (!info.isDirectory()) throw new UsageError('env.not-a-directory', '--dir: not a directory', { location: { file: o.dir } })
     // Loaded here: the checks pull in the Parquet, zstd and signature code that other commands need not load.
-    const { PackChecker, packKind, NOT_A_PACK, startThreads } = await import('../src/formats/pack/check.js')
+    // The threads start first, to load the checker alongside this thread.
+    const { startThreads } = await import('../src/formats/pack/check-pool.js')
     startThreads(availableParallelism())
+    const { PackChecker, packKind, NOT_A_PACK } = await import('../src/formats/pack/check.js')
     const kind = await packKind(o.dir)
     if (kind === undefined) throw new UsageError(NOT_A_PACK, '--dir: neither a store (jetcarp-store.json) nor an export (pack.json)', { location: { file: o.dir } })
     Object.assign(ctx.summary, { level: o.level, kind })

@@ -157,3 +157,22 @@ t.test('rows whose times, floats or partition values break the row rules are fou
   ], 'each on its row, in row order, among row groups with nothing to find')
   t.match(issues[2], { level: 1, detail: /^x: expected a finite float64, got NaN$/ })
 })
+
+t.test('rows out of order by their UTF-8 bytes are found within row groups and across them', async (t) => {
+  const schema: TableSchema = {
+    name: 'test', schemaId: 'jetcarp-test 1', kind: 'event', sortColumns: ['s'], partitionColumns: [], ourChoice: false,
+    columns: [{ name: 's', type: { kind: 'string' }, nullable: false }],
+  }
+  // U+FFFD before U+1F600 by code point (and UTF-8 bytes), though not by UTF-16 units.
+  const values = ['a', 'b', 'c', 'b', '\uFFFD', '\u{1F600}', 'é', 'z', 'y']
+  const part = await save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 's', data: values, type: 'STRING', nullable: false }], rowGroupSize: 3 })))
+  const issues: CheckIssue[] = []
+  const listing = { rows: values.length, first: 'a', last: 'y' }
+  for await (const i of checkPart({ rel: 'p', file: part.file, schema, listing }, { level: 1, tilings: new Map() })) issues.push(i)
+  t.same(issues.map((i) => [i.code, i.target]), [
+    ['pack.parquet-rows-unsorted', 'p row 3'],
+    ['pack.parquet-rows-unsorted', 'p row 6'],
+    ['pack.parquet-rows-unsorted', 'p row 7'],
+    ['pack.parquet-rows-unsorted', 'p row 8'],
+  ], 'row 3 and row 6 after the last row of the group before, rows 7 and 8 in theirs; the index\'s first and last are the rows\'')
+})

@@ -121,6 +121,8 @@ t.test('level 1 on a pattern\'s cells: the id, the lines against the columns, th
   t.same(spelled(identity.replace('\nsteps=1', '')).findings, [{ code: IDENTITY_CODES.identityMalformed, detail: 'the identity has no steps= line' }])
   t.same(spelled(identity.replace('\nsteps=1', '\nsteps=01')).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn], 'a leading zero is another spelling')
   t.same(spelled(identity.replace('\nd=1,-1', '\nd=1,-1,')).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn])
+  const cut = identity.replace('tiling=square', 'tiling=square\nfoo=1')
+  t.same(check({ identity: cut, id: patternId(cut, SQUARE_PIN), pin_key: 'square\nfoo=1' }).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn], 'a column with a line break: its line ends there')
   const nonAscii = identity.replace('tiling=square', 'tiling=carré ✓')
   t.same(check({ identity: nonAscii, id: patternId(nonAscii, SQUARE_PIN), pin_key: 'carré ✓' }), { findings: [], spelling: 'ours' }, 'UTF-8 lines and the hash of their bytes')
   const big = identity.replace('\nperiod=4', `\nperiod=${2n ** 60n}`)

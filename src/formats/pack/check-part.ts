@@ -15,9 +15,8 @@ import { aliasFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding,
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
-import { WRITE_CODES } from './parquet-write.js'
 import { quote } from './documents.js'
-import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, WRITE_CODES, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { CHECK_CODES, failure, note, type CheckIssue, type CheckLevel } from './check-run.js'
 
 /** A part to check, as its index names it. */
@@ -135,9 +134,9 @@ class PartRows {
   private readonly sortColumns: readonly { name: string }[]
   private readonly records: RecordCheck | undefined
   private readonly problems: RowFinding[] = []
-  /** The last valid row's sort columns and index (-1: none yet); this row's go in the other object. */
+  /** The sort columns of the last valid row of the row groups before this one, and the last valid row's index (-1: none yet). */
   private previous: Record<string, unknown> = {}
-  private key: Record<string, unknown> = {}
+  private readonly key: Record<string, unknown> = {}
   private previousIndex = -1
   private firstKey: string | undefined
   private lastKey: string | undefined
@@ -160,6 +159,9 @@ class PartRows {
     // Issues of rows without a hook wait here, in row order, and go out with the next hook's or at the end.
     const out: CheckIssue[] = []
     const cells = this.records?.open(batch)
+    const order = this.at1 ? rowGroupOrder(batch, spec.schema, this.compare) : undefined
+    // The last valid row of this row group (-1: none yet).
+    let lastValid = -1
     for (let i = 0; i < batch.rows; i++) {
       const index = batch.rowStart + i
       this.rows++
@@ -170,20 +172,16 @@ class PartRows {
         this.validate(row, index, problems)
         if (problems.length > 0) {
           if (this.at1) for (const f of problems) out.push(failure(f.code, rowAt(index), `${f.column || 'row'}: ${f.detail}`))
-          this.lastKey = undefined
           continue
         }
       }
       this.valid++
-      const key = batch.pick(i, this.sortColumns, this.key)
-      this.lastKey = sortKeyText(spec.schema, key)
-      if (index === 0) this.firstKey = this.lastKey
-      if (this.at1 && this.previousIndex >= 0 && this.compare(this.previous, key) > 0) {
+      if (index === 0) this.firstKey = sortKeyText(spec.schema, batch.pick(i, this.sortColumns, this.key))
+      if (order && this.previousIndex >= 0 && (lastValid >= 0 ? order(lastValid, i) : this.compare(this.previous, batch.pick(i, this.sortColumns, this.key))) > 0) {
         out.push(failure(WRITE_CODES.unsorted, rowAt(index), `sorts before row ${this.previousIndex} (by ${spec.schema.sortColumns.join(', ')})`))
       }
-      this.key = this.previous
-      this.previous = key
       this.previousIndex = index
+      lastValid = i
       cells?.(i, out)
       if (hook) {
         yield* out
@@ -192,6 +190,9 @@ class PartRows {
         if (more) yield* more
       }
     }
+    // Taken before the next row group is decoded over this one's vectors.
+    if (lastValid >= 0) this.previous = batch.pick(lastValid, this.sortColumns, {})
+    if (batch.rows > 0) this.lastKey = lastValid === batch.rows - 1 ? sortKeyText(spec.schema, this.previous) : undefined
     yield* out
   }
 
@@ -203,6 +204,52 @@ class PartRows {
     if (this.firstKey !== undefined && this.lastKey !== undefined && (this.firstKey !== listing.first || this.lastKey !== listing.last)) {
       yield failure(CHECK_CODES.partBounds, rel, `its index states first ${quote(listing.first)} and last ${quote(listing.last)}, its rows give ${quote(this.firstKey)} and ${quote(this.lastKey)}`)
     }
+  }
+}
+
+/**
+ * How row p of a row group sorts against its row i, as sortColumnsComparator orders rows: on the vectors
+ * where every sort column is text (by its UTF-8 bytes) or an integer or boolean with no null, which builds no
+ * string a row; else on the rows' values.
+ */
+function rowGroupOrder(batch: RowBatch, schema: TableSchema, compare: (a: object, b: object) => number): (p: number, i: number) => number {
+  const columns = schema.sortColumns.map((name) => ({ name }))
+  const orders = columns.map(({ name }) => vectorOrder(batch.column(name)))
+  if (orders.some((o) => o === undefined)) {
+    const [a, b] = [{}, {}]
+    return (p, i) => compare(batch.pick(p, columns, a), batch.pick(i, columns, b))
+  }
+  return (p, i) => {
+    for (const o of orders) {
+      const c = o!(p, i)
+      if (c !== 0) return c
+    }
+    return 0
+  }
+}
+
+function vectorOrder(v: Vector | null): ((p: number, i: number) => number) | undefined {
+  if (v === null || (v.valid !== null && v.valid.includes(0))) return undefined
+  switch (v.kind) {
+    case 'string': {
+      const { bytes, start, end } = v
+      return (p, i) => {
+        const pEnd = end[p]!
+        const iEnd = end[i]!
+        let x = start[p]!
+        let y = start[i]!
+        for (; x < pEnd && y < iEnd; x++, y++) if (bytes[x] !== bytes[y]) return bytes[x]! - bytes[y]!
+        return pEnd - x - (iEnd - y)
+      }
+    }
+    case 'int32':
+    case 'int64':
+    case 'bool': {
+      const values = v.values
+      return (p, i) => (values[p]! < values[i]! ? -1 : values[p]! > values[i]! ? 1 : 0)
+    }
+    default:
+      return undefined
   }
 }
 

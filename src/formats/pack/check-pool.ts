@@ -10,13 +10,15 @@
  * Only parts whose checks need nothing but the part and a snapshot of the tilings go to a thread: those of
  * tables with a row hook (tilings, media, and at level 3 rules, verifications and patterns) are checked
  * where the hook's state is.
+ *
+ * A thread's side is check-pool-worker.ts. This module loads none of the checks, so that a caller can start
+ * threads (startThreads) first and have them load the checker while it loads its own copy.
  */
 import { Worker } from 'node:worker_threads'
 import { PipeError } from '../../core/errors.js'
 import { siblingWorkerUrl } from '../../core/ordered-worker.js'
-import { SCHEMAS_BY_ID } from './table-schemas.js'
-import { checkPart, type PartOutcome, type RecordTiling } from './check-part.js'
-import { failure, objectProblem, type CheckIssue, type CheckLevel } from './check-run.js'
+import type { PartOutcome, RecordTiling } from './check-part.js'
+import type { CheckIssue, CheckLevel } from './check-run.js'
 
 /** A part as a thread is given it. */
 export interface PartJob {
@@ -41,28 +43,8 @@ export interface PartJobResult {
   outcome: PartOutcome
 }
 
-/** Issues a thread sends at once, and how many such chunks it may send before the caller has taken them. */
-const CHUNK_ISSUES = 256
-const CHUNKS_AHEAD = 4
-
-/** A part's checks, as a thread runs them: its object (unless checked before), then its rows. */
-export async function* runPartJob(job: PartJob): AsyncGenerator<CheckIssue, PartJobResult> {
-  if (job.verify) {
-    const problem = await objectProblem(job.file, job.rel, job.hash, job.level, job.bytes)
-    if (problem) {
-      yield failure(problem.code, job.rel, problem.detail)
-      return { objectChecked: true, objectOk: false, outcome: { opened: false, rows: 0, complete: false } }
-    }
-  }
-  const schema = SCHEMAS_BY_ID.get(job.schemaId)
-  if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
-  const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
-  const outcome = yield* checkPart(spec, { level: job.level, tilings: new Map(job.tilings) })
-  return { objectChecked: job.verify, objectOk: true, outcome }
-}
-
-type ToThread = { type: 'part'; id: number; job: PartJob } | { type: 'more'; id: number }
-type FromThread =
+export type ToThread = { type: 'part'; id: number; job: PartJob } | { type: 'more'; id: number }
+export type FromThread =
   | { type: 'issues'; id: number; issues: CheckIssue[] }
   | { type: 'done'; id: number; result: PartJobResult }
   | { type: 'failed'; id: number; code: string; message: string }
@@ -233,50 +215,4 @@ export class CheckPool {
       thread.send({ type: 'part', id: part.id, job: part.job })
     }
   }
-}
-
-/** The thread's side: its parts' issues in chunks, never more than CHUNKS_AHEAD of a part's untaken. */
-export function servePartJobs(port: { on(event: 'message', f: (msg: ToThread) => void): void; postMessage(msg: FromThread): void }): void {
-  const jobs = new Map<number, { ahead: number; wake: (() => void) | undefined }>()
-  const send = async (id: number, issues: CheckIssue[]): Promise<void> => {
-    port.postMessage({ type: 'issues', id, issues })
-    const credit = jobs.get(id)!
-    credit.ahead++
-    while (credit.ahead >= CHUNKS_AHEAD) await new Promise<void>((resolve) => { credit.wake = resolve })
-  }
-  const run = async (id: number, job: PartJob): Promise<void> => {
-    jobs.set(id, { ahead: 0, wake: undefined })
-    try {
-      const issues = runPartJob(job)
-      let chunk: CheckIssue[] = []
-      for (let next = await issues.next(); ; next = await issues.next()) {
-        if (next.done) {
-          if (chunk.length > 0) port.postMessage({ type: 'issues', id, issues: chunk })
-          port.postMessage({ type: 'done', id, result: next.value })
-          return
-        }
-        chunk.push(next.value)
-        if (chunk.length >= CHUNK_ISSUES) {
-          await send(id, chunk)
-          chunk = []
-        }
-      }
-    } catch (err) {
-      port.postMessage({ type: 'failed', id, code: err instanceof PipeError ? err.code : 'internal.worker-failed', message: err instanceof Error ? err.message : String(err) })
-    } finally {
-      jobs.delete(id)
-    }
-  }
-  port.on('message', (msg) => {
-    if (msg.type === 'part') {
-      void run(msg.id, msg.job)
-      return
-    }
-    const credit = jobs.get(msg.id)
-    if (!credit) return
-    credit.ahead--
-    const wake = credit.wake
-    credit.wake = undefined
-    wake?.()
-  })
 }

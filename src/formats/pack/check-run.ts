@@ -19,7 +19,6 @@ import { IDENTITY_CODES } from './identity.js'
 import { GEOMETRY_CODES } from './geometry.js'
 import { WALK_CODES, type IndexLoader } from './index-walk.js'
 import { KEY_STATEMENT_CODES } from './key-statements.js'
-import { WRITE_CODES } from './parquet-write.js'
 import { REPLAY_CODES, type ReplayBudget } from './replay.js'
 import { ROW_RULE_CODES } from './row-rules.js'
 import { KEY_CODES } from './ssh-key.js'
@@ -39,7 +38,7 @@ import {
   type MediaExtension,
   type MediaFile,
 } from './store.js'
-import { ROW_CODES } from './table-schemas.js'
+import { ROW_CODES, WRITE_CODES } from './table-schemas.js'
 
 export type CheckLevel = 0 | 1 | 2 | 3
 

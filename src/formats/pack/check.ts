@@ -30,7 +30,6 @@ import { CHECK_CODES, CheckRun, STORE_LAYOUT, exportLayout, type CheckIssue, typ
 import { TableChecker } from './check-tables.js'
 
 export { CHECK_CODES, levelOf, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
-export { startThreads } from './check-pool.js'
 
 /** Not a store (no jetcarp-store.json) nor an export (no pack.json): a usage error. */
 export const NOT_A_PACK = 'pack.not-a-pack'

@@ -6,7 +6,7 @@
  * Ants and Quick Start entries are checked on their rows.
  */
 import { hash } from 'node:crypto'
-import { antId, IDENTITY_CODES, PATTERN_SCHEME, quickstartId } from './identity.js'
+import { antId, IDENTITY_CODES, PATTERN_SCHEME, patternHeadLines, quickstartId } from './identity.js'
 
 export interface IdentityFinding { code: string; detail: string }
 
@@ -146,10 +146,13 @@ function columnText(c: PatternCells, n: number): string {
 export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): 'ours' | 'unknown' {
   const digest = contentDigest(c.identity, c.pin)
   if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, 32)})` })
-  const found = lineValues(c.identity)
+  const head = headOf(c)
+  // An identity that starts with the head of its columns has their lines, each equal to its column.
+  const afterHead = startsWithHead(c.identity, head)
+  const found = lineValues(c.identity, afterHead ? head : undefined)
   if (!found) return 'unknown'
   const b = c.identity.bytes
-  for (let n = 0; n < LINES.length; n++) {
+  for (let n = afterHead ? HEAD_LINES : 0; n < LINES.length; n++) {
     const start = found[2 * n]!
     const end = found[2 * n + 1]!
     // Without a phases= line there is nothing to compare the typed phases with, and no finding.
@@ -164,20 +167,65 @@ export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): '
   return 'ours'
 }
 
+/**
+ * Our spelling of a pattern's first lines (patternHeadLines: the scheme, then tiling= to d=, the first
+ * HEAD_LINES of LINES) for the columns of the last row checked, and the `\n` after them, as bytes, with where
+ * their values are. A part's rows mostly share these columns, so an identity is compared with the head in one
+ * call, rather than its first lines found and compared one by one. Null bytes: a column holds a line break,
+ * so the lines are not what the columns say, and each identity is read in full.
+ */
+interface PatternHead {
+  columns: { pinKey: Buffer; model: Buffer; neighbourhood: Buffer; class: Buffer; stepsPerGen: number; period: number | bigint; dx: number; dy: number }
+  bytes: Buffer | null
+  /** Each head line's value start and end, from the head's start. */
+  bounds: Int32Array
+}
+
+const HEAD_LINES = LINE_D + 1
+let lastHead: PatternHead | undefined
+
+const sameColumn = (cell: TextCell, held: Buffer): boolean => sameText(cell, held, 0, held.length)
+
+function headOf(c: PatternCells): PatternHead {
+  const h = lastHead
+  if (h && h.columns.stepsPerGen === c.stepsPerGen && h.columns.period === c.period && h.columns.dx === c.dx && h.columns.dy === c.dy &&
+    sameColumn(c.pinKey, h.columns.pinKey) && sameColumn(c.model, h.columns.model) && sameColumn(c.neighbourhood, h.columns.neighbourhood) && sameColumn(c.class, h.columns.class)) return h
+  const held = (cell: TextCell): Buffer => Buffer.from(cell.bytes.subarray(cell.start, cell.end))
+  const columns = { pinKey: held(c.pinKey), model: held(c.model), neighbourhood: held(c.neighbourhood), class: held(c.class), stepsPerGen: c.stepsPerGen, period: c.period, dx: c.dx, dy: c.dy }
+  const lines = Buffer.from(patternHeadLines({ pinKey: text(c.pinKey), model: text(c.model), neighbourhood: text(c.neighbourhood), stepsPerGen: c.stepsPerGen, class: text(c.class), period: c.period, dx: c.dx, dy: c.dy }).join('\n'))
+  const breaks = [columns.pinKey, columns.model, columns.neighbourhood, columns.class].some((v) => v.includes(0x0a))
+  const found = breaks ? null : lineValues({ bytes: lines, start: 0, end: lines.length })
+  lastHead = { columns, bytes: found ? Buffer.concat([lines, Buffer.from('\n')]) : null, bounds: found ? found.slice(0, 2 * HEAD_LINES) : new Int32Array(0) }
+  return lastHead
+}
+
+function startsWithHead(identity: TextCell, head: PatternHead): boolean {
+  const bytes = head.bytes
+  return bytes !== null && identity.end - identity.start >= bytes.length && bytes.compare(identity.bytes, identity.start, identity.start + bytes.length) === 0
+}
+
 /** lineValues' answer, reused: allocating a typed array per row cost more than finding the lines. */
 const lineBounds = new Int32Array(2 * LINES.length)
 
 /**
  * Where the value of each of LINES is in an identity (start and end; -1 when it has no such line), or null
- * when the identity is not in our spelling. The answer is good until the next call.
+ * when the identity is not in our spelling. Given the head it starts with, only the lines after the head
+ * are read. The answer is good until the next call.
  */
-function lineValues(identity: TextCell): Int32Array | null {
+function lineValues(identity: TextCell, head?: PatternHead): Int32Array | null {
   const b = identity.bytes
   const end = identity.end
-  let nl = identity.start + SCHEME.length
-  if (nl > end || !sameText(SCHEME_CELL, b, identity.start, nl) || (nl < end && b[nl] !== 0x0a)) return null
   const found = lineBounds
-  for (let n = 0; n < LINES.length; n++) found[2 * n] = -1
+  let nl: number
+  if (head) {
+    for (let x = 0; x < 2 * HEAD_LINES; x++) found[x] = identity.start + head.bounds[x]!
+    for (let n = HEAD_LINES; n < LINES.length; n++) found[2 * n] = -1
+    nl = identity.start + head.bytes!.length - 1
+  } else {
+    nl = identity.start + SCHEME.length
+    if (nl > end || !sameText(SCHEME_CELL, b, identity.start, nl) || (nl < end && b[nl] !== 0x0a)) return null
+    for (let n = 0; n < LINES.length; n++) found[2 * n] = -1
+  }
   let others: Set<string> | undefined
   while (nl < end) {
     const start = nl + 1

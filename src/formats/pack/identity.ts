@@ -174,14 +174,19 @@ export interface PatternFacts {
   tileTypes: number
 }
 
+/** The lines a pattern's identity starts with: the scheme, then tiling= to d=, each a copy of a column. */
+export function patternHeadLines(f: { pinKey: string; model: string; neighbourhood: string; stepsPerGen: number; class: string; period: number | bigint; dx: number; dy: number }): string[] {
+  return [
+    PATTERN_SCHEME, `tiling=${f.pinKey}`, `model=${f.model}`, `nb=${f.neighbourhood}`, `steps=${f.stepsPerGen}`,
+    `class=${f.class}`, `period=${f.period}`, `d=${f.dx},${f.dy}`,
+  ]
+}
+
 /** The identity text of a pattern, and the normalised phases and picture its typed columns copy. */
 export function patternIdentity(f: PatternFacts): { identity: string; phases: Cell[][]; canonical: string } {
   const phases = normalisePhases(f.phases)
   const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
-  const lines = [
-    PATTERN_SCHEME, `tiling=${f.pinKey}`, `model=${f.model}`, `nb=${f.neighbourhood}`, `steps=${f.stepsPerGen}`,
-    `class=${f.class}`, `period=${f.period}`, `d=${f.dx},${f.dy}`,
-  ]
+  const lines = patternHeadLines(f)
   if (WITH_RULE.has(f.class)) {
     if (!f.rule) throw new RangeError(`a ${f.class} states its exact rule`)
     lines.push(`rule=${f.rule}`)

@@ -41,8 +41,10 @@ import type { ColumnChunk, ColumnIndex, Encoding, FileMetaData, OffsetIndex, Row
 import { Compressor } from 'zstd-napi'
 import { PipeError } from '../../core/errors.js'
 import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
-import { partitionFindings, rowComparator, rowValidator, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
+import { partitionFindings, rowComparator, rowValidator, WRITE_CODES, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { RowBatchBuilder, type RowBatch } from './row-bytes.js'
+
+export { WRITE_CODES }
 
 // Loaded with require() for the reason given in src/formats/record/tables.ts (tap's ESM resolver and
 // hyparquet-writer's `hyparquet/src/*.js` imports); the deep modules are in hyparquet-writer's exports.
@@ -68,16 +70,6 @@ export const MAX_PART_BYTES = 224 * 1024 * 1024
 const PAGE_VALUE_BYTES = 1024 * 1024
 const STATISTICS_TRUNCATE_BYTES = 64
 const DICTIONARY_GIVE_UP_DISTINCT = 1024
-
-/** Stable codes of the writer's errors (row findings keep their own `pack.table-*` codes). */
-export const WRITE_CODES = {
-  /** A row that sorts before the row written before it. */
-  unsorted: 'pack.parquet-rows-unsorted',
-  /** write() or finish() after finish(), abort() or a failed write. */
-  state: 'pack.parquet-writer-state',
-  /** The encoding thread could not write a part (its directory, the disk). */
-  io: 'pack.parquet-write-failed',
-} as const
 
 // ---------------------------------------------------------------------------------------------------
 // Parquet schema

@@ -295,6 +295,19 @@ export const SCHEMAS_BY_ID: ReadonlyMap<string, TableSchema> = new Map(
 // Validation
 // ---------------------------------------------------------------------------------------------------
 
+/**
+ * Stable codes of the writer's errors (row findings keep their own `pack.table-*` codes); a checker reports
+ * `unsorted` too. Here rather than in parquet-write.ts, so that checking does not load the writer.
+ */
+export const WRITE_CODES = {
+  /** A row that sorts before the row written before it. */
+  unsorted: 'pack.parquet-rows-unsorted',
+  /** write() or finish() after finish(), abort() or a failed write. */
+  state: 'pack.parquet-writer-state',
+  /** The encoding thread could not write a part (its directory, the disk). */
+  io: 'pack.parquet-write-failed',
+} as const
+
 /** Stable codes of row findings. */
 export const ROW_CODES = {
   /** A value of the wrong type, out of its integer range, not finite, null where required, or unknown. */

@@ -8,6 +8,8 @@ const INT64_MAX = (1n << 63n) - 1n
 const TWO_32 = 4294967296
 /** A raw-file chunk as the sealer hands it to zstd: large enough that per-chunk costs vanish. */
 export const RAW_CHUNK_BYTES = 1 << 20
+/** Chunk buffers kept for reuse: as many as can be in flight to the files' thread, and a few. */
+const SPARE_CHUNKS = 12
 
 const BACKSLASH = 0x5c
 /**
@@ -199,6 +201,7 @@ export class RawLineWriter {
   private buf: Buffer
   private pos = 0
   private readonly times = new TimeWriter()
+  private readonly spare: ArrayBuffer[] = []
   lines = 0
 
   constructor(private readonly onChunk: (chunk: Buffer) => void, private readonly chunkBytes = RAW_CHUNK_BYTES) {
@@ -219,6 +222,11 @@ export class RawLineWriter {
     this.lines++
   }
 
+  /** Takes back a chunk's buffer that its receiver is done with, to fill again. */
+  reuse(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === this.chunkBytes && this.spare.length < SPARE_CHUNKS) this.spare.push(buffer)
+  }
+
   /** Hands over what is buffered (possibly nothing). */
   end(): void {
     if (this.pos > 0) this.onChunk(this.buf.subarray(0, this.pos))
@@ -230,7 +238,8 @@ export class RawLineWriter {
   private reserve(n: number): void {
     if (this.pos + n <= this.buf.length) return
     this.end()
-    this.buf = Buffer.allocUnsafe(Math.max(this.chunkBytes, n))
+    const spare = n <= this.chunkBytes ? this.spare.pop() : undefined
+    this.buf = spare ? Buffer.from(spare) : Buffer.allocUnsafe(Math.max(this.chunkBytes, n))
   }
 }
 

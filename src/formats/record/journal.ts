@@ -866,6 +866,12 @@ export class EventTape {
     return !(range.start && timeBefore(hi, lo, range.start[0], range.start[1])) && !(range.end && !timeBefore(hi, lo, range.end[0], range.end[1]))
   }
 
+  /** Whether every entry's event time is in the range (as for all but the batches at a range's edges). */
+  allWithin(range: TimeRange): boolean {
+    for (let i = 0; i < this.length; i++) if (!this.within(i, range)) return false
+    return true
+  }
+
   /** The event time of entry `i`. */
   time(i: number): bigint {
     return (BigInt(this.timeHis[i]!) << 32n) + BigInt(this.timeLos[i]!)
@@ -1310,7 +1316,7 @@ async function* replicaBatches(dir: string, replica: Replica, o: JournalRangeOpt
     if (o.end !== undefined && f.hour + HOUR_NS > o.end + slack) read.stopAt = o.end + slack
     for await (const b of readJournalFile(f.path, read)) {
       let tape = b.tape!
-      if (o.start !== undefined || o.end !== undefined) {
+      if ((o.start !== undefined || o.end !== undefined) && !tape.allWithin(range)) {
         const inRange = new EventTape()
         for (let i = 0; i < tape.length; i++) if (tape.within(i, range)) inRange.copy(tape, i)
         tape = inRange

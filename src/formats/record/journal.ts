@@ -874,6 +874,8 @@ export class EventTape {
 
   /** The event time of entry `i`. */
   time(i: number): bigint {
+    // A frame's time is read whole from its record body: one bigint rather than four.
+    if (this.decoded[i] === undefined) return this.views[i]!.getBigInt64(this.bodyStarts[i]! + 4, true)
     return (BigInt(this.timeHis[i]!) << 32n) + BigInt(this.timeLos[i]!)
   }
 

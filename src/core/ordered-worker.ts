@@ -12,7 +12,7 @@ import { parentPort, Worker } from 'node:worker_threads'
 import { PipeError } from './errors.js'
 
 type ToWorker = { type: 'open'; value: unknown } | { type: 'item'; value: unknown } | { type: 'finish'; value: unknown }
-type FromWorker = { type: 'ack' } | { type: 'finished'; value: unknown } | { type: 'error'; code: string; message: string }
+type FromWorker = { type: 'ack'; returned?: ArrayBuffer[] } | { type: 'finished'; value: unknown } | { type: 'error'; code: string; message: string }
 
 interface Thread {
   worker: Worker
@@ -45,6 +45,12 @@ export interface OrderedJobOptions {
    * a full collection later: a job that keeps each batch's objects alive while it works wants more.
    */
   youngGenerationMb?: number
+  /**
+   * Takes back the buffers an item moved to the thread once the thread is done with them (what the
+   * handler's `item` returns), for the caller to fill again: fresh megabyte buffers cost page faults and
+   * garbage collections on both sides.
+   */
+  onReturned?: (buffer: ArrayBuffer) => void
 }
 
 function startThread(url: URL, youngGenerationMb: number): Thread {
@@ -67,7 +73,7 @@ export class OrderedJob<Open, Item, Result> {
   private finishing: { resolve: (value: Result) => void; reject: (err: PipeError) => void } | null = null
   private released = false
 
-  private constructor(private readonly thread: Thread, private readonly maxInFlight: number) {
+  private constructor(private readonly thread: Thread, private readonly maxInFlight: number, private readonly onReturned: ((buffer: ArrayBuffer) => void) | undefined) {
     thread.owner = this as OrderedJob<unknown, unknown, unknown>
   }
 
@@ -76,7 +82,7 @@ export class OrderedJob<Open, Item, Result> {
     const at = idle.findIndex((t) => t.url === url.href)
     const thread = at >= 0 ? idle.splice(at, 1)[0]! : startThread(url, opts.youngGenerationMb ?? 16)
     thread.worker.ref()
-    const job = new OrderedJob<Open, Item, Result>(thread, opts.maxInFlight ?? 8)
+    const job = new OrderedJob<Open, Item, Result>(thread, opts.maxInFlight ?? 8, opts.onReturned)
     job.send({ type: 'open', value: open })
     return job
   }
@@ -114,7 +120,10 @@ export class OrderedJob<Open, Item, Result> {
 
   /** @internal Called by the thread's listeners. */
   onMessage(msg: FromWorker): void {
-    if (msg.type === 'ack') this.inFlight--
+    if (msg.type === 'ack') {
+      this.inFlight--
+      if (msg.returned && this.onReturned) for (const b of msg.returned) this.onReturned(b)
+    }
     else if (msg.type === 'finished') this.finishing?.resolve(msg.value as Result)
     else this.onFailure(new PipeError(msg.code, msg.message))
     this.wake()
@@ -148,7 +157,8 @@ export class OrderedJob<Open, Item, Result> {
 
 export interface OrderedJobHandlers<Open, Item, Finish, Result> {
   open(value: Open): void | Promise<void>
-  item(value: Item): void | Promise<void>
+  /** Handles an item; may give back buffers of it the thread no longer uses (see OrderedJobOptions.onReturned). */
+  item(value: Item): void | ArrayBuffer[] | Promise<void | ArrayBuffer[]>
   /** The result and the buffers in it to move rather than copy. */
   finish(value: Finish): Promise<{ result: Result; transfer?: ArrayBuffer[] }>
 }
@@ -165,8 +175,9 @@ export function serveOrderedJobs<Open, Item, Finish, Result>(handlers: OrderedJo
   const handle = async (msg: ToWorker): Promise<void> => {
     if (msg.type === 'open') await handlers.open(msg.value as Open)
     else if (msg.type === 'item') {
-      await handlers.item(msg.value as Item)
-      port.postMessage({ type: 'ack' } satisfies FromWorker)
+      const returned = await handlers.item(msg.value as Item)
+      if (returned) port.postMessage({ type: 'ack', returned } satisfies FromWorker, returned)
+      else port.postMessage({ type: 'ack' } satisfies FromWorker)
     } else {
       const { result, transfer } = await handlers.finish(msg.value as Finish)
       port.postMessage({ type: 'finished', value: result } satisfies FromWorker, transfer ?? [])

@@ -62,6 +62,14 @@ export interface BinanceSpotOptions {
 }
 
 const INT64_MAX = (1n << 63n) - 1n
+
+/** Whether canonical decimal integer text `a` (no sign, no leading zero) is below `b`'s value. */
+function digitsBelow(a: string, b: string): boolean {
+  return a.length !== b.length ? a.length < b.length : a < b
+}
+
+/** By nanoseconds per unit of E and T (the adapter's two units): the most units that fit int64 nanoseconds, as text. */
+const MAX_UNITS_TEXT = new Map([1_000n, 1_000_000n].map((mult) => [mult, (INT64_MAX / mult).toString()]))
 const UINT_RE = /^(0|[1-9][0-9]*)$/
 /** Binance allows 1024 streams per connection. */
 const MAX_STREAMS = 1024
@@ -246,10 +254,12 @@ function plainTrade(text: string, mult: bigint): FrameClass | null {
   const p = m[4]!
   const q = m[5]!
   if (!isDecimal38Text(p) || !isDecimal38Text(q)) return null
-  const eNs = BigInt(m[1]!) * mult
-  const tNs = BigInt(m[6]!) * mult
-  if (eNs > INT64_MAX || tNs > INT64_MAX) return null
-  const exchangeTime = eNs < tNs ? eNs : tNs
+  // E and T compared as texts: a bigint is made of the earlier only.
+  const E = m[1]!
+  const T = m[6]!
+  const earlier = digitsBelow(T, E) ? T : E
+  if (digitsBelow(MAX_UNITS_TEXT.get(mult)!, earlier === E ? T : E)) return null
+  const exchangeTime = BigInt(earlier) * mult
   const s = m[2]!
   const tText = m[3]!
   const id = BigInt(tText)

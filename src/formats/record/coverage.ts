@@ -78,8 +78,11 @@ export class CoverageTracker {
   private window: { start: bigint; closeCode?: number } | null = null
   /** The time of the replica's latest record that was not a restatement. */
   private lastSeen: bigint | null = null
-  /** The heartbeat interval of the running recorder, once a recorder-start states it. */
-  private heartbeatNs: bigint | null = null
+  /**
+   * The longest gap between two records of a running replica ({@link LIVENESS_INTERVALS} heartbeat
+   * intervals), once a recorder-start states the interval; kept as a product, not made again per frame.
+   */
+  private longestRunningSilenceNs: bigint | null = null
 
   constructor(
     readonly replica: Replica,
@@ -162,7 +165,7 @@ export class CoverageTracker {
 
   /** A record at `t` that is not a restatement: a silence before it longer than the liveness allows was a stretch down. */
   private seen(t: bigint): void {
-    if (this.heartbeatNs !== null && this.lastSeen !== null && t - this.lastSeen > LIVENESS_INTERVALS * this.heartbeatNs) {
+    if (this.longestRunningSilenceNs !== null && this.lastSeen !== null && t - this.lastSeen > this.longestRunningSilenceNs) {
       this.silent.push([this.lastSeen + 1n, t])
     }
   }
@@ -176,7 +179,7 @@ export class CoverageTracker {
   private handle(e: JournalEvent, restated: boolean): void {
     switch (e.kind) {
       case 'recorder-start':
-        this.heartbeatNs = e.heartbeatIntervalNs
+        this.longestRunningSilenceNs = LIVENESS_INTERVALS * e.heartbeatIntervalNs
         // A restatement carries the promise into the hour; with nothing seen before it, the hour's file
         // beginning is the first sign of life.
         if (restated) this.lastSeen ??= this.hourStart
@@ -227,7 +230,7 @@ export class CoverageTracker {
   finish(): ReplicaCoverage {
     const end = this.hourEnd
     const lastSeen = this.lastSeen
-    if (this.heartbeatNs !== null && lastSeen !== null && end - lastSeen > LIVENESS_INTERVALS * this.heartbeatNs) {
+    if (this.longestRunningSilenceNs !== null && lastSeen !== null && end - lastSeen > this.longestRunningSilenceNs) {
       // Silent until the hour's end: the process stopped at its last record, which ends its connections.
       this.silent.push([lastSeen + 1n, end])
       this.restart(lastSeen + 1n)

@@ -121,6 +121,8 @@ export function encodeDecimalTextInto(text: string, out: Uint8Array, offset: num
   const total = intEnd - intStart + DECIMAL_SCALE
   let chunk = 0
   let chunkDigits = 0
+  // Limbs from `used` up are zero: a group need not multiply them (prices and sizes take four or five of eight).
+  let used = 0
   for (let d = 0; d < total; d++) {
     const at = d < intEnd - intStart ? intStart + d : fracStart + d - (intEnd - intStart)
     const digit = at < (d < intEnd - intStart ? intEnd : fracEnd) ? text.charCodeAt(at) - 48 : 0
@@ -128,11 +130,13 @@ export function encodeDecimalTextInto(text: string, out: Uint8Array, offset: num
     if (++chunkDigits === 9 || d === total - 1) {
       let carry = chunk
       const scale = TEN_POWERS[chunkDigits]!
-      for (let l = 0; l < 8; l++) {
+      let l = 0
+      for (; l < 8 && (l < used || carry !== 0); l++) {
         const v = limbs[l]! * scale + carry
         carry = Math.floor(v / 65536)
         limbs[l] = v - carry * 65536
       }
+      if (l > used) used = l
       chunk = 0
       chunkDigits = 0
     }

@@ -28,13 +28,16 @@ const BINARY = 1
 const IN_HOUR = 2
 const HEADER_BYTES = 17
 const BATCH_BYTES = 1 << 20
+/** Batch buffers kept for reuse: as many as can be in flight, and a few. */
+const SPARE_BATCHES = 8
 
 export class FrameBatchWriter {
-  private buf = new Uint8Array(BATCH_BYTES)
-  private view = new DataView(this.buf.buffer)
+  private buf: Uint8Array = new Uint8Array(BATCH_BYTES)
+  private view: DataView = new DataView(this.buf.buffer)
   private pos = 0
   private frames = 0
   private readonly tails = new LineTailWriter()
+  private readonly spare: ArrayBuffer[] = []
 
   constructor(private readonly onBatch: (batch: FrameBatch) => void) {}
 
@@ -45,8 +48,7 @@ export class FrameBatchWriter {
     const need = HEADER_BYTES + length + (inHour ? LineTailWriter.maxBytes(length, pairing, 2 * slot, count) : 0)
     if (this.pos + need > this.buf.length) {
       this.end()
-      this.buf = new Uint8Array(Math.max(BATCH_BYTES, need))
-      this.view = new DataView(this.buf.buffer)
+      if (need > this.buf.length) this.use(new Uint8Array(need))
     }
     const v = this.view
     const p = this.pos
@@ -70,10 +72,20 @@ export class FrameBatchWriter {
   end(): void {
     if (this.frames === 0) return
     this.onBatch({ bytes: this.buf.subarray(0, this.pos), frames: this.frames })
-    this.buf = new Uint8Array(BATCH_BYTES)
-    this.view = new DataView(this.buf.buffer)
-    this.pos = 0
+    const spare = this.spare.pop()
+    this.use(spare ? new Uint8Array(spare) : new Uint8Array(BATCH_BYTES))
     this.frames = 0
+  }
+
+  /** Takes back a batch's buffer that the receiver is done with, to fill again. */
+  reuse(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === BATCH_BYTES && this.spare.length < SPARE_BATCHES) this.spare.push(buffer)
+  }
+
+  private use(buf: Uint8Array): void {
+    this.buf = buf
+    this.view = new DataView(buf.buffer)
+    this.pos = 0
   }
 }
 

@@ -41,8 +41,9 @@ class RawFile {
     return new RawFile(path, await createIncrementalHash('blake3'))
   }
 
-  async write(chunk: Uint8Array): Promise<void> {
-    if (!this.compress.write(chunk)) await new Promise((resolve) => this.compress.once('drain', resolve))
+  /** Resolves once zstd has taken the chunk in (and so no longer reads it) and can take more. */
+  write(chunk: Uint8Array): Promise<void> {
+    return new Promise((resolve, reject) => this.compress.write(chunk, (err) => (err ? reject(err) : resolve())))
   }
 
   async finish(rows: number): Promise<FileEntry> {
@@ -76,7 +77,7 @@ serveOrderedJobs<OpenHourFiles, HourFilesItem, FinishHourFiles, FileEntry[]>({
   async item(msg) {
     if (msg.type === 'raw') {
       await current().raw.write(msg.chunk)
-      return
+      return [msg.chunk.buffer as ArrayBuffer]
     }
     const table = current().tables.get(msg.group.table)
     if (!table) throw new Error(`hour files: no table ${msg.group.table} is open`)

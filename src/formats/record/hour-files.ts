@@ -14,11 +14,13 @@ import type { TableName } from './types.js'
 export class HourFilesWriter {
   private constructor(private readonly job: OrderedJob<OpenHourFiles, HourFilesItem, FileEntry[]>) {}
 
-  static open(dir: string, tables: readonly TableName[], createdBy: string): HourFilesWriter {
-    return new HourFilesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-files-worker'), { dir, tables: [...tables], createdBy }, { youngGenerationMb: 64 }))
+  /** `onRawReturned` takes back the buffers of raw-file chunks once they are compressed, to fill again. */
+  static open(dir: string, tables: readonly TableName[], createdBy: string, onRawReturned?: (buffer: ArrayBuffer) => void): HourFilesWriter {
+    const open: OpenHourFiles = { dir, tables: [...tables], createdBy }
+    return new HourFilesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-files-worker'), open, { youngGenerationMb: 64, ...(onRawReturned ? { onReturned: onRawReturned } : {}) }))
   }
 
-  /** A chunk of raw-file lines; the writer takes it over. */
+  /** A chunk of raw-file lines; the writer takes it over (and gives its buffer back when it moved). */
   raw(chunk: Uint8Array): Promise<void> | undefined {
     // A chunk at the start of a buffer of its own moves with its buffer; anything else (a view into a
     // pooled or shared buffer) is copied, so the move never detaches memory someone else holds.

@@ -26,6 +26,8 @@ serveOrderedJobs<OpenHourFrames, FrameBatch, null, HourFramesResult>({
       if (wait) waits.push(wait)
     })
     await Promise.all(waits)
+    // The frames were views valid during their calls: the batch's buffer goes back to be filled again.
+    return [batch.bytes.buffer as ArrayBuffer]
   },
   async finish() {
     const result = await current().finish()

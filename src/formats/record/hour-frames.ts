@@ -165,7 +165,7 @@ export class HourFrames {
 
   constructor(dir: string, private readonly venue: VenueAdapter, private readonly channel: Channel, createdBy: string) {
     const tables = CHANNEL_TABLES[channel]
-    this.files = HourFilesWriter.open(dir, tables, createdBy)
+    this.files = HourFilesWriter.open(dir, tables, createdBy, (buffer) => this.raw.reuse(buffer))
     this.raw = new RawLineWriter((chunk) => { this.waitFor = this.files.raw(chunk) ?? this.waitFor })
     this.cutters = new Map(tables.map((t) => [t, new RowGroupCutter(t, {})]))
     this.tablePaths = new Map(tables.map((t) => [t, join(dir, tableFileName(t))]))
@@ -248,15 +248,16 @@ export interface OpenHourFrames {
  * (frame-batch.ts); a failure there rejects the next call.
  */
 export class HourFramesWriter {
-  private readonly batches: FrameBatchWriter
+  private readonly batches = new FrameBatchWriter((batch) => { this.waitFor = this.job.post(batch, [batch.bytes.buffer as ArrayBuffer]) ?? this.waitFor })
+  private readonly job: OrderedJob<OpenHourFrames, FrameBatch, HourFramesResult>
   private waitFor: Promise<void> | undefined
 
-  private constructor(private readonly job: OrderedJob<OpenHourFrames, FrameBatch, HourFramesResult>) {
-    this.batches = new FrameBatchWriter((batch) => { this.waitFor = this.job.post(batch, [batch.bytes.buffer as ArrayBuffer]) ?? this.waitFor })
+  private constructor(o: OpenHourFrames) {
+    this.job = OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 48, onReturned: (b) => this.batches.reuse(b) })
   }
 
   static open(o: OpenHourFrames): HourFramesWriter {
-    return new HourFramesWriter(OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 16 }))
+    return new HourFramesWriter(o)
   }
 
   /** The final frame in `slot` of `pairing`, in frame-time order; a promise only when the caller must wait. */

@@ -866,8 +866,16 @@ export class EventTape {
     return !(range.start && timeBefore(hi, lo, range.start[0], range.start[1])) && !(range.end && !timeBefore(hi, lo, range.end[0], range.end[1]))
   }
 
+  /** Whether every entry's event time is in the range (as for all but the batches at a range's edges). */
+  allWithin(range: TimeRange): boolean {
+    for (let i = 0; i < this.length; i++) if (!this.within(i, range)) return false
+    return true
+  }
+
   /** The event time of entry `i`. */
   time(i: number): bigint {
+    // A frame's time is read whole from its record body: one bigint rather than four.
+    if (this.decoded[i] === undefined) return this.views[i]!.getBigInt64(this.bodyStarts[i]! + 4, true)
     return (BigInt(this.timeHis[i]!) << 32n) + BigInt(this.timeLos[i]!)
   }
 
@@ -1310,7 +1318,7 @@ async function* replicaBatches(dir: string, replica: Replica, o: JournalRangeOpt
     if (o.end !== undefined && f.hour + HOUR_NS > o.end + slack) read.stopAt = o.end + slack
     for await (const b of readJournalFile(f.path, read)) {
       let tape = b.tape!
-      if (o.start !== undefined || o.end !== undefined) {
+      if ((o.start !== undefined || o.end !== undefined) && !tape.allWithin(range)) {
         const inRange = new EventTape()
         for (let i = 0; i < tape.length; i++) if (tape.within(i, range)) inRange.copy(tape, i)
         tape = inRange

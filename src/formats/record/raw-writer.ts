@@ -8,6 +8,8 @@ const INT64_MAX = (1n << 63n) - 1n
 const TWO_32 = 4294967296
 /** A raw-file chunk as the sealer hands it to zstd: large enough that per-chunk costs vanish. */
 export const RAW_CHUNK_BYTES = 1 << 20
+/** Chunk buffers kept for reuse: as many as can be in flight to the files' thread, and a few. */
+const SPARE_CHUNKS = 12
 
 const BACKSLASH = 0x5c
 /**
@@ -95,10 +97,11 @@ class TimeWriter {
     }
     const prefix = this.secondPrefix
     for (let i = 0; i < 20; i++) out[pos++] = prefix[i]!
-    let fraction = (hi - this.startHi) * TWO_32 + (lo - this.startLo)
+    // Below 10^9, so small-integer arithmetic, cheaper than a double's.
+    let fraction = ((hi - this.startHi) * TWO_32 + (lo - this.startLo)) | 0
     for (let d = pos + 8; d >= pos; d--) {
       out[d] = 0x30 + (fraction % 10)
-      fraction = Math.floor(fraction / 10)
+      fraction = (fraction / 10) | 0
     }
     out[pos + 9] = 0x5a // Z
     return pos + 10
@@ -145,11 +148,19 @@ export class LineTailWriter {
    * receipts `first` to `first + count - 1` of `receipts`) into `out` at `pos`; returns the position after it.
    */
   write(out: Uint8Array, pos: number, payload: Uint8Array, payloadStart: number, payloadBytes: number, binary: boolean, receipts: ReceiptSource, first: number, count: number): number {
-    const p = payload.subarray(payloadStart, payloadStart + payloadBytes)
-    const text = !binary && isUtf8(p)
+    const payloadEnd = payloadStart + payloadBytes
     pos = put(out, pos, PAYLOAD_KEY)
-    if (text) pos = escaped(out, pos, p)
-    else pos += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('base64'), pos, 'latin1')
+    let text = false
+    if (!binary) {
+      // Escaping notes whether every byte was ASCII, and so UTF-8: only other payloads need the full check.
+      const after = escapedAscii(out, pos, payload, payloadStart, payloadEnd)
+      text = after >= 0 || isUtf8(payload.subarray(payloadStart, payloadEnd))
+      if (text) pos = after >= 0 ? after : ~after
+    }
+    if (!text) {
+      const p = payload.subarray(payloadStart, payloadEnd)
+      pos += Buffer.from(out.buffer, out.byteOffset, out.byteLength).write(Buffer.from(p.buffer, p.byteOffset, p.byteLength).toString('base64'), pos, 'latin1')
+    }
     // A text frame whose bytes are not UTF-8 cannot come from a conforming WebSocket peer; should a
     // journal hold one, it is kept as base64 so that no byte is lost.
     pos = put(out, pos, text ? ENCODING_TEXT : ENCODING_BASE64)
@@ -190,6 +201,7 @@ export class RawLineWriter {
   private buf: Buffer
   private pos = 0
   private readonly times = new TimeWriter()
+  private readonly spare: ArrayBuffer[] = []
   lines = 0
 
   constructor(private readonly onChunk: (chunk: Buffer) => void, private readonly chunkBytes = RAW_CHUNK_BYTES) {
@@ -210,6 +222,11 @@ export class RawLineWriter {
     this.lines++
   }
 
+  /** Takes back a chunk's buffer that its receiver is done with, to fill again. */
+  reuse(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === this.chunkBytes && this.spare.length < SPARE_CHUNKS) this.spare.push(buffer)
+  }
+
   /** Hands over what is buffered (possibly nothing). */
   end(): void {
     if (this.pos > 0) this.onChunk(this.buf.subarray(0, this.pos))
@@ -221,7 +238,8 @@ export class RawLineWriter {
   private reserve(n: number): void {
     if (this.pos + n <= this.buf.length) return
     this.end()
-    this.buf = Buffer.allocUnsafe(Math.max(this.chunkBytes, n))
+    const spare = n <= this.chunkBytes ? this.spare.pop() : undefined
+    this.buf = spare ? Buffer.from(spare) : Buffer.allocUnsafe(Math.max(this.chunkBytes, n))
   }
 }
 
@@ -240,10 +258,16 @@ function integer(out: Uint8Array, pos: number, n: number): number {
   return pos + digits
 }
 
-/** The bytes of a JSON string's content, as JSON.stringify escapes it (the payload is valid UTF-8). */
-function escaped(out: Uint8Array, pos: number, p: Uint8Array): number {
-  for (let i = 0; i < p.length; i++) {
+/**
+ * Writes `p[start, end)` as a JSON string's content, as JSON.stringify escapes valid UTF-8 (bytes from 0x80
+ * are written as they are). Returns the position after it, or its bitwise complement when some byte was
+ * not ASCII: the caller must then check that the bytes are UTF-8 before it keeps what was written.
+ */
+function escapedAscii(out: Uint8Array, pos: number, p: Uint8Array, start: number, end: number): number {
+  let bits = 0
+  for (let i = start; i < end; i++) {
     const b = p[i]!
+    bits |= b
     const e = ESCAPE[b]!
     if (e === 0) {
       out[pos++] = b
@@ -262,7 +286,7 @@ function escaped(out: Uint8Array, pos: number, p: Uint8Array): number {
       out[pos++] = e
     }
   }
-  return pos
+  return bits < 0x80 ? pos : ~pos
 }
 
 /** One raw-file line of `frame`, without its newline (for tests and tools; the sealer streams). */

@@ -405,8 +405,19 @@ export class RowGroupBuilder {
       next.set(this.tradeIdBytes.subarray(0, this.tradeIdUsed))
       this.tradeIdBytes = next
     }
-    this.tradeIdUsed += utf8.encodeInto(id, this.tradeIdBytes.subarray(this.tradeIdUsed)).written
-    this.tradeIdEnds[i] = this.tradeIdUsed
+    // Venues' trade ids are ASCII (digits, mostly): written here, without a native call and a view each.
+    const bytes = this.tradeIdBytes
+    let at = this.tradeIdUsed
+    for (let c = 0; c < id.length; c++) {
+      const code = id.charCodeAt(c)
+      if (code >= 0x80) {
+        at = this.tradeIdUsed + utf8.encodeInto(id, bytes.subarray(this.tradeIdUsed)).written
+        break
+      }
+      bytes[at++] = code
+    }
+    this.tradeIdUsed = at
+    this.tradeIdEnds[i] = at
   }
 
   /** The rows so far; the builder is not used after this. */

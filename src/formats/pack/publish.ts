@@ -415,7 +415,6 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
     if (name === 'media') await storeMedia(o, row, at)
     const pin = resolveReferences(name, row, lookup, at)
     applyDefaults(name, row, defaults, pin)
-    findings.length = 0
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     if (name === 'tilings') tilings.add(row as never)
@@ -527,7 +526,6 @@ async function segmentObject(store: string, schema: TableSchema, dir: string, fi
   try {
     let batch: Row[] = []
     await eachRecord(dir, file, async (row, at) => {
-      findings.length = 0
       validate(row, at.line - 1, findings)
       if (findings.length > 0) throw firstFinding(findings, at)
       batch.push(row)

@@ -20,7 +20,7 @@ import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
 import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
-import { canonicalRowText, compareUtf8, sortColumnComparator, type TableSchema } from './table-schemas.js'
+import { canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
 
 /** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
@@ -312,12 +312,16 @@ class NewRows implements PartsWork<NewRowsItem> {
   private readonly seen = new HashTable128()
   private readonly fact: boolean
   private readonly columns: ((a: unknown, b: unknown) => number)[]
+  /** Whether the first sort column is text, whose chunk is sorted by utf8OrderPrefix first. */
+  private readonly textFirst: boolean
   /** A row's entry: its key's hash (a fact's), then its own. */
   private readonly entry = new Uint32Array(8)
 
   constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
     this.fact = schema.kind === 'fact'
     this.columns = schema.sortColumns.map((c) => sortColumnComparator(schema, c))
+    const first = schema.columns.find((c) => c.name === schema.sortColumns[0])!.type.kind
+    this.textFirst = first === 'string' || first === 'time'
   }
 
   async add(item: NewRowsItem): Promise<void> {
@@ -380,8 +384,11 @@ class NewRows implements PartsWork<NewRowsItem> {
     const n = columns.length
     const order = new Int32Array(count)
     for (let e = 0; e < count; e++) order[e] = e
+    const prefix = this.textFirst ? new Float64Array(count) : undefined
+    if (prefix) for (let e = 0; e < count; e++) prefix[e] = utf8OrderPrefix(keys[e * n] as string)
     order.sort((i, j) => {
       if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
+      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! - prefix[j]!
       for (let c = 0; c < n; c++) {
         const d = columns[c]!(keys[i * n + c], keys[j * n + c])
         if (d !== 0) return d

@@ -613,15 +613,25 @@ export function compareUtf8(a: string, b: string): number {
   if (a === b) return 0
   const n = Math.min(a.length, b.length)
   for (let i = 0; i < n; i++) {
-    let x = a.charCodeAt(i)
-    let y = b.charCodeAt(i)
-    if (x === y) continue
-    // Surrogates (code points above U+FFFF) must sort after U+E000..U+FFFF: shift both ranges.
-    if (x >= 0xd800) x = x >= 0xe000 ? x - 0x800 : x + 0x2000
-    if (y >= 0xd800) y = y >= 0xe000 ? y - 0x800 : y + 0x2000
-    return x - y
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x !== y) return utf8OrderOfUnit(x) - utf8OrderOfUnit(y)
   }
   return a.length - b.length
+}
+
+/** A UTF-16 unit's place in code point order: surrogates (code points above U+FFFF) after U+E000..U+FFFF. */
+const utf8OrderOfUnit = (x: number): number => (x < 0xd800 ? x : x >= 0xe000 ? x - 0x800 : x + 0x2000)
+
+/**
+ * A number that orders strings as compareUtf8 does by their first three UTF-16 units (a missing unit
+ * first): where two strings' numbers differ, compareUtf8 agrees; where they are equal, it decides. Sorting
+ * by it first makes most comparisons of unlike keys (ids) one subtraction. Below 2^49: exact.
+ */
+export function utf8OrderPrefix(s: string): number {
+  let p = 0
+  for (let i = 0; i < 3; i++) p = p * 0x10001 + (i < s.length ? utf8OrderOfUnit(s.charCodeAt(i)) + 1 : 0)
+  return p
 }
 
 type Compare = (a: unknown, b: unknown) => number

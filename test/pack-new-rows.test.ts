@@ -125,19 +125,20 @@ t.test('a failure on the encoding thread: one line with its code, every call aft
 
 t.test('HashTable128 keeps every key and its value through growth', async (t) => {
   const table = new HashTable128()
-  const keys: Uint32Array[] = []
-  for (let i = 0; i < 50_000; i++) {
-    const k = new Uint32Array(4)
-    for (let w = 0; w < 4; w++) k[w] = Math.floor(rand() * 2 ** 32)
-    if (i === 7) k.fill(0)
-    keys.push(k)
-    table.add(k, k)
+  const n = 50_000
+  // Entries side by side, each its key and its value (the key again), as the parents' hashes come.
+  const entries = new Uint32Array(8 * n)
+  for (let i = 0; i < n; i++) {
+    for (let w = 0; w < 4; w++) entries[8 * i + w] = entries[8 * i + 4 + w] = i === 7 ? 0 : Math.floor(rand() * 2 ** 32)
+    table.add(entries, 8 * i)
   }
   let ok = 0
-  for (const k of keys) if (table.has(k) && table.holds(k, k)) ok++
-  t.equal(ok, keys.length, 'every key found with its value, the all-zero key too')
-  t.equal(table.holds(keys[3]!, keys[4]!), false, 'another value')
-  const absent = new Uint32Array(4).fill(0xabababab)
-  t.equal(table.has(absent), false)
-  t.equal(table.holds(absent, absent), undefined)
+  for (let i = 0; i < n; i++) if (table.has(entries, 8 * i) && table.holds(entries, 8 * i)) ok++
+  t.equal(ok, n, 'every key found with its value, the all-zero key too')
+  const otherValue = entries.slice(8 * 3, 8 * 3 + 8)
+  otherValue[4]! ^= 1
+  t.equal(table.holds(otherValue, 0), false, 'another value')
+  const absent = new Uint32Array(8).fill(0xabababab)
+  t.equal(table.has(absent, 0), false)
+  t.equal(table.holds(absent, 0), undefined)
 })

@@ -19,7 +19,7 @@ import { patternId } from '../src/formats/pack/identity.js'
 import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { publishPack, type PublishOptions } from '../src/formats/pack/publish.js'
-import { withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
+import { scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
 import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
@@ -240,6 +240,15 @@ t.test('local paths become file names', async (t) => {
   t.equal(withoutLocalPaths('found by /home/u/runs/soup-17.rle in B3/S23 at c/4'), 'found by soup-17.rle in B3/S23 at c/4')
   t.equal(withoutLocalPaths('C:\\Users\\me\\a.txt and \\\\server\\share\\b.txt and ~/c.txt and file:///tmp/d.txt'), 'a.txt and b.txt and c.txt and d.txt')
   t.equal(withoutLocalPaths('{"source":"/x/y/z.rle"}'), '{"source":"z.rle"}', 'inside JSON text too, and the JSON stays JSON')
+})
+
+t.test('a record is scrubbed unless its JSON text holds no path mark, escaped or not', async (t) => {
+  for (const text of ['{"source":"\\u002fhome\\u002falice\\u002fx.rle"}', '{"source":"\\/home\\/alice\\/x.rle"}', '{"source":"\\u007e/x.rle"}', '{"run":{"at":["/home/alice/x.rle"]}}']) {
+    const scrubbed = JSON.stringify(scrubRecordPaths(JSON.parse(text) as Record<string, unknown>, text))
+    t.notMatch(scrubbed, /alice|~/, `${text}: ${scrubbed}`)
+  }
+  const plain = { rule: 'B3-S23', n: 1 }
+  t.equal(scrubRecordPaths(plain, JSON.stringify(plain)), plain, 'a text without one is left as it is')
 })
 
 t.test('no local path anywhere: every file and every table cell written is scanned', async (t) => {

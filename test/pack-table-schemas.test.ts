@@ -19,6 +19,7 @@ import {
   rowComparator,
   rowValidator,
   sortKeyText,
+  utf8OrderPrefix,
   validateRow,
   type PackType,
   type TableSchema,
@@ -135,7 +136,7 @@ t.test('sample rows of every schema are valid, and their text length is measured
 t.test('text length counts every escape as RFC 8785 writes it', async (t) => {
   const rows = sampleRows(PACK_TABLES.ratings)
   const validate = rowValidator(PACK_TABLES.ratings)
-  const notes: [string, string][] = [['short escapes', '"\\\b\f\n\r\t'], ['other controls', '\u0000\u0001\u001f\u007f'], ['non-ASCII, U+2028 unescaped', 'é𝔾\u2028 ✨'], ['empty', '']]
+  const notes: [string, string][] = [['short escapes', '"\\\b\f\n\r\t'], ['other controls', '\u0000\u0001\u001f\u007f'], ['non-ASCII, U+2028 unescaped', 'é𝔾\u2028 ✨'], ['escapes among non-ASCII', 'é\n𝔾"\u0001✨\\'], ['empty', '']]
   for (const [what, note] of notes) {
     const row = { ...rows[0]!, note }
     t.equal(validate(row, 0, []), Buffer.byteLength(canonicalRowText(PACK_TABLES.ratings, row)), what)
@@ -211,6 +212,26 @@ t.test('canonical row text is RFC 8785 of the row with every column', async (t) 
   const big = canonicalRowText(rules, { notation: 'B3/S23', neighbourhood: 'touch', steps_per_gen: 1, family: 'bs', semantics: '1', states: 2, birth: 2n ** 62n, survive: 7 })
   t.equal(big, '{"birth":4611686018427387904,"family":"bs","neighbourhood":"touch","notation":"B3/S23","semantics":"1","states":2,"steps_per_gen":1,"survive":7}', 'int64 as JSON integers, nulls written, members sorted')
   t.equal(canonicalRowText(PACK_TABLES.tilings, { ...sampleRows(PACK_TABLES.tilings)[1]!, a1: [-0, 0.1] }).includes('"a1":[0,0.1]'), true, '-0 is written 0, as RFC 8785 does')
+})
+
+t.test('utf8OrderPrefix never disagrees with compareUtf8', async (t) => {
+  // Short strings over units that matter: ASCII, the surrogates' edges, U+E000..U+FFFF; pairs that share prefixes.
+  const units = [0x00, 0x30, 0x61, 0x7f, 0xe9, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xfffe, 0xffff]
+  let seed = 7
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31)
+  const text = () => String.fromCharCode(...Array.from({ length: next() % 6 }, () => units[next() % units.length]!))
+  let bad = 0
+  let decided = 0
+  for (let n = 0; n < 20_000; n++) {
+    const a = text()
+    const b = next() % 2 ? text() : a.slice(0, next() % 4) + text()
+    const d = utf8OrderPrefix(a) - utf8OrderPrefix(b)
+    if (d !== 0) decided++
+    if (d !== 0 && Math.sign(d) !== Math.sign(compareUtf8(a, b))) bad++
+  }
+  t.equal(bad, 0, 'where the prefixes differ, compareUtf8 agrees')
+  t.ok(decided > 10_000, `and they decide most pairs (${decided})`)
+  t.equal(utf8OrderPrefix('abc'), utf8OrderPrefix('abcz'), 'equal on three units: compareUtf8 decides')
 })
 
 t.test('sort order: text by UTF-8 bytes, integers by value, false before true, ties by row text', async (t) => {

@@ -20,7 +20,7 @@ import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
 import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
-import { canonicalRowText, compareUtf8, sortColumnComparator, type TableSchema } from './table-schemas.js'
+import { canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
 
 /** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
@@ -49,7 +49,11 @@ export interface StagedRows {
   hashBytes: Map<number, Uint8Array>
 }
 
-/** A set of 128-bit hashes (four words), each with a 128-bit value, in open addressing over flat words. */
+/**
+ * A set of 128-bit hashes (four words), each with a 128-bit value, in open addressing over flat words. An
+ * entry is eight words, its key then its value, read where the caller keeps it (`e` from `at`): a view
+ * an entry cost more than the table's own work.
+ */
 export class HashTable128 {
   private words = new Uint32Array(8 * 1024)
   private used = 0
@@ -58,44 +62,53 @@ export class HashTable128 {
     return this.words.length / 8
   }
 
-  /** Whether `key` is stored. */
-  has(key: Uint32Array): boolean {
-    return !this.isEmpty(this.find(key))
+  /** Whether the key at `k[at]` is stored. */
+  has(k: Uint32Array, at: number): boolean {
+    return !this.isEmpty(this.find(k, at))
   }
 
-  /** Whether `key` is stored with `value`, or undefined when it is not stored. */
-  holds(key: Uint32Array, value: Uint32Array): boolean | undefined {
-    const s = this.find(key) * 8
-    if (this.isEmpty(s / 8)) return undefined
+  /** Whether the entry at `e[at]` (key, value) is stored with its value, or undefined when its key is not stored. */
+  holds(e: Uint32Array, at: number): boolean | undefined {
+    const slot = this.find(e, at)
+    if (this.isEmpty(slot)) return undefined
     const w = this.words
-    return w[s + 4] === value[0] && w[s + 5] === value[1] && w[s + 6] === value[2] && w[s + 7] === value[3]
+    const s = slot * 8
+    return w[s + 4] === e[at + 4] && w[s + 5] === e[at + 5] && w[s + 6] === e[at + 6] && w[s + 7] === e[at + 7]
   }
 
-  /** Stores `value` for `key` unless it has one. */
-  add(key: Uint32Array, value: Uint32Array): void {
+  /** Stores the entry at `e[at]` (key, value) unless its key has a value. */
+  add(e: Uint32Array, at: number): void {
     if ((this.used + 1) * 2 > this.slots) this.grow()
-    const at = this.find(key)
-    if (!this.isEmpty(at)) return
+    this.put(e, at)
+  }
+
+  private put(e: Uint32Array, at: number): void {
+    const slot = this.find(e, at)
+    if (!this.isEmpty(slot)) return
     const w = this.words
-    w.set(key, at * 8)
+    const s = slot * 8
+    for (let i = 0; i < 8; i++) w[s + i] = e[at + i]!
     // An all-zero key marks an empty slot; the one key that is all zero (a 2^-128 chance) is moved by one bit.
-    if (key[0] === 0 && key[1] === 0 && key[2] === 0 && key[3] === 0) w[at * 8] = 1
-    w.set(value, at * 8 + 4)
+    if (e[at] === 0 && e[at + 1] === 0 && e[at + 2] === 0 && e[at + 3] === 0) w[s] = 1
     this.used++
   }
 
-  private isEmpty(at: number): boolean {
+  private isEmpty(slot: number): boolean {
     const w = this.words
-    return w[at * 8] === 0 && w[at * 8 + 1] === 0 && w[at * 8 + 2] === 0 && w[at * 8 + 3] === 0
+    const s = slot * 8
+    return w[s] === 0 && w[s + 1] === 0 && w[s + 2] === 0 && w[s + 3] === 0
   }
 
-  private find(k: Uint32Array): number {
-    const k0 = k[0] === 0 && k[1] === 0 && k[2] === 0 && k[3] === 0 ? 1 : k[0]!
+  private find(k: Uint32Array, at: number): number {
+    const k1 = k[at + 1]!
+    const k2 = k[at + 2]!
+    const k3 = k[at + 3]!
+    const k0 = k[at] === 0 && k1 === 0 && k2 === 0 && k3 === 0 ? 1 : k[at]!
     const mask = this.slots - 1
     const w = this.words
-    for (let at = k0 & mask; ; at = (at + 1) & mask) {
-      const s = at * 8
-      if ((w[s] === 0 && w[s + 1] === 0 && w[s + 2] === 0 && w[s + 3] === 0) || (w[s] === k0 && w[s + 1] === k[1] && w[s + 2] === k[2] && w[s + 3] === k[3])) return at
+    for (let slot = k0 & mask; ; slot = (slot + 1) & mask) {
+      const s = slot * 8
+      if ((w[s] === 0 && w[s + 1] === 0 && w[s + 2] === 0 && w[s + 3] === 0) || (w[s] === k0 && w[s + 1] === k1 && w[s + 2] === k2 && w[s + 3] === k3)) return slot
     }
   }
 
@@ -103,24 +116,19 @@ export class HashTable128 {
     const old = this.words
     this.words = new Uint32Array(old.length * 2)
     this.used = 0
-    for (let s = 0; s < old.length; s += 8) {
-      if (old[s] === 0 && old[s + 1] === 0 && old[s + 2] === 0 && old[s + 3] === 0) continue
-      const at = this.find(old.subarray(s, s + 4))
-      this.words.set(old.subarray(s, s + 8), at * 8)
-      this.used++
-    }
+    // A stored key is never all zero (put moves the one that is), so it is stored again as it is.
+    for (let s = 0; s < old.length; s += 8) if (old[s] !== 0 || old[s + 1] !== 0 || old[s + 2] !== 0 || old[s + 3] !== 0) this.put(old, s)
   }
 }
 
 /**
- * Puts the first 16 bytes of SHA-256 of a text or bytes (a row's or a fact key's identity here) in `into`,
- * as four words. Hashing to a Latin-1 ('binary') string is cheaper than to a new Buffer, which costs more than the hash
- * of a short key.
+ * Puts the first 16 bytes of SHA-256 of a text or bytes (a row's or a fact key's identity here) in
+ * `into[at, at + 4)`, as four words. Hashing to a Latin-1 ('binary') string is cheaper than to a new
+ * Buffer, which costs more than the hash of a short key.
  */
-function hash16(data: string | Uint8Array, into: Uint32Array): Uint32Array {
+function hash16(data: string | Uint8Array, into: Uint32Array, at: number): void {
   const h = hash('sha256', data, 'binary')
-  for (let i = 0; i < 4; i++) into[i] = (h.charCodeAt(4 * i) | (h.charCodeAt(4 * i + 1) << 8) | (h.charCodeAt(4 * i + 2) << 16) | (h.charCodeAt(4 * i + 3) << 24)) >>> 0
-  return into
+  for (let i = 0; i < 4; i++) into[at + i] = (h.charCodeAt(4 * i) | (h.charCodeAt(4 * i + 1) << 8) | (h.charCodeAt(4 * i + 2) << 16) | (h.charCodeAt(4 * i + 3) << 24)) >>> 0
 }
 
 const partitionFolder = (schema: TableSchema, partition: Readonly<Record<string, string>>) => schema.partitionColumns.map((c) => `${c}=${partition[c]}`).join('/')
@@ -137,8 +145,6 @@ export class NewRowsJob {
   private readonly job: PartsJob<NewRowsItem>
   private readonly fact: boolean
   private readonly hashBytes: RowHashBytes
-  private readonly keyScratch = new Uint32Array(4)
-  private readonly rowScratch = new Uint32Array(4)
   private staged: Staging
 
   constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
@@ -153,9 +159,10 @@ export class NewRowsJob {
     const s = this.staged
     const at = s.parentCount++ * 8
     if (at === s.parentHashes.length) s.parentHashes = grown(s.parentHashes)
-    const rowHash = hash16(this.hashBytes.of(row), this.rowScratch)
-    s.parentHashes.set(this.fact ? hash16(keyText(this.schema.sortColumns.map((c) => row[c])), this.keyScratch) : rowHash, at)
-    s.parentHashes.set(rowHash, at + 4)
+    const h = s.parentHashes
+    hash16(this.hashBytes.of(row), h, at + 4)
+    if (this.fact) hash16(keyText(this.schema.sortColumns.map((c) => row[c])), h, at)
+    else h.copyWithin(at, at + 4, at + 8)
     return s.parentCount >= STAGE_ROWS ? this.post() : undefined
   }
 
@@ -305,38 +312,45 @@ class NewRows implements PartsWork<NewRowsItem> {
   private readonly seen = new HashTable128()
   private readonly fact: boolean
   private readonly columns: ((a: unknown, b: unknown) => number)[]
-  private readonly keyScratch = new Uint32Array(4)
-  private readonly rowScratch = new Uint32Array(4)
+  /** Whether the first sort column is text, whose chunk is sorted by utf8OrderPrefix first. */
+  private readonly textFirst: boolean
+  /** A row's entry: its key's hash (a fact's), then its own. */
+  private readonly entry = new Uint32Array(8)
 
   constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
     this.fact = schema.kind === 'fact'
     this.columns = schema.sortColumns.map((c) => sortColumnComparator(schema, c))
+    const first = schema.columns.find((c) => c.name === schema.sortColumns[0])!.type.kind
+    this.textFirst = first === 'string' || first === 'time'
   }
 
   async add(item: NewRowsItem): Promise<void> {
     if (item.kind === 'parents') {
       const h = item.hashes
-      for (let r = 0; r < item.count; r++) this.seen.add(h.subarray(r * 8, r * 8 + 4), h.subarray(r * 8 + 4, r * 8 + 8))
+      for (let r = 0; r < item.count; r++) this.seen.add(h, r * 8)
       return
     }
     const s = item.rows
     const { batch } = s
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
+    const entry = this.entry
     const n = this.schema.sortColumns.length
     const folders = s.partitions.map((p) => this.folderNumber(p))
     let source = -1
     for (let r = 0; r < batch.rows; r++) {
-      const rowHash = hash16(s.hashBytes.get(r) ?? bytes.subarray(r === 0 ? 0 : batch.ends[r - 1]!, batch.ends[r]!), this.rowScratch)
+      const start = r === 0 ? 0 : batch.ends[r - 1]!
+      // A plain view: a Buffer's subarray a row cost more than the table's lookups.
+      hash16(s.hashBytes.get(r) ?? new Uint8Array(bytes.buffer, bytes.byteOffset + start, batch.ends[r]! - start), entry, 4)
       if (this.fact) {
-        const keyHash = hash16(n === 1 ? String(s.sortValues[r]) : keyText(s.sortValues.slice(r * n, r * n + n)), this.keyScratch)
-        const same = this.seen.holds(keyHash, rowHash)
+        hash16(n === 1 ? String(s.sortValues[r]) : keyText(s.sortValues.slice(r * n, r * n + n)), entry, 0)
+        const same = this.seen.holds(entry, 0)
         if (same === false) {
           const key = s.sortValues.slice(r * n, r * n + n)
           throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
         }
         if (same) continue // the table has it already: from a parent, or earlier in this publish
-        this.seen.add(keyHash, rowHash)
-      } else if (this.seen.has(rowHash)) continue
+        this.seen.add(entry, 0)
+      } else if (this.seen.has(entry, 4)) continue
       const chunk = this.chunk
       if (source < 0) source = chunk.sources.push({ staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }) - 1
       chunk.push(source, r, folders[s.partitionOf[r]!]!)
@@ -370,8 +384,11 @@ class NewRows implements PartsWork<NewRowsItem> {
     const n = columns.length
     const order = new Int32Array(count)
     for (let e = 0; e < count; e++) order[e] = e
+    const prefix = this.textFirst ? new Float64Array(count) : undefined
+    if (prefix) for (let e = 0; e < count; e++) prefix[e] = utf8OrderPrefix(keys[e * n] as string)
     order.sort((i, j) => {
       if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
+      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! - prefix[j]!
       for (let c = 0; c < n; c++) {
         const d = columns[c]!(keys[i * n + c], keys[j * n + c])
         if (d !== 0) return d

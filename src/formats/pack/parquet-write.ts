@@ -430,8 +430,15 @@ class StringLeaf extends DictionaryLeaf {
     const at = this.valueStart(i)
     if (at + end - start > this.bytes.length) this.bytes = growBuffer(this.bytes, at + end - start)
     if (i >= this.ends.length) this.ends = grow(this.ends, i + 1)
-    this.ends[i] = at + src.copy(this.bytes, at, start, end)
-    this.totalPlain += 4 + end - start
+    const n = end - start
+    // A short value byte by byte: Buffer#copy checks its arguments in JS, which cost more than copying an
+    // id or a picture.
+    if (n <= 64) {
+      const b = this.bytes
+      for (let k = 0; k < n; k++) b[at + k] = src[start + k]!
+    } else src.copy(this.bytes, at, start, end)
+    this.ends[i] = at + n
+    this.totalPlain += 4 + n
   }
 
   entryStart(e: number): number {
@@ -755,7 +762,14 @@ class ChunkEncoder {
     let bytes = 0
     const width = leaf.physical === 'BOOLEAN' ? 0.125 : leaf.physical === 'INT32' ? 4 : 8
     const strings = leaf instanceof StringLeaf ? leaf : undefined
+    // A value's PLAIN bytes: a string's length (its dictionary entry's or its own, from a list of ends),
+    // else the type's width. What the loop reads is taken out of the leaf first: reading it from the leaf
+    // each slot made this loop most of encode's own time.
+    const fromEntries = strings !== undefined && (dictionary || strings.dictionary)
+    const ends = strings === undefined ? undefined : fromEntries ? strings.dictEnds : strings.ends
+    const indexes = fromEntries ? strings!.indexes : undefined
     const { slots, defs, reps } = leaf.levels
+    const maxDef = leaf.maxDef
     for (let s = 0; s < slots; s++) {
       const rowStart = flat || reps[s] === 0
       if (rowStart && bytes >= PAGE_VALUE_BYTES && s > s0) {
@@ -766,9 +780,11 @@ class ChunkEncoder {
         bytes = 0
       }
       if (rowStart) rows++
-      if (leaf.maxDef === 0 || defs[s] === leaf.maxDef) {
-        if (strings) bytes += 4 + (dictionary || strings.dictionary ? strings.entryLength(strings.indexes[v]!) : strings.ends[v]! - strings.valueStart(v))
-        else bytes += width
+      if (maxDef === 0 || defs[s] === maxDef) {
+        if (ends) {
+          const e = indexes ? indexes[v]! : v
+          bytes += 4 + ends[e]! - (e === 0 ? 0 : ends[e - 1]!)
+        } else bytes += width
         v++
       }
     }

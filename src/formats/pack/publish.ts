@@ -25,7 +25,7 @@ import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js
 import { PackPartWriter, type WrittenPart } from './parquet-write.js'
 import { openPart } from './parquet-read.js'
 import {
-  PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
+  PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths, scrubRecordPaths,
   type RecordPlace, type Row,
 } from './publish-rows.js'
 import { fingerprint, signerName, signerNameFromFingerprint, type SshPrivateKey } from './ssh-key.js'
@@ -236,9 +236,9 @@ async function* lineBatches(path: string): AsyncGenerator<string[]> {
 }
 
 /**
- * Calls `each` with every record of `<records>/<table>.jsonl` (if the file is there) and its place (lines
- * from 1), in order. A record is parsed when its turn comes, so that a chunk of lines never becomes
- * thousands of live objects.
+ * Calls `each` with every record of `<records>/<table>.jsonl` (if the file is there), local paths scrubbed,
+ * and its place (lines from 1), in order. A record is parsed when its turn comes, so that a chunk of lines
+ * never becomes thousands of live objects.
  */
 async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void>): Promise<void> {
   const path = join(dir, file)
@@ -247,7 +247,7 @@ async function eachRecord(dir: string, file: string, each: (record: Row, at: Rec
   for await (const texts of lineBatches(path)) {
     for (const text of texts) {
       const at = { file: path, line: ++line }
-      await each(parseRecord(text, at), at)
+      await each(scrubRecordPaths(parseRecord(text, at), text), at)
     }
   }
 }
@@ -404,8 +404,7 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
-  await eachRecord(o.records, `${name}.jsonl`, async (record, at) => {
-    let row = scrubLocalPaths(record)
+  await eachRecord(o.records, `${name}.jsonl`, async (row, at) => {
     if (name === 'tilings') {
       const done = completeTiling(row, at)
       row = done.row
@@ -420,7 +419,6 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
-    findings.length = 0
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     if (name === 'tilings') tilings.add(row as never)
@@ -531,9 +529,7 @@ async function segmentObject(store: string, schema: TableSchema, dir: string, fi
   const parts: TablePart[] = []
   try {
     let batch: Row[] = []
-    await eachRecord(dir, file, async (record, at) => {
-      const row = scrubLocalPaths(record)
-      findings.length = 0
+    await eachRecord(dir, file, async (row, at) => {
       validate(row, at.line - 1, findings)
       if (findings.length > 0) throw firstFinding(findings, at)
       batch.push(row)

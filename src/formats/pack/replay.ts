@@ -13,6 +13,7 @@
  * so such a period is confirmed by running a second period as well.
  */
 import { PipeError } from '../../core/errors.js'
+import { PATTERN_CLASSES } from './identity.js'
 import {
   AUTOMATON_CODES,
   CellPacking,
@@ -30,8 +31,6 @@ import {
   type PatternCell,
 } from './replay-automaton.js'
 
-/** The patterns table's classes. */
-const PATTERN_CLASSES: readonly string[] = ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other']
 /** The classes a periodic replay can confirm; the others need JETCARP's own trackers. */
 const REPLAYABLE_CLASSES: readonly string[] = ['still_life', 'oscillator', 'spaceship']
 
@@ -179,7 +178,7 @@ export function replayPeriodic(record: PeriodicRecord, options: ReplayOptions = 
   if (largest > REPLAY_LIMITS.maxPhaseCells) {
     return result('refused', [{ code: REPLAY_CODES.tooLarge, detail: `a phase holds ${largest} cells, above the limit ${REPLAY_LIMITS.maxPhaseCells}` }])
   }
-  if (!PATTERN_CLASSES.includes(record.class)) return result('failed', [{ code: REPLAY_CODES.malformed, detail: `class ${JSON.stringify(record.class)} is not a pattern class` }])
+  if (!(PATTERN_CLASSES as readonly string[]).includes(record.class)) return result('failed', [{ code: REPLAY_CODES.malformed, detail: `class ${JSON.stringify(record.class)} is not a pattern class` }])
   if (!REPLAYABLE_CLASSES.includes(record.class)) {
     return result('not-replayed', [{ code: REPLAY_CODES.notReplayable, detail: `a ${record.class} is not replayed at level 3` }])
   }

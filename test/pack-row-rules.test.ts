@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { checkPack, levelOf, type CheckIssue } from '../src/formats/pack/check.js'
 import { quickstartId } from '../src/formats/pack/identity.js'
+import { patternClassColumnFinding, ROW_RULE_CODES } from '../src/formats/pack/row-rules.js'
 import { objectPath } from '../src/formats/pack/store.js'
 import { PACK_TABLES, rowComparator } from '../src/formats/pack/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
@@ -85,6 +86,7 @@ const find = (rows: Record<string, Row[]>, cls: string) => rows.patterns!.find((
 const cases: Case[] = [
   ['a mover without its rule', (r) => { find(r, 'mover').rule = null }, 'pack.pattern-rule-column', pattern('mover')],
   ['a spaceship with a rule', (r) => { find(r, 'spaceship').rule = 'B3/S23' }, 'pack.pattern-rule-column', pattern('spaceship')],
+  ['a spaceship with a gun', (r) => { find(r, 'spaceship').gun = '{"per_period":1,"ship":"x","ship_displacement":[1,1],"ship_label":"glider","ship_period":4,"ship_phases":[],"ship_speed":"c/4"}' }, 'pack.pattern-gun-column', pattern('spaceship')],
   ['cells that are not phase 0\'s', (r) => { find(r, 'spaceship').cells = 6 }, 'pack.pattern-cells-mismatch', pattern('spaceship')],
   ['an oscillator whose max_cells is above its largest phase', (r) => {
     const p = r.patterns!.find((x) => x.model !== 'bs')!
@@ -129,3 +131,14 @@ t.test('each rule broken alone is refused at level 1, on its row', async (t) => 
   }))
 })
 
+
+t.test('rule and gun are set exactly for their classes, both ways', async (t) => {
+  for (const cls of ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other']) {
+    const withRule = ['puffer', 'mover', 'gun', 'other'].includes(cls)
+    t.equal(patternClassColumnFinding('rule', cls, withRule), undefined, `a ${cls} with${withRule ? '' : 'out'} a rule`)
+    t.equal(patternClassColumnFinding('rule', cls, !withRule)?.code, ROW_RULE_CODES.patternRule, `a ${cls} with${withRule ? 'out' : ''} a rule`)
+    t.equal(patternClassColumnFinding('gun', cls, cls === 'gun'), undefined, `a ${cls} with${cls === 'gun' ? '' : 'out'} a gun`)
+    t.equal(patternClassColumnFinding('gun', cls, cls !== 'gun')?.code, ROW_RULE_CODES.patternGun, `a ${cls} with${cls === 'gun' ? 'out' : ''} a gun`)
+  }
+  t.match(patternClassColumnFinding('gun', 'gun', false)?.detail, /a gun has the ship it emits in gun, which is null/)
+})

@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { aliasFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternRuleFinding, type PhaseCounts, raterFindings, ratingFindings, ROW_RULE_CODES, scenePaletteFindings } from './row-rules.js'
+import { aliasFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, type PhaseCounts, raterFindings, ratingFindings, ROW_RULE_CODES, scenePaletteFindings } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -405,6 +405,7 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
   const [tilingGroup, classGroup] = [text('tiling_group'), text('class_group')]
   // A nullable column a part lacks reads as null.
   const rule = batch.column('rule') as StringVector | null
+  const gun = batch.column('gun') as StringVector | null
   const [cellCount, minCells, maxCells] = [ints('cells'), ints('min_cells'), ints('max_cells')]
   const counts: PhaseCounts = { cells: 0, minCells: 0, maxCells: 0, phase0: 0, fewest: 0, most: 0 }
   const found: IdentityFinding[] = []
@@ -452,8 +453,10 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
       good[2] = right ? tg : -1
     }
     const cls = columns.class.text(i)
-    const ruleFinding = patternRuleFinding(cls, rule !== null && (rule.valid === null || rule.valid[i] === 1))
+    const ruleFinding = patternClassColumnFinding('rule', cls, rule !== null && (rule.valid === null || rule.valid[i] === 1))
     if (ruleFinding) found.push(ruleFinding)
+    const gunFinding = patternClassColumnFinding('gun', cls, gun !== null && (gun.valid === null || gun.valid[i] === 1))
+    if (gunFinding) found.push(gunFinding)
     // The counts are held to the typed phases only once those are the identity's.
     const cellsFinding = found.some((f) => f.code === IDENTITY_CODES.phasesMismatch) ? undefined : patternCellsFinding(cls, phaseCounts(i))
     if (cellsFinding) found.push(cellsFinding)

@@ -15,6 +15,8 @@ export const ROW_RULE_CODES = {
   jsonCell: 'pack.json-cell-not-canonical',
   /** A pattern's rule column is null for a puffer, mover, gun or other, or set for another class. */
   patternRule: 'pack.pattern-rule-column',
+  /** A pattern's gun column is null for a gun, or set for another class. */
+  patternGun: 'pack.pattern-gun-column',
   /** cells is not phase 0's count, or min_cells/max_cells are not the fewest and most over the phases. */
   patternCells: 'pack.pattern-cells-mismatch',
   /** An alias whose reason is neither geometry-change nor scheme-change. */
@@ -54,10 +56,17 @@ export function jsonCellChecker(): (bytes: Uint8Array, start: number, end: numbe
   return (bytes, start, end) => (checker.check(bytes, start, end) === 0 ? undefined : checker.describe(start))
 }
 
-export function patternRuleFinding(cls: string, hasRule: boolean): IdentityFinding | undefined {
-  const wants = WITH_RULE.has(cls)
-  if (wants === hasRule) return undefined
-  return { code: ROW_RULE_CODES.patternRule, detail: wants ? `a ${cls} has its exact rule in rule, which is null` : `rule is set, but a ${cls} has none there (only puffers, movers, guns and other do)` }
+/** The pattern columns set exactly for some classes ("Tables", patterns: rule "for puffers, movers, guns and other (else null)", gun "guns: JSON ..."). */
+const CLASS_COLUMNS = {
+  rule: { classes: WITH_RULE, code: ROW_RULE_CODES.patternRule, holds: 'its exact rule', only: 'puffers, movers, guns and other' },
+  gun: { classes: new Set(['gun']), code: ROW_RULE_CODES.patternGun, holds: 'the ship it emits', only: 'guns' },
+} as const
+
+export function patternClassColumnFinding(column: keyof typeof CLASS_COLUMNS, cls: string, isSet: boolean): IdentityFinding | undefined {
+  const rule = CLASS_COLUMNS[column]
+  const wants = rule.classes.has(cls)
+  if (wants === isSet) return undefined
+  return { code: rule.code, detail: wants ? `a ${cls} has ${rule.holds} in ${column}, which is null` : `${column} is set, but a ${cls} has none there (only ${rule.only} do)` }
 }
 
 /** The counts a pattern row states, and those its typed phases give. */

@@ -86,6 +86,8 @@ const find = (rows: Record<string, Row[]>, cls: string) => rows.patterns!.find((
 const cases: Case[] = [
   ['a mover without its rule', (r) => { find(r, 'mover').rule = null }, 'pack.pattern-rule-column', pattern('mover')],
   ['a spaceship with a rule', (r) => { find(r, 'spaceship').rule = 'B3/S23' }, 'pack.pattern-rule-column', pattern('spaceship')],
+  ['a rating on a scale the spec does not name', (r) => { r.ratings![0]!.scale = 'stars-1-10 1' }, 'pack.rating-verdict-invalid', (s) => partRow(s, 'ratings', 0)],
+  ['a rating whose verdict is not on its scale', (r) => { r.ratings![1]!.verdict = 'keep' }, 'pack.rating-verdict-invalid', (s) => partRow(s, 'ratings', 1)],
   ['a spaceship with a gun', (r) => { find(r, 'spaceship').gun = '{"per_period":1,"ship":"x","ship_displacement":[1,1],"ship_label":"glider","ship_period":4,"ship_phases":[],"ship_speed":"c/4"}' }, 'pack.pattern-gun-column', pattern('spaceship')],
   ['cells that are not phase 0\'s', (r) => { find(r, 'spaceship').cells = 6 }, 'pack.pattern-cells-mismatch', pattern('spaceship')],
   ['an oscillator whose max_cells is above its largest phase', (r) => {

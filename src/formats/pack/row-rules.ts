@@ -29,6 +29,8 @@ export const ROW_RULE_CODES = {
   raterRow: 'pack.rater-row-invalid',
   /** An annotation whose rev cannot be a ref seq (seq is 1 for a feed's first version and only goes up). */
   annotationRev: 'pack.annotation-rev-invalid',
+  /** A rating whose scale is not one of the spec's rubrics, or whose verdict is not a value on its scale. */
+  ratingVerdict: 'pack.rating-verdict-invalid',
   /** A rater that ratings or a group name has no raters row. */
   raterRowMissing: 'pack.rater-row-missing',
   /** A rating with a note by a rater none of whose raters rows shares notes. */
@@ -138,9 +140,20 @@ function raterIdFinding(v: unknown, column: string): IdentityFinding | undefined
   return typeof v === 'string' && RATER_ID.test(v) ? undefined : { code: ROW_RULE_CODES.raterId, detail: `${column} ${JSON.stringify(v)} is not rater- and 16 lower-case hex digits` }
 }
 
+/** The rubrics of ratings.scale and the verdicts each allows ("Ratings"). */
+const RATING_SCALES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['keep-maybe-drop 1', new Set(['keep', 'maybe', 'drop'])],
+  ['stars-1-5 1', new Set(['1', '2', '3', '4', '5'])],
+])
+
 export function ratingFindings(row: Record<string, unknown>): IdentityFinding[] {
-  const f = raterIdFinding(row.rater, 'rater')
-  return f ? [f] : []
+  const out: IdentityFinding[] = []
+  const id = raterIdFinding(row.rater, 'rater')
+  if (id) out.push(id)
+  const verdicts = typeof row.scale === 'string' ? RATING_SCALES.get(row.scale) : undefined
+  if (!verdicts) out.push({ code: ROW_RULE_CODES.ratingVerdict, detail: `scale ${JSON.stringify(row.scale)} is neither "keep-maybe-drop 1" nor "stars-1-5 1"` })
+  else if (typeof row.verdict !== 'string' || !verdicts.has(row.verdict)) out.push({ code: ROW_RULE_CODES.ratingVerdict, detail: `verdict ${JSON.stringify(row.verdict)} is not on the scale ${JSON.stringify(row.scale)} (${[...verdicts].join(', ')})` })
+  return out
 }
 
 /** A raters row on its own: its ids, its scope, and a group's shape (groups name no one and are not empty). */
@@ -219,4 +232,20 @@ export class RaterBook {
       }
     }
   }
+}
+
+/**
+ * The row rules a single record row is held to, by table: the checker applies them to each row of a part,
+ * and a publish to each record before it is written, so a publish never writes a row its check refuses.
+ * (Patterns' class columns are read from vectors in the checker; quickstart's palettes join its id check.)
+ */
+export const ROW_RULES: Readonly<Record<string, (row: Record<string, unknown>) => IdentityFinding[]>> = {
+  aliases: aliasFindings,
+  ratings: ratingFindings,
+  raters: raterFindings,
+  quickstart: (row) => scenePaletteFindings(row.scene),
+  patterns: (row) => (['rule', 'gun'] as const).flatMap((column) => {
+    const f = patternClassColumnFinding(column, String(row.class), row[column] !== undefined && row[column] !== null)
+    return f ? [f] : []
+  }),
 }

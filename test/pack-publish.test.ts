@@ -216,6 +216,20 @@ t.test('bad records are refused with the file, line and field, and nothing is pu
   await t.rejects(publishPack(opts(dir(), rec4)), { code: 'pack.table-row-invalid', location: { field: 'count' } })
 })
 
+t.test('a record breaking a row rule the check holds parts to is refused with its code, line and nothing published', async (t) => {
+  const rating = (verdict: string) => ({ rater: 'rater-0123456789abcdef', target: '@patterns:1', scale: 'stars-1-5 1', verdict, note: null, round: null, date: T0 })
+  const cases: [string, string, number, Promise<string>][] = [
+    ['a verdict off its scale', 'pack.rating-verdict-invalid', 2, records(dir(), [BLOCK], { ratings: [rating('4'), rating('keep')] })],
+    ['a gun column on an oscillator', 'pack.pattern-gun-column', 2, records(dir(), [BLOCK, { ...BLINKER, gun: '{"per_period":1}' }])],
+    ['an alias of another reason', 'pack.alias-reason-invalid', 1, records(dir(), [BLOCK], { aliases: [{ old_id: '0'.repeat(32), target: '@patterns:1', reason: 'renamed', date: T0 }] })],
+  ]
+  for (const [what, code, line, rec] of cases) {
+    const store = dir()
+    await t.rejects(publishPack(opts(store, await rec)), { code, exitCode: 2, location: { line } }, what)
+    t.notOk(existsSync(join(store, 'refs')), `${what}: no ref`)
+  }
+})
+
 t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {
   const lf = await records(dir(), [BLOCK, BLINKER, GLIDER])
   const expected = (await publishPack(opts(dir(), lf))).manifest

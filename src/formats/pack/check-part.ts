@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { aliasFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, type PhaseCounts, raterFindings, ratingFindings, ROW_RULE_CODES, scenePaletteFindings } from './row-rules.js'
+import { JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -297,11 +297,11 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
     case 'ants':
       return rowIds('ant', (row) => checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }))
     case 'quickstart':
-      return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...scenePaletteFindings(row.scene)])
+      return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!(row)])
     case 'verifications':
       return mainVerifications(rel)
     case 'aliases':
-      return rows(aliasFindings)
+      return rows(ROW_RULES.aliases!)
     case 'annotations':
       return {
         open: (batch) => {
@@ -312,9 +312,9 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
         },
       }
     case 'ratings':
-      return rows(ratingFindings)
+      return rows(ROW_RULES.ratings!)
     case 'raters':
-      return rows(raterFindings)
+      return rows(ROW_RULES.raters!)
     default:
       return undefined
   }

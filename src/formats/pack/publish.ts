@@ -35,6 +35,7 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
+import { ROW_RULES } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -421,6 +422,8 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
     applyDefaults(name, row, defaults, pin)
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
+    const broken = ROW_RULES[name]?.(row)[0]
+    if (broken) throw recordError(broken.code, at, broken.detail)
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     await rows.add(row, textBytes)

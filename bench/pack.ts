@@ -12,28 +12,18 @@
  * The last line: `pack-check ratio-vs-floor R pack-publish ratio-vs-duckdb R2 peak-rss-mb M`
  * (M: the higher peak RSS of the publish and the check).
  */
-import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { createReadStream, createWriteStream, existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { once } from 'node:events'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { timedCli, type Timed } from './timed-cli.js'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { ZSTD_LEVEL } from '../src/formats/pack/parquet-write.js'
 
 const PATTERNS = Number(process.env.BENCH_PATTERNS ?? 1_000_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
-const cli = fileURLToPath(new URL('../bin/pipe.js', import.meta.url))
-
-interface Timed { wall: number; cpu: number; rssMb: number; stdout: string }
-function timedCli(args: string[], env: NodeJS.ProcessEnv): Timed {
-  const r = spawnSync('/usr/bin/time', ['-f', 'bench-time %e %U %S %M', process.execPath, cli, ...args], { encoding: 'utf8', env, maxBuffer: 1 << 26 })
-  const m = /bench-time ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(r.stderr)
-  if (r.status !== 0 || !m) throw new Error(`pipe ${args.join(' ')} failed (exit ${r.status}): ${r.stdout.slice(-2000)} ${r.stderr.slice(-2000)}`)
-  return { wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), rssMb: Number(m[4]) / 1024, stdout: r.stdout }
-}
 
 /** The fastest round, with the highest peak RSS of all rounds. */
 function best(rounds: Timed[]): Timed {
@@ -67,7 +57,7 @@ try {
     await once(out, 'finish')
   }
   const env = { ...process.env, PIPE_HOME: join(dir, 'home') }
-  if (!existsSync(join(dir, 'home'))) timedCli(['pack', 'key', '--name', 'Bench Publisher', '--seed', '42'.repeat(32), '--created', '2026-11-11T00:00:00Z'], env)
+  if (!existsSync(join(dir, 'home'))) timedCli(['pack', 'key', '--name', 'Bench Publisher', '--seed', '42'.repeat(32), '--created', '2026-11-11T00:00:00Z'], { env })
   console.log(`records: ${PATTERNS} patterns, ${((await stat(patterns)).size / 1e6).toFixed(0)} MB of JSONL`)
 
   const db = await DuckDBInstance.create(':memory:', { threads: '2' })
@@ -78,7 +68,7 @@ try {
   let duckDefault = Infinity
   for (let round = 0; round < ROUNDS; round++) {
     await rm(store, { recursive: true, force: true })
-    const p = timedCli(['run', 'pack-publish', '--feed', 'bench', '--to', store, '--records', records, '--created', '2026-11-11T00:00:00Z'], env)
+    const p = timedCli(['run', 'pack-publish', '--feed', 'bench', '--to', store, '--records', records, '--created', '2026-11-11T00:00:00Z'], { env })
     publishes.push(p)
     const out = join(dir, 'duckdb.parquet')
     await rm(out, { force: true })
@@ -98,7 +88,7 @@ try {
   const objects = (await files(join(store, 'objects'))).sort()
   const parts = objects.filter((f) => f.endsWith('.parquet'))
   for (let round = 0; round < ROUNDS; round++) {
-    const c = timedCli(['run', 'pack-check', store, '--level', '1', '--json'], env)
+    const c = timedCli(['run', 'pack-check', store, '--level', '1', '--json'], { env })
     const doc = JSON.parse(c.stdout.trim().split('\n').pop()!) as { ok: boolean; findings: unknown[] }
     if (!doc.ok) throw new Error(`pack-check found ${JSON.stringify(doc.findings.slice(0, 3))}`)
     checks.push(c)

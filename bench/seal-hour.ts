@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
+import { timedCli, type Timed } from './timed-cli.js'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { Decompressor } from 'zstd-napi'
 import { readFile } from 'node:fs/promises'
@@ -36,16 +37,6 @@ const HOUR_NS = 3_600_000_000_000n
 const INSTRUMENTS = ['BTCUSDT', 'ETHUSDT', 'SOLUSDT', 'BNBUSDT', 'XRPUSDT', 'ADAUSDT', 'DOGEUSDT', 'TRXUSDT', 'LINKUSDT', 'AVAXUSDT']
 const cli = fileURLToPath(new URL('../bin/pipe.js', import.meta.url))
 const sealNodeArgs = (process.env.BENCH_SEAL_NODE_ARGS ?? '').split(' ').filter((s) => s !== '')
-
-interface Timed { wall: number; user: number; sys: number; rssMb: number; stdout: string; stderr: string }
-
-/** Runs node CLI under /usr/bin/time: wall, CPU (user, sys) and peak RSS of the child. */
-function timedCli(nodeArgs: string[], args: string[]): Timed {
-  const r = spawnSync('/usr/bin/time', ['-f', 'bench-time %e %U %S %M', process.execPath, ...nodeArgs, cli, ...args], { encoding: 'utf8', maxBuffer: 1 << 26 })
-  const m = /bench-time ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(r.stderr)
-  if (r.status !== 0 || !m) throw new Error(`pipe ${args.join(' ')} failed (exit ${r.status}): ${r.stdout.slice(-1000)} ${r.stderr.slice(-1000)}`)
-  return { wall: Number(m[1]), user: Number(m[2]), sys: Number(m[3]), rssMb: Number(m[4]) / 1024, stdout: r.stdout, stderr: r.stderr }
-}
 
 const keep = process.env.BENCH_DIR
 const dir = keep ?? await mkdtemp(join(tmpdir(), 'bench-seal-hour-'))
@@ -124,7 +115,7 @@ try {
   let sealPeakMb = 0
   for (let round = 0; round < ROUNDS; round++) {
     await rm(root, { recursive: true, force: true })
-    const s = timedCli(sealNodeArgs, ['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile])
+    const s = timedCli(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile], { nodeArgs: sealNodeArgs })
     sealPeakMb = Math.max(sealPeakMb, s.rssMb)
     if (!seal || s.wall < seal.wall) seal = s
     await rm(parquet, { force: true })
@@ -141,7 +132,7 @@ try {
   if (!seal) throw new Error('no round ran')
 
   // (3) the verifier on the sealed hour.
-  const verify = timedCli([], ['run', 'verify', '--root', root, '--keys', jwks, '--json'])
+  const verify = timedCli(['run', 'verify', '--root', root, '--keys', jwks, '--json'])
   const summary = JSON.parse(verify.stdout.trim().split('\n').pop()!) as Record<string, unknown>
   const hourDir = join(root, 'recorder=recorder', 'venue=binance', 'channel=trades', 'date=2026-10-03', 'hour=14')
   const zst = await readFile(join(hourDir, 'raw.jsonl.zst'))

@@ -11,12 +11,11 @@
  *
  * Environment: BENCH_HOURS, BENCH_DIR (keep and reuse the sealed hours there).
  */
-import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { timedCli, type Timed } from './timed-cli.js'
 import { JournalBuilder } from '../src/formats/record/journal.js'
 import { newSigningKey, writeJwksFile } from '../src/formats/record/keys.js'
 import { sealHour } from '../src/formats/record/seal.js'
@@ -28,15 +27,6 @@ const HOUR = 3_600_000_000_000n
 const S = 1_000_000_000n
 const START = BigInt(Date.UTC(2026, 0, 1)) * 1_000_000n
 const CHUNK_HOURS = 60 * 24
-const cli = fileURLToPath(new URL('../bin/pipe.js', import.meta.url))
-
-interface Timed { wall: number; rssMb: number; stdout: string }
-function timedVerify(args: string[]): Timed {
-  const r = spawnSync('/usr/bin/time', ['-f', 'bench-time %e %M', process.execPath, cli, 'run', 'verify', ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 })
-  const m = /bench-time ([\d.]+) (\d+)/.exec(r.stderr)
-  if (r.status !== 0 || !m) throw new Error(`pipe run verify failed (exit ${r.status}): ${r.stdout.slice(-1000)} ${r.stderr.slice(-1000)}`)
-  return { wall: Number(m[1]), rssMb: Number(m[2]) / 1024, stdout: r.stdout }
-}
 
 const keep = process.env.BENCH_DIR
 const dir = keep ?? await mkdtemp(join(tmpdir(), 'bench-verify-'))
@@ -69,8 +59,8 @@ try {
     console.log(`prepared in ${((performance.now() - t0) / 1000).toFixed(0)} s (not timed)`)
   }
 
-  const day = timedVerify(['--root', root, '--keys', jwks, '--to', '2026-01-01'])
-  const all = timedVerify(['--root', root, '--keys', jwks])
+  const day = timedCli(['run', 'verify', '--root', root, '--keys', jwks, '--to', '2026-01-01', '--json'])
+  const all = timedCli(['run', 'verify', '--root', root, '--keys', jwks, '--json'])
   const summary = (t: Timed) => JSON.parse(t.stdout) as { ok: boolean; hours: number; days: number }
   const [d, a] = [summary(day), summary(all)]
   if (!d.ok || !a.ok || a.hours !== HOURS) throw new Error(`verify: ${JSON.stringify(a)}`)

@@ -168,7 +168,8 @@ export class TableChecker {
       if (!run.firstVisit(rel)) continue
       const pool = hook === undefined ? this.poolFor(e.part.bytes, run.objectKnown(rel)) : undefined
       if (pool) {
-        given.push(pool.submit(this.partJob(table, schema, rel, e.part), this.partitionIssues(schema, rel, e.part).issues))
+        const { issues, partition } = this.partitionIssues(schema, rel, e.part)
+        given.push(pool.submit(this.partJob(table, schema, rel, e.part, partition), issues))
         // Enough given out to keep every thread busy while the first comes back.
         if (given.length > 2 * run.threads) yield* this.taken(given.shift()!)
       } else {
@@ -194,9 +195,8 @@ export class TableChecker {
   }
 
   /** A part as a thread checks it: what readPart would give checkPart, and the tilings its records need. */
-  private partJob(table: string, schema: TableSchema, rel: string, part: TablePart): PartJob {
+  private partJob(table: string, schema: TableSchema, rel: string, part: TablePart, partition: Readonly<Record<string, string>> | undefined): PartJob {
     const run = this.run
-    const { partition } = this.partitionIssues(schema, rel, part)
     const records = table === 'patterns' || table === 'ants' || table === 'quickstart'
     return {
       rel, file: run.file(rel), hash: part.object, bytes: part.bytes, schemaId: schema.schemaId, level: run.level,

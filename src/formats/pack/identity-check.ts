@@ -6,7 +6,7 @@
  * Ants and Quick Start entries are checked on their rows.
  */
 import { hash } from 'node:crypto'
-import { antId, IDENTITY_CODES, PATTERN_SCHEME, patternHeadLines, quickstartId } from './identity.js'
+import { antId, CONTENT_ID_DIGITS, IDENTITY_CODES, PATTERN_SCHEME, patternHeadLines, quickstartId } from './identity.js'
 
 export interface IdentityFinding { code: string; detail: string }
 
@@ -100,11 +100,11 @@ function contentDigest(textCell: TextCell, pin: TextCell): string {
   return hash('sha256', n <= 4096 ? (views[n] ??= scratch.subarray(0, n)) : scratch.subarray(0, n), 'hex')
 }
 
-/** Whether an id cell is the first 32 digits of a digest. */
+/** Whether an id cell is a digest's first CONTENT_ID_DIGITS digits. */
 function isIdOf(id: TextCell, digest: string): boolean {
   const { bytes, start } = id
-  if (id.end - start !== 32) return false
-  for (let x = 0; x < 32; x++) if (bytes[start + x] !== digest.charCodeAt(x)) return false
+  if (id.end - start !== CONTENT_ID_DIGITS) return false
+  for (let x = 0; x < CONTENT_ID_DIGITS; x++) if (bytes[start + x] !== digest.charCodeAt(x)) return false
   return true
 }
 
@@ -145,7 +145,7 @@ function columnText(c: PatternCells, n: number): string {
  */
 export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): 'ours' | 'unknown' {
   const digest = contentDigest(c.identity, c.pin)
-  if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, 32)})` })
+  if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, CONTENT_ID_DIGITS)})` })
   const head = headOf(c)
   // An identity that starts with the head of its columns has their lines, each equal to its column.
   const afterHead = startsWithHead(c.identity, head)

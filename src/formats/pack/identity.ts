@@ -50,9 +50,12 @@ export const IDENTITY_CODES = {
   phasesMismatch: 'pack.phases-mismatch',
 } as const
 
-/** The 32-hex content id of a text and a geometry pin. */
+/** A content id's hex digits: the first of SHA-256 over the text, "\n" and the pin (identity-check.ts hashes the same bytes from cells). */
+export const CONTENT_ID_DIGITS = 32
+
+/** The content id of a text and a geometry pin. */
 export function contentHash(text: string, pin: string): string {
-  return hash('sha256', `${text}\n${pin}`, 'hex').slice(0, 32)
+  return hash('sha256', `${text}\n${pin}`, 'hex').slice(0, CONTENT_ID_DIGITS)
 }
 
 export const patternId = (identity: string, pin: string) => contentHash(identity, pin)

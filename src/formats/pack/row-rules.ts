@@ -98,12 +98,12 @@ export function patternCellsFinding(cls: string, c: PhaseCounts): IdentityFindin
 
 const ALIAS_REASONS: ReadonlySet<string> = new Set(['geometry-change', 'scheme-change'])
 
-export function aliasFindings(row: Record<string, unknown>): IdentityFinding[] {
+function aliasFindings(row: Record<string, unknown>): IdentityFinding[] {
   return ALIAS_REASONS.has(row.reason as string) ? [] : [{ code: ROW_RULE_CODES.aliasReason, detail: `reason ${JSON.stringify(row.reason)} is neither geometry-change nor scheme-change` }]
 }
 
 /** "The frozen palette registry": each name means its palette for good. */
-export const FROZEN_PALETTES: ReadonlySet<string> = new Set([
+const FROZEN_PALETTES: ReadonlySet<string> = new Set([
   'Ember', 'Tide', 'Prism', 'Mono', 'Ink', 'Aurora', 'Synthwave', 'Moss', 'Candy', 'Lava', 'Glacier', 'Phosphor', 'Koi', 'Desert', 'Thermal',
   'Deep Sea', 'Paper', 'Blueprint', 'Neon', 'Autumn', 'Verdigris', 'Marigold', 'Coral', 'Orchid', 'Citrus', 'Riso', 'Bone', 'Ultramarine',
   'Stained Glass', 'Opal',
@@ -117,7 +117,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * palettes with a `name`). A palette written out (not a string) names nothing. A scene that is not JSON is
  * the JSON cell rule's finding, not this one's.
  */
-export function scenePaletteFindings(scene: unknown): IdentityFinding[] {
+function scenePaletteFindings(scene: unknown): IdentityFinding[] {
   let doc: unknown
   try {
     doc = JSON.parse(String(scene))
@@ -146,7 +146,7 @@ const RATING_SCALES: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ['stars-1-5 1', new Set(['1', '2', '3', '4', '5'])],
 ])
 
-export function ratingFindings(row: Record<string, unknown>): IdentityFinding[] {
+function ratingFindings(row: Record<string, unknown>): IdentityFinding[] {
   const out: IdentityFinding[] = []
   const id = raterIdFinding(row.rater, 'rater')
   if (id) out.push(id)
@@ -157,7 +157,7 @@ export function ratingFindings(row: Record<string, unknown>): IdentityFinding[] 
 }
 
 /** A raters row on its own: its ids, its scope, and a group's shape (groups name no one and are not empty). */
-export function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
+function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
   const out: IdentityFinding[] = []
   const id = raterIdFinding(row.rater, 'rater')
   if (id) out.push(id)

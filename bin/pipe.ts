@@ -3,7 +3,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
-import { asPipeError, EXIT_DATA, EXIT_USAGE, PipeError, UsageError } from '../src/core/errors.js'
+import { asPipeError, asUsage, EXIT_USAGE, UsageError } from '../src/core/errors.js'
 import type { PipelineDef } from '../src/core/pipeline.js'
 import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
@@ -141,15 +141,6 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
     }
   }
   process.stdout.write([headline, ...pk.describePublisherKey(key)].join('\n') + '\n')
-}
-
-/** Runs a command's step whose failure is a usage or environment error (exit 2): no data failed a check. */
-async function asUsage<T>(step: () => Promise<T>): Promise<T> {
-  try {
-    return await step()
-  } catch (err) {
-    throw err instanceof PipeError && err.exitCode === EXIT_DATA ? new UsageError(err.code, err.message, { cause: err }) : err
-  }
 }
 
 async function main(argv: string[]): Promise<number> {

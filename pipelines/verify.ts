@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises'
 import { z } from 'zod'
-import { PipeError, UsageError } from '../src/core/errors.js'
+import { asUsage, UsageError } from '../src/core/errors.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
@@ -13,15 +13,7 @@ const date = z
   .refine((s) => dayStartNs(s) !== null, 'must be a calendar date YYYY-MM-DD')
 
 async function loadKeys(path: string): Promise<PublicJwks> {
-  try {
-    const { readJwksFile } = await import('../src/formats/record/keys.js')
-    return await readJwksFile(path)
-  } catch (err) {
-    if (err instanceof PipeError && err.exitCode !== 2) {
-      throw new UsageError(err.code, `--keys: ${err.message}`, { location: { file: path }, cause: err })
-    }
-    throw err
-  }
+  return asUsage(async () => (await import('../src/formats/record/keys.js')).readJwksFile(path), '--keys: ', { file: path })
 }
 
 /**

@@ -65,6 +65,19 @@ export function formatLocation(loc: Location | undefined): string {
 }
 
 /** Wraps anything thrown into a PipeError, keeping a PipeError's code and adding the stage when missing. */
+/**
+ * A step whose failure is a usage or environment error (exit 2), not data failing a check: a data error it
+ * throws becomes a UsageError with the same code, its message after `prefix` (e.g. the option that named
+ * the file) and at `location`.
+ */
+export async function asUsage<T>(step: () => Promise<T>, prefix = '', location?: Location): Promise<T> {
+  try {
+    return await step()
+  } catch (err) {
+    throw err instanceof PipeError && err.exitCode === EXIT_DATA ? new UsageError(err.code, prefix + err.message, { cause: err, ...(location ? { location } : {}) }) : err
+  }
+}
+
 export function asPipeError(err: unknown, stage?: string): PipeError {
   if (err instanceof PipeError) {
     if (stage && !err.stage) err.stage = stage

@@ -315,7 +315,7 @@ const LISTED_REASONS: readonly { reason: CompletenessReason; list: string }[] = 
  * line of the raw file); reconnect needs a reconnect window. Each rule is judged only when the members it
  * reads have the v1 shape (a malformed one is its own `manifest.field` finding).
  */
-export function checkCompleteness(m: Record<string, unknown>): CheckFinding[] {
+function checkCompleteness(m: Record<string, unknown>): CheckFinding[] {
   const out: CheckFinding[] = []
   const completeness = section(completenessSchema, m, 'completeness')
   if (!completeness) return out
@@ -456,14 +456,14 @@ export function checkClockSummaries(
 }
 
 /** What the raw file says about the replicas together: lines with a receipt of both, and of one only. */
-export interface AgreementFacts { both: number; oneOnly: number }
+interface AgreementFacts { both: number; oneOnly: number }
 
 /**
  * Check 8, the replicas' counts (docs/verify.md): each replica's `frames` is the number of raw-file lines
  * with a receipt of it, and `replica_agreement`'s `both` and `one_only` count the lines with receipts of
  * both replicas and of one.
  */
-export function checkReplicaCounts(manifest: Record<string, unknown>, facts: readonly ReplicaClockFacts[], agreement: AgreementFacts): CheckFinding[] {
+function checkReplicaCounts(manifest: Record<string, unknown>, facts: readonly ReplicaClockFacts[], agreement: AgreementFacts): CheckFinding[] {
   const out: CheckFinding[] = []
   const replicas = section(replicasSchema, manifest, 'replicas')
   REPLICA_NAMES.forEach((name, r) => {

@@ -420,6 +420,11 @@ class Sim {
   private frame(r: number, connection: string, host: number, payload: Uint8Array): FrameEvent {
     const replica = this.replicaName(r)
     const receiveTime = this.time(host)
+    // The daemon reports itself unsynchronised here: the receipt's clock is withheld (clock.ts).
+    const u = this.unsynced[r]!
+    for (let n = 0; n < u.length; n++) {
+      if (host >= u[n]![0] && host < u[n]![1]) return { kind: 'frame', replica, connection, receiveTime, payload, binary: false }
+    }
     const k = Math.floor((host - this.ntpPhase[r]!) / NTP_PERIOD)
     let sample = this.ntpSample[r]
     if (sample === undefined || k !== this.ntpK[r]) {
@@ -432,10 +437,9 @@ class Sim {
       sample = { offset, rootDelay, rootDispersion, synchronized: true, nts: true, measuredAt: at, readAt: at }
       this.ntpSample[r] = sample
     }
-    sample.synchronized = !this.unsynced[r]!.some(([from, to]) => host >= from && host < to)
     const clock = receiptClock(sample, BigInt(host))
     if ('withheld' in clock) return { kind: 'frame', replica, connection, receiveTime, payload, binary: false }
-    return { kind: 'frame', replica, connection, receiveTime, payload, binary: false, ...clock }
+    return { kind: 'frame', replica, connection, receiveTime, payload, binary: false, clockOffset: clock.clockOffset, clockErrorBound: clock.clockErrorBound }
   }
 
   /** The segment of replica r subscribed at host time `host`, or null. */

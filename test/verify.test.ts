@@ -13,13 +13,13 @@ import t from 'tap'
 import { captureIO } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
 import { writeJwksFile, type PublicJwks } from '../src/formats/record/keys.js'
-import { tableSchema } from '../src/formats/record/tables.js'
+import { TableWriter, tableSchema } from '../src/formats/record/tables.js'
 import { formatTime } from '../src/formats/record/time.js'
 import type { TableRow } from '../src/formats/record/types.js'
 import { checkManifestBytes, RecordVerifier, VERIFY_CODES, type VerifyFinding, type VerifyOptions } from '../src/formats/record/verify.js'
 import { registry } from '../src/registry.js'
 import { verifyPipeline } from '../pipelines/verify.js'
-import { HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
+import { depthSnapshot, depthUpdate, HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
 
 const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
 
@@ -215,6 +215,18 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     const alsoWrong = await oneHour({ edit: (m) => { m.replicas[0]!.gap_free_runs = []; m.replicas[0]!.clock!.unbounded = 5 } })
     exactly(t, (await verify([alsoWrong.root])).findings, ['1 manifest.field', '8 clock.summary'])
   })
+  t.test('hashes are lowercase hexadecimal', async (t) => {
+    const upper = await oneHour({ edit: (m) => { m.files[0]!.blake3 = m.files[0]!.blake3.toUpperCase() } })
+    const r = await verify([upper.root])
+    exactly(t, r.findings, ['1 manifest.field'])
+    t.match(r.findings[0]!.detail, /^files\[0\]\.blake3: not a BLAKE3 hash/)
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.hours[0]!.blake3 = m.hours[0]!.blake3.toUpperCase() } })
+    const daily = await verify([root])
+    exactly(t, daily.findings, ['1 manifest.field'])
+    t.match(daily.findings[0]!.detail, /^hours\[0\]\.blake3: not a BLAKE3 hash/)
+  })
   t.test('checkManifestBytes reports duplicate keys as not canonical', async (t) => {
     const c = checkManifestBytes(Buffer.from('{"format_version":1,"format_version":1}'), 'daily')
     t.equal(c.findings[0]?.code, 'manifest.not-canonical')
@@ -248,6 +260,15 @@ t.test('check 2: every listed file exists with its size and BLAKE3', async (t) =
     const { root } = await oneHour({ edit: (m) => { m.files.push({ name: '../x', size: 1, blake3: '0'.repeat(64), rows: 0 }) } })
     exactly(t, (await verify([root])).findings, ['2 file.name'])
   })
+  t.test('a listed file besides the raw file and the tables is checked too; a file not listed is not looked at', async (t) => {
+    const listed = await oneHour({ edit: (m) => { m.files.push({ name: 'notes.txt', size: 1, blake3: b3('x'), rows: 0 }) } })
+    exactly(t, (await verify([listed.root])).findings, ['2 file.missing'])
+    await writeFile(join(listed.h.dir, 'notes.txt'), 'x')
+    exactly(t, (await verify([listed.root])).findings, [])
+    const { root, h } = await oneHour()
+    await writeFile(join(h.dir, 'notes.txt'), 'x')
+    exactly(t, (await verify([root])).findings, [])
+  })
 })
 
 t.test('check 3: the raw file', async (t) => {
@@ -272,6 +293,36 @@ t.test('check 3: the raw file', async (t) => {
   t.test('a frame time outside the hour', async (t) => {
     const { root } = await oneHour({ frames: [trade(T0 - S, 99), ...frames(T0)] })
     exactly(t, (await verify([root])).findings, ['3 raw.frame-time-outside-hour'])
+  })
+  t.test('the hour is [start, end): a frame at its start or 1 ns before its end is in it, one at its end is not', async (t) => {
+    const inside = await oneHour({ frames: [trade(T0, 1, { replicas: ['a'] }), trade(T0 + HOUR_NS - 1n, 2, { replicas: ['a'] })] })
+    exactly(t, (await verify([inside.root])).findings, [])
+    const atEnd = await oneHour({ frames: [...frames(T0), trade(T0 + HOUR_NS, 103, { replicas: ['a'] })] })
+    const r = await verify([atEnd.root])
+    exactly(t, r.findings, ['3 raw.frame-time-outside-hour'])
+    t.equal(r.findings[0]!.line, 4)
+  })
+  t.test('frame time is the earliest receipt with clock_error_bound, even when an unbounded receipt is earlier', async (t) => {
+    // Received first by a without an estimate, 5 µs later by b with one: its frame time is b's.
+    const early = trade(T0 + S, 1)
+    early.receipts = [
+      { replica: 'a', connection: 'a-1', receiveTime: T0 + S },
+      { replica: 'b', connection: 'b-1', receiveTime: T0 + S + 5000n, clockOffset: 1500n, clockErrorBound: 400_000n },
+    ]
+    const between = trade(T0 + S + 2000n, 2, { replicas: ['a'] })
+    const ordered = await oneHour({ frames: [between, early] })
+    exactly(t, (await verify([ordered.root])).findings, [])
+    const byEarliestReceipt = await oneHour({ frames: [early, between] })
+    const r = await verify([byEarliestReceipt.root])
+    exactly(t, r.findings, ['3 raw.frame-time-decreasing'])
+    t.equal(r.findings[0]!.line, 2)
+    const rowsAtEarliestReceipt = await oneHour({ frames: [between, early], editRows: (_, rows) => rows.map((row) => (row.raw_index === 1 ? { ...row, receive_time: T0 + S } : row)) })
+    exactly(t, (await verify([rowsAtEarliestReceipt.root])).findings, ['4 table.receive-time'])
+  })
+  t.test('exchange_time may be after receive_time: the venue\'s clock carries no bound', async (t) => {
+    const ahead = trade(T0 + S, 1)
+    ahead.receipts = trade(T0 + S - 10_000_000n, 1).receipts
+    exactly(t, (await verify([(await oneHour({ frames: [ahead] })).root])).findings, [])
   })
   t.test('the raw file is not listed', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files.shift() } })
@@ -325,6 +376,34 @@ t.test('check 4: the tables', async (t) => {
     const r = await verify([root])
     exactly(t, r.findings, ['4 table.receive-time'])
     t.match(r.findings[0]!.detail, /row 1: receive_time .* is not the frame time .* of raw line 2/)
+  })
+  t.test('channel book: book_snapshots and book_deltas, side required', async (t) => {
+    const bookHour = (o: Partial<SealHourOptions> = {}) => oneHour({ channel: 'book', frames: [depthSnapshot(T0 + S, 1000), depthUpdate(T0 + 2n * S, 1001, 1002)], ...o })
+    const ok = await bookHour()
+    t.same(ok.h.manifest.files.map((f) => [f.name, f.rows]), [['raw.jsonl.zst', 2], ['book_snapshots.parquet', 2], ['book_deltas.parquet', 2]])
+    exactly(t, (await verify([ok.root])).findings, [])
+    const unlisted = await bookHour({ edit: (m) => { m.files = m.files.filter((f) => f.name !== 'book_deltas.parquet') } })
+    exactly(t, (await verify([unlisted.root])).findings, ['4 table.missing'])
+    const optionalSide = await bookHour({
+      writeTable: async (table, path, rows) => {
+        const w = await TableWriter.open(path, table === 'book_deltas' ? 'trades' : table, { createdBy: 'pipe test' })
+        await w.write(rows)
+        await w.finish()
+        return readFile(path)
+      },
+    })
+    const r = await verify([optionalSide.root])
+    exactly(t, r.findings, ['4 table.schema'])
+    t.match(r.findings[0]!.detail, /column side: repetition is OPTIONAL, v1 has REQUIRED/)
+    const snapshotTime = await bookHour({ editRows: (table, rows) => (table === 'book_snapshots' ? rows.map((row, i) => (i === 1 ? { ...row, receive_time: row.receive_time + 1n } : row)) : rows) })
+    exactly(t, (await verify([snapshotTime.root])).findings, ['4 table.receive-time'])
+  })
+  t.test('channels funding and liquidations have no tables: the raw file alone passes', async (t) => {
+    for (const channel of ['funding', 'liquidations'] as const) {
+      const { root, h } = await oneHour({ channel, venue: 'no-adapter' })
+      t.same(h.manifest.files.map((f) => f.name), ['raw.jsonl.zst'])
+      exactly(t, (await verify([root])).findings, [])
+    }
   })
 })
 
@@ -497,6 +576,30 @@ t.test('check 5: the hash chain', async (t) => {
     exactly(t, r.findings, ['5 chain.fork'])
     t.match(r.findings[0]!.detail, /held with 2 different contents/)
   })
+  t.test('a daily manifest held with different bytes in two roots is a fork too', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key })
+    const copy = await freshRoot()
+    await cp(root, copy, { recursive: true })
+    await sealDay({ root: copy, date: '2026-10-03', hours, previous: null, key, edit: (m) => { Object.assign(m, { note: 'resealed' }) } })
+    const r = await verify([root, copy])
+    exactly(t, r.findings, ['5 chain.fork'])
+    t.match(r.findings[0]!.path, /date=2026-10-03\/manifest\.json$/)
+  })
+  t.test('hours of one chain held in different roots are one chain', async (t) => {
+    const first = await freshRoot()
+    const second = await freshRoot()
+    const [h22] = await sealHours({ root: first }, T0, 1, null, key, (_, s) => frames(s))
+    await sealHour({ root: second, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS, 200), previous: h22!.blake3, key })
+    const both = await verify([first, second])
+    exactly(t, both.findings, [])
+    t.match(both, { hours: 2, chains: 1 })
+    exactly(t, (await verify([second])).findings, ['5 chain.hour-skipped'])
+    const unlinked = await freshRoot()
+    await sealHour({ root: unlinked, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS, 200), previous: 'f'.repeat(64), key })
+    exactly(t, (await verify([first, unlinked])).findings, ['5 chain.previous-hash'])
+  })
   t.test('a copy in a second root whose table differs is checked again there', async (t) => {
     const { root } = await oneHour()
     const copy = await freshRoot()
@@ -575,6 +678,15 @@ t.test('check 6: signatures', async (t) => {
     await flipBit(`${h.path}.sig`, (b) => b.length - 20)
     exactly(t, (await verify([root])).findings, ['6 sig.bad-signature'])
   })
+  t.test('every root\'s copy of a signature is checked', async (t) => {
+    const { root, h } = await oneHour()
+    const copy = await freshRoot()
+    await cp(root, copy, { recursive: true })
+    await flipBit(`${h.path.replace(root, copy)}.sig`, (b) => b.length - 20)
+    const r = await verify([root, copy])
+    exactly(t, r.findings, ['6 sig.bad-signature'])
+    t.ok(r.findings[0]!.path.startsWith(copy), r.findings[0]!.path)
+  })
   t.test('bit flip in a daily manifest: its signature, and the next day\'s link', async (t) => {
     const root = await freshRoot()
     const { days } = await twoDays(root)
@@ -600,6 +712,14 @@ t.test('check 7: each receipt pairs offset and bound, bound ≥ |offset|', async
   t.test('an offset without a bound', async (t) => {
     const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace(/"clock_error_bound":\d+,/g, '') : l) })
     includes(t, (await verify([root])).findings, ['7 clock.pair', '7 clock.pair'])
+  })
+  t.test('a negative offset with a bound equal to its absolute value passes; a negative bound fails', async (t) => {
+    const equal = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'], offset: -500_000n, bound: 500_000n })] })
+    exactly(t, (await verify([equal.root])).findings, [])
+    const negative = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'], offset: 0n, bound: 0n })], editLine: (l) => l.replace('"clock_error_bound":0', '"clock_error_bound":-1') })
+    const r = await verify([negative.root])
+    // A negative bound bounds nothing: check 8 counts the receipt as unbounded, which the manifest's clock denies.
+    exactly(t, r.findings, ['7 clock.bound-negative', '8 clock.summary', '8 clock.summary'])
   })
 })
 
@@ -627,6 +747,12 @@ t.test('check 8: the clock summaries and clock_offset_unknown', async (t) => {
     exactly(t, (await verify([a.root])).findings, ['8 clock.summary'])
     const b = await oneHour({ edit: (m) => { delete m.replicas[1]!.clock } })
     exactly(t, (await verify([b.root])).findings, ['8 clock.summary'])
+  })
+  t.test('a replica listed twice', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.replicas.push({ ...m.replicas[1]! }) } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['8 clock.summary'])
+    t.match(r.findings[0]!.detail, /replica b is listed twice/)
   })
   t.test('unbounded receipts: no source, no error_bound_max', async (t) => {
     const { root, h } = await oneHour({ frames: [trade(T0 + S, 1, { bound: null }), ...frames(T0).slice(1)] })
@@ -691,6 +817,15 @@ t.test('check 10: conflicts', async (t) => {
   })
   t.test('lines that do not carry the trade id', async (t) => {
     exactly(t, (await verify([(await hour(conflictOf('501'))).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
+  })
+  t.test('lines that carry the trade id of another instrument', async (t) => {
+    const otherInstrument = (lines: readonly string[]) => conflictOf()(lines).map((c) => ({ ...c, instrument: 'ETHUSDT' }))
+    exactly(t, (await verify([(await hour(otherInstrument)).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
+  })
+  t.test('a venue without an adapter: the payload text must contain the trade id', async (t) => {
+    const textHour = (tradeId: string) => oneHour({ venue: 'no-adapter', frames: conflictFrames(T0), conflicts: conflictOf(tradeId) })
+    exactly(t, (await verify([(await textHour('500')).root])).findings, [])
+    exactly(t, (await verify([(await textHour('7777')).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
   })
 })
 

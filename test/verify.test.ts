@@ -170,6 +170,13 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     await writeManifest(h.dir, h.manifest, key, Buffer.from(h.bytes.toString('utf8').slice(0, -1)))
     exactly(t, (await verify([root])).findings, ['1 manifest.not-json'])
   })
+  t.test('JSON that is not an object', async (t) => {
+    const { root, h } = await oneHour()
+    await writeManifest(h.dir, h.manifest, key, Buffer.from('[1]'))
+    const r = await verify([root])
+    exactly(t, r.findings, ['1 manifest.field'])
+    t.match(r.findings[0]!.detail, /not a JSON object/)
+  })
   t.test('a daily manifest too', async (t) => {
     const root = await freshRoot()
     const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
@@ -260,6 +267,12 @@ t.test('check 2: every listed file exists with its size and BLAKE3', async (t) =
     const { root } = await oneHour({ edit: (m) => { m.files.push({ name: '../x', size: 1, blake3: '0'.repeat(64), rows: 0 }) } })
     exactly(t, (await verify([root])).findings, ['2 file.name'])
   })
+  t.test('a name listed twice', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files.push({ ...m.files[1]! }) } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['2 file.name'])
+    t.match(r.findings[0]!.detail, /"trades\.parquet" is listed twice/)
+  })
   t.test('a listed file besides the raw file and the tables is checked too; a file not listed is not looked at', async (t) => {
     const listed = await oneHour({ edit: (m) => { m.files.push({ name: 'notes.txt', size: 1, blake3: b3('x'), rows: 0 }) } })
     exactly(t, (await verify([listed.root])).findings, ['2 file.missing'])
@@ -342,6 +355,16 @@ t.test('check 4: the tables', async (t) => {
   t.test('a table of the channel is not listed', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files = m.files.filter((f) => f.name !== 'trades.parquet') } })
     exactly(t, (await verify([root])).findings, ['4 table.missing'])
+  })
+  t.test('a table that is not Parquet', async (t) => {
+    const { root } = await oneHour({
+      writeTable: async (_, path) => {
+        const bytes = Buffer.from('not parquet')
+        await writeFile(path, bytes)
+        return bytes
+      },
+    })
+    exactly(t, (await verify([root])).findings, ['4 table.unreadable'])
   })
   t.test('a changed column type', async (t) => {
     const { root } = await oneHour({
@@ -444,7 +467,8 @@ t.test('check 1: the completeness a manifest states agrees with the rest of it',
       edit: (m) => {
         m.sequence_gaps = [gap]
         m.checksum_failures = [failure]
-        m.replicas[0]!.reconnect_windows = [{ start_time: formatTime(T0 + 10n * S), end_time: formatTime(T0 + 12n * S) }]
+        // The verifier does not check close_code (spec): any status code passes.
+        m.replicas[0]!.reconnect_windows = [{ start_time: formatTime(T0 + 10n * S), end_time: formatTime(T0 + 12n * S), close_code: 4999 }]
         m.completeness = { status: 'partial', reasons: ['reconnect', 'sequence_gap', 'checksum_failure'] }
       },
     })

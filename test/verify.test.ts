@@ -9,13 +9,15 @@ import { cp, mkdir, mkdtemp, readFile, rm, truncate, unlink, writeFile } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createBLAKE3 } from 'hash-wasm'
+import { parquetMetadata } from 'hyparquet'
 import t from 'tap'
 import { captureIO } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
+import { toDecimal38_18 } from '../src/formats/record/decimal.js'
 import { writeJwksFile, type PublicJwks } from '../src/formats/record/keys.js'
 import { TableWriter, tableSchema } from '../src/formats/record/tables.js'
 import { formatTime } from '../src/formats/record/time.js'
-import type { TableRow } from '../src/formats/record/types.js'
+import type { TableName, TableRow } from '../src/formats/record/types.js'
 import { checkManifestBytes, RecordVerifier, VERIFY_CODES, type VerifyFinding, type VerifyOptions } from '../src/formats/record/verify.js'
 import { registry } from '../src/registry.js'
 import { verifyPipeline } from '../pipelines/verify.js'
@@ -367,14 +369,8 @@ t.test('check 4: the tables', async (t) => {
     exactly(t, (await verify([root])).findings, ['4 table.unreadable'])
   })
   t.test('a changed column type', async (t) => {
-    const { root } = await oneHour({
-      writeTable: async (table, path, rows) => {
-        const schema = tableSchema(table).map((e) => (e.name === 'price' ? { name: 'price', type: 'BYTE_ARRAY' as const, repetition_type: 'REQUIRED' as const, converted_type: 'UTF8' as const } : e))
-        const bytes = new Uint8Array(parquetWriteBuffer({ schema: schema as never, columnData: columns(rows) }))
-        await writeFile(path, bytes)
-        return bytes
-      },
-    })
+    const priceAsText = (table: TableName) => tableSchema(table).map((e) => (e.name === 'price' ? { name: 'price', type: 'BYTE_ARRAY' as const, repetition_type: 'REQUIRED' as const, converted_type: 'UTF8' as const } : e))
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(priceAsText, (price) => price) })
     const r = await verify([root])
     t.ok(r.findings.length > 0 && r.findings.every((f) => f.check === 4 && f.code === 'table.schema' && /column price/.test(f.detail)), dump(r.findings))
   })
@@ -393,6 +389,19 @@ t.test('check 4: the tables', async (t) => {
   t.test('a raw_index with no line', async (t) => {
     const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 2 ? { ...r, raw_index: 7 } : r)) })
     exactly(t, (await verify([root])).findings, ['4 table.raw-index-missing'])
+  })
+  t.test('the compression codec is not part of the v1 schema: Snappy pages pass', async (t) => {
+    const { root, table } = await oneHour({ writeTable: writeWithHyparquet(tableSchema) })
+    const bytes = await readFile(table)
+    const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
+    t.same([...new Set(md.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data?.codec)))], ['SNAPPY'])
+    exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('a negative raw_index (which TableWriter refuses to write) names no line', async (t) => {
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(tableSchema), editRows: (_, rows) => rows.map((r, i) => (i === 0 ? { ...r, raw_index: -1 } : r)) })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.raw-index-missing'])
+    t.match(r.findings[0]!.detail, /row 0: raw_index -1 names no line/)
   })
   t.test('a wrong receive_time', async (t) => {
     const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, receive_time: r.receive_time + 1n } : r)) })
@@ -430,17 +439,26 @@ t.test('check 4: the tables', async (t) => {
   })
 })
 
-function columns(rows: TableRow[]) {
-  return [
-    { name: 'raw_index', data: rows.map((r) => BigInt(r.raw_index)) },
-    { name: 'instrument', data: rows.map((r) => r.instrument) },
-    { name: 'trade_id', data: rows.map((r) => r.trade_id) },
-    { name: 'side', data: rows.map((r) => r.side) },
-    { name: 'price', data: rows.map((r) => r.price) },
-    { name: 'size', data: rows.map((r) => Number(r.size)) },
-    { name: 'exchange_time', data: rows.map((r) => r.exchange_time) },
-    { name: 'receive_time', data: rows.map((r) => r.receive_time) },
-  ]
+/**
+ * A `writeTable` hook that writes with hyparquet-writer instead of TableWriter, so that a test can write a
+ * schema or rows TableWriter refuses; `price` gives the price column's data (unscaled DECIMAL by default).
+ */
+function writeWithHyparquet(schemaOf: (table: TableName) => readonly object[], price: (text: string) => unknown = toDecimal38_18) {
+  return async (table: TableName, path: string, rows: TableRow[]): Promise<Uint8Array> => {
+    const columnData = [
+      { name: 'raw_index', data: rows.map((r) => BigInt(r.raw_index)) },
+      { name: 'instrument', data: rows.map((r) => r.instrument) },
+      { name: 'trade_id', data: rows.map((r) => r.trade_id) },
+      { name: 'side', data: rows.map((r) => r.side) },
+      { name: 'price', data: rows.map((r) => price(r.price)) },
+      { name: 'size', data: rows.map((r) => toDecimal38_18(r.size)) },
+      { name: 'exchange_time', data: rows.map((r) => r.exchange_time) },
+      { name: 'receive_time', data: rows.map((r) => r.receive_time) },
+    ]
+    const bytes = new Uint8Array(parquetWriteBuffer({ schema: schemaOf(table) as never, columnData }))
+    await writeFile(path, bytes)
+    return bytes
+  }
 }
 
 t.test('check 1: the completeness a manifest states agrees with the rest of it', async (t) => {

@@ -253,10 +253,14 @@ t.test('check 2: every listed file exists with its size and BLAKE3', async (t) =
     await flipBit(table, (b) => b.length - 30)
     includes(t, (await verify([root])).findings, ['2 file.blake3'])
   })
-  t.test('a listed file is missing', async (t) => {
+  t.test('a listed file is missing, or is not a regular file', async (t) => {
     const { root, table } = await oneHour()
     await unlink(table)
     exactly(t, (await verify([root])).findings, ['2 file.missing'])
+    await mkdir(table)
+    const r = await verify([root])
+    exactly(t, r.findings, ['2 file.missing'])
+    t.match(r.findings[0]!.detail, /is not a regular file/)
   })
   t.test('a truncated raw file', async (t) => {
     const { root, raw } = await oneHour()
@@ -343,13 +347,14 @@ t.test('check 3: the raw file', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files.shift() } })
     exactly(t, (await verify([root])).findings, ['3 raw.unlisted'])
   })
-  t.test('the raw file is not zstd', async (t) => {
-    const { root, h, raw } = await oneHour()
-    const plain = Buffer.from('{}\n')
-    await writeFile(raw, plain)
-    h.manifest.files[0] = { ...h.manifest.files[0]!, size: plain.length, blake3: b3('{}\n') }
-    await writeManifest(h.dir, h.manifest, key)
-    includes(t, (await verify([root])).findings, ['3 raw.not-zstd'])
+  t.test('the raw file is not zstd (an empty file is not a zstd frame either)', async (t) => {
+    for (const plain of ['{}\n', '']) {
+      const { root, h, raw } = await oneHour()
+      await writeFile(raw, plain)
+      h.manifest.files[0] = { ...h.manifest.files[0]!, size: plain.length, blake3: b3(plain) }
+      await writeManifest(h.dir, h.manifest, key)
+      exactly(t, (await verify([root])).findings, ['3 raw.not-zstd'])
+    }
   })
 })
 
@@ -396,6 +401,13 @@ t.test('check 4: the tables', async (t) => {
     const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
     t.same([...new Set(md.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data?.codec)))], ['SNAPPY'])
     exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('a row without receive_time (a column v1 requires, written optional)', async (t) => {
+    const optionalReceiveTime = (table: TableName) => tableSchema(table).map((e) => (e.name === 'receive_time' ? { ...e, repetition_type: 'OPTIONAL' as const } : e))
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(optionalReceiveTime), editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, receive_time: null as unknown as bigint } : r)) })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.schema', '4 table.receive-time'])
+    t.match(r.findings.find((f) => f.code === 'table.receive-time')!.detail, /row 1 has no receive_time/)
   })
   t.test('a negative raw_index (which TableWriter refuses to write) names no line', async (t) => {
     const { root } = await oneHour({ writeTable: writeWithHyparquet(tableSchema), editRows: (_, rows) => rows.map((r, i) => (i === 0 ? { ...r, raw_index: -1 } : r)) })
@@ -660,6 +672,14 @@ t.test('check 5: the hash chain', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.recorder = 'rec-2' } })
     exactly(t, (await verify([root])).findings, ['5 chain.identity'])
   })
+  t.test('a daily manifest of another venue', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.venue = 'other' } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.identity'])
+    t.match(r.findings[0]!.path, /date=2026-10-03\/manifest\.json$/)
+  })
 })
 
 t.test('--from/--to: the chain link at the --from boundary', async (t) => {
@@ -714,6 +734,11 @@ t.test('check 6: signatures', async (t) => {
     const { root, h } = await oneHour()
     await unlink(`${h.path}.sig`)
     exactly(t, (await verify([root])).findings, ['6 sig.missing'])
+  })
+  t.test('a signature file that is not a detached JWS', async (t) => {
+    const { root, h } = await oneHour()
+    await writeFile(`${h.path}.sig`, 'not a signature')
+    exactly(t, (await verify([root])).findings, ['6 sig.malformed'])
   })
   t.test('bit flip in the signature', async (t) => {
     const { root, h } = await oneHour()

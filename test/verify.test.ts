@@ -600,11 +600,13 @@ t.test('check 5: the hash chain', async (t) => {
     exactly(t, r.findings, ['5 chain.daily-hours'])
     t.match(r.findings[0]!.detail, /hours\[0\]: hour 21 has no hourly manifest in any root/)
   })
-  t.test('daily manifests chain', async (t) => {
+  t.test('daily manifests chain: a wrong link, or null inside the chain', async (t) => {
     const root = await freshRoot()
     const { days } = await twoDays(root)
-    await sealDay({ root, date: '2026-10-04', hours: [], previous: days[0]!.blake3.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), key, edit: (m) => { m.hours = days[1]!.manifest.hours } })
-    exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+    for (const previous of [days[0]!.blake3.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), null]) {
+      await sealDay({ root, date: '2026-10-04', hours: [], previous, key, edit: (m) => { m.hours = days[1]!.manifest.hours } })
+      exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+    }
   })
   t.test('a day without its daily manifest inside the chain', async (t) => {
     const root = await freshRoot()

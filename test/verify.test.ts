@@ -23,7 +23,7 @@ import { registry } from '../src/registry.js'
 import { verifyPipeline } from '../pipelines/verify.js'
 import { depthSnapshot, depthUpdate, HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
 
-const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
+const { ByteWriter, ParquetWriter } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -375,13 +375,19 @@ t.test('check 4: the tables', async (t) => {
   })
   t.test('a changed column type', async (t) => {
     const priceAsText = (table: TableName) => tableSchema(table).map((e) => (e.name === 'price' ? { name: 'price', type: 'BYTE_ARRAY' as const, repetition_type: 'REQUIRED' as const, converted_type: 'UTF8' as const } : e))
-    const { root } = await oneHour({ writeTable: writeWithHyparquet(priceAsText, (price) => price) })
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(priceAsText, { price: (text) => text }) })
     const r = await verify([root])
     t.ok(r.findings.length > 0 && r.findings.every((f) => f.check === 4 && f.code === 'table.schema' && /column price/.test(f.detail)), dump(r.findings))
   })
   t.test('a wrong row count', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files[1]!.rows++ } })
     exactly(t, (await verify([root])).findings, ['4 table.row-count'])
+  })
+  t.test('a footer that states more rows than its row groups hold', async (t) => {
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(tableSchema, { footerRowsOverstated: 1 }), edit: (m) => { m.files[1]!.rows++ } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.row-count'])
+    t.match(r.findings[0]!.detail, /the row groups hold 3 rows, the footer states 4/)
   })
   t.test('raw_index repeating (rows of one frame) is fine', async (t) => {
     const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, raw_index: 0, receive_time: rows[0]!.receive_time } : r)) })
@@ -453,9 +459,11 @@ t.test('check 4: the tables', async (t) => {
 
 /**
  * A `writeTable` hook that writes with hyparquet-writer instead of TableWriter, so that a test can write a
- * schema or rows TableWriter refuses; `price` gives the price column's data (unscaled DECIMAL by default).
+ * schema, rows or a footer TableWriter never would: `price` gives the price column's data (unscaled DECIMAL
+ * by default), and the footer's num_rows can overstate the rows the row groups hold.
  */
-function writeWithHyparquet(schemaOf: (table: TableName) => readonly object[], price: (text: string) => unknown = toDecimal38_18) {
+function writeWithHyparquet(schemaOf: (table: TableName) => readonly object[], o: { price?: (text: string) => unknown; footerRowsOverstated?: number } = {}) {
+  const price = o.price ?? toDecimal38_18
   return async (table: TableName, path: string, rows: TableRow[]): Promise<Uint8Array> => {
     const columnData = [
       { name: 'raw_index', data: rows.map((r) => BigInt(r.raw_index)) },
@@ -467,7 +475,12 @@ function writeWithHyparquet(schemaOf: (table: TableName) => readonly object[], p
       { name: 'exchange_time', data: rows.map((r) => r.exchange_time) },
       { name: 'receive_time', data: rows.map((r) => r.receive_time) },
     ]
-    const bytes = new Uint8Array(parquetWriteBuffer({ schema: schemaOf(table) as never, columnData }))
+    const writer = new ByteWriter()
+    const parquet = new ParquetWriter({ writer, schema: schemaOf(table) as never })
+    parquet.write({ columnData })
+    parquet.num_rows += BigInt(o.footerRowsOverstated ?? 0)
+    parquet.finish()
+    const bytes = new Uint8Array(writer.getBuffer())
     await writeFile(path, bytes)
     return bytes
   }

@@ -299,6 +299,13 @@ t.test('check 3: the raw file', async (t) => {
     t.equal(r.findings[0]!.line, 2)
     t.match(r.findings[0]!.path, /raw\.jsonl\.zst$/)
   })
+  t.test('a line that goes back is reported once, and the next line is compared with it', async (t) => {
+    // 1 s, 3 s, 2 s, 2.5 s: line 3 goes back; line 4 is after line 3 though still before line 2.
+    const { root } = await oneHour({ frames: [trade(T0 + S, 1), trade(T0 + 3n * S, 2), trade(T0 + 2n * S, 3), trade(T0 + 2n * S + S / 2n, 4)] })
+    const r = await verify([root])
+    exactly(t, r.findings, ['3 raw.frame-time-decreasing'])
+    t.equal(r.findings[0]!.line, 3)
+  })
   t.test('a line that is not canonical', async (t) => {
     const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace('{"', '{ "') : l) })
     const r = await verify([root])

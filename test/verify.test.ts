@@ -140,9 +140,13 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     await writeManifest(h.dir, h.manifest, key, spaced)
     exactly(t, (await verify([root])).findings, ['1 manifest.not-canonical'])
   })
-  t.test('an unknown major is rejected', async (t) => {
+  t.test('an unknown major is rejected, and so is a manifest without format_version', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.format_version = 2 } })
     exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+    const without = await oneHour({ edit: (m) => { delete (m as Partial<typeof m>).format_version } })
+    const r = await verify([without.root])
+    exactly(t, r.findings, ['1 manifest.unknown-version'])
+    t.match(r.findings[0]!.detail, /format_version is absent/)
   })
   t.test('members a reader does not know are ignored (a later 1.x may add optional ones)', async (t) => {
     const { root } = await oneHour({
@@ -353,6 +357,13 @@ t.test('check 3: the raw file', async (t) => {
   t.test('the raw file is not listed', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files.shift() } })
     exactly(t, (await verify([root])).findings, ['3 raw.unlisted'])
+  })
+  t.test('with the raw file unreadable, the tables\' counts and order are still checked', async (t) => {
+    const { root, h, raw } = await oneHour({ editRows: (_, rows) => [rows[1]!, rows[0]!, rows[2]!], edit: (m) => { m.files[1]!.rows++ } })
+    await writeFile(raw, '')
+    h.manifest.files[0] = { ...h.manifest.files[0]!, size: 0, blake3: b3('') }
+    await writeManifest(h.dir, h.manifest, key)
+    exactly(t, (await verify([root])).findings, ['3 raw.not-zstd', '4 table.row-count', '4 table.raw-index-decreasing'])
   })
   t.test('the raw file is not zstd (an empty file is not a zstd frame either)', async (t) => {
     for (const plain of ['{}\n', '']) {
@@ -586,6 +597,15 @@ t.test('check 5: the hash chain', async (t) => {
     const r = await verify([root])
     exactly(t, r.findings, ['5 chain.hour-skipped'])
     t.match(r.findings[0]!.detail, /hour 2026-10-03T22 has no manifest/)
+  })
+  t.test('an hour directory without its manifest is a skipped hour', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0 - HOUR_NS, 3, null, key, (_, s) => frames(s))
+    await unlink(hours[1]!.path)
+    await unlink(`${hours[1]!.path}.sig`)
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.hour-skipped'])
+    t.equal(r.hours, 2)
   })
   t.test('a daily manifest missing an hour', async (t) => {
     const root = await freshRoot()
@@ -889,8 +909,10 @@ t.test('check 9: gap_free_runs', async (t) => {
 
 t.test('check 10: conflicts', async (t) => {
   const hour = (conflicts: SealHourOptions['conflicts']) => oneHour({ frames: conflictFrames(T0), conflicts })
-  t.test('a valid conflict passes', async (t) => {
+  t.test('a valid conflict passes, its lines listed in any order', async (t) => {
     exactly(t, (await verify([(await hour(conflictOf())).root])).findings, [])
+    const reversed = (lines: readonly string[]) => conflictOf()(lines).map((c) => ({ ...c, lines: [...c.lines].reverse() }))
+    exactly(t, (await verify([(await hour(reversed)).root])).findings, [])
   })
   t.test('a line with a wrong hash', async (t) => {
     const r = await verify([(await hour((lines) => conflictOf('500', [b3(lines[0]!), b3(lines[0]!)])(lines))).root])

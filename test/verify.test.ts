@@ -763,6 +763,17 @@ t.test('check 6: signatures', async (t) => {
     const atEnd = await testKey(1, '2026-10-03T23:00:00.000000000Z')
     exactly(t, (await verify([root], { jwks: atEnd.jwks })).findings, [])
   })
+  t.test('a manifest whose interval is malformed is judged at the end of its directory\'s hour', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.interval.end_time = 'later' } })
+    const fromHourEnd = await testKey(1, '2026-10-03T23:00:00.000000000Z')
+    exactly(t, (await verify([root], { jwks: fromHourEnd.jwks })).findings, ['1 manifest.field'])
+    const afterHourEnd = await testKey(1, '2026-10-03T23:00:00.000000001Z')
+    exactly(t, (await verify([root], { jwks: afterHourEnd.jwks })).findings, ['1 manifest.field', '6 sig.key-not-valid-at-time'])
+  })
+  t.test('a manifest of an unknown major is not signature-checked', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.format_version = 2 }, signWith: other.key })
+    exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+  })
   t.test('a daily manifest is judged at the next day 00:00', async (t) => {
     const root = await freshRoot()
     const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))

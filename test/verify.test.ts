@@ -14,6 +14,7 @@ import t from 'tap'
 import { captureIO } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
 import { toDecimal38_18 } from '../src/formats/record/decimal.js'
+import type { HourlyManifest } from '../src/formats/record/manifest.js'
 import { writeJwksFile, type PublicJwks } from '../src/formats/record/keys.js'
 import { TableWriter, tableSchema } from '../src/formats/record/tables.js'
 import { formatTime } from '../src/formats/record/time.js'
@@ -21,7 +22,7 @@ import type { TableName, TableRow } from '../src/formats/record/types.js'
 import { checkManifestBytes, RecordVerifier, VERIFY_CODES, type VerifyFinding, type VerifyOptions } from '../src/formats/record/verify.js'
 import { registry } from '../src/registry.js'
 import { verifyPipeline } from '../pipelines/verify.js'
-import { depthSnapshot, depthUpdate, HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
+import { depthSnapshot, depthUpdate, HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type Sealed, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
 
 const { ByteWriter, ParquetWriter } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
 
@@ -101,6 +102,13 @@ async function twoDays(root: string) {
   const d1 = await sealDay({ root, date: '2026-10-03', hours: day1, previous: null, key })
   const d2 = await sealDay({ root, date: '2026-10-04', hours: [h2, h3], previous: d1.blake3, key })
   return { hours: [...day1, h2, h3], days: [d1, d2] }
+}
+
+/** Replaces an hour's raw file with `text` (not zstd), listed with its size and hash and signed again. */
+async function replaceRawFile(h: Sealed<HourlyManifest>, text: string): Promise<void> {
+  await writeFile(join(h.dir, 'raw.jsonl.zst'), text)
+  h.manifest.files[0] = { ...h.manifest.files[0]!, size: Buffer.byteLength(text), blake3: b3(text) }
+  await writeManifest(h.dir, h.manifest, key)
 }
 
 async function flipBit(path: string, at: (bytes: Buffer) => number, bit = 1): Promise<void> {
@@ -220,7 +228,7 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
       ['unrepresentable_frames', (m) => { m.unrepresentable_frames = [] }],
       ['conflicts', (m) => { m.conflicts = [] }],
       ['replicas[0].gap_free_runs', (m) => { m.replicas[0]!.gap_free_runs = [] }],
-    ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+    ] as [string, (m: HourlyManifest) => void][]) {
       const r = await verify([(await oneHour({ edit })).root])
       exactly(t, r.findings, ['1 manifest.field'])
       t.equal(r.findings[0]!.detail, `${member}: absent when empty, not []`)
@@ -359,18 +367,14 @@ t.test('check 3: the raw file', async (t) => {
     exactly(t, (await verify([root])).findings, ['3 raw.unlisted'])
   })
   t.test('with the raw file unreadable, the tables\' counts and order are still checked', async (t) => {
-    const { root, h, raw } = await oneHour({ editRows: (_, rows) => [rows[1]!, rows[0]!, rows[2]!], edit: (m) => { m.files[1]!.rows++ } })
-    await writeFile(raw, '')
-    h.manifest.files[0] = { ...h.manifest.files[0]!, size: 0, blake3: b3('') }
-    await writeManifest(h.dir, h.manifest, key)
+    const { root, h } = await oneHour({ editRows: (_, rows) => [rows[1]!, rows[0]!, rows[2]!], edit: (m) => { m.files[1]!.rows++ } })
+    await replaceRawFile(h, '')
     exactly(t, (await verify([root])).findings, ['3 raw.not-zstd', '4 table.row-count', '4 table.raw-index-decreasing'])
   })
   t.test('the raw file is not zstd (an empty file is not a zstd frame either)', async (t) => {
     for (const plain of ['{}\n', '']) {
-      const { root, h, raw } = await oneHour()
-      await writeFile(raw, plain)
-      h.manifest.files[0] = { ...h.manifest.files[0]!, size: plain.length, blake3: b3(plain) }
-      await writeManifest(h.dir, h.manifest, key)
+      const { root, h } = await oneHour()
+      await replaceRawFile(h, plain)
       exactly(t, (await verify([root])).findings, ['3 raw.not-zstd'])
     }
   })
@@ -517,7 +521,7 @@ t.test('check 1: the completeness a manifest states agrees with the rest of it',
     ['checksum_failure without checksum_failures', (m) => { m.completeness = { status: 'partial', reasons: ['checksum_failure'] } }],
     ['unrepresentable_value without unrepresentable_frames', (m) => { m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] } }],
     ['reconnect without a reconnect window', (m) => { m.completeness = { status: 'partial', reasons: ['reconnect'] } }],
-  ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+  ] as [string, (m: HourlyManifest) => void][]) {
     t.test(what, async (t) => {
       const { root } = await oneHour({ edit })
       exactly(t, (await verify([root])).findings, ['1 manifest.completeness'])
@@ -548,7 +552,7 @@ t.test('check 1: the completeness a manifest states agrees with the rest of it',
 })
 
 t.test('check 4: a frame listed as unrepresentable has no rows', async (t) => {
-  const partial = (m: import('../src/formats/record/manifest.js').HourlyManifest) => {
+  const partial = (m: HourlyManifest) => {
     m.unrepresentable_frames = [1]
     m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] }
   }
@@ -911,6 +915,11 @@ t.test('check 9: gap_free_runs', async (t) => {
   })
   t.test('not ending after its start', async (t) => {
     exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ start: T0 + S, end: T0 + S }) })).root])).findings, ['9 runs.end-not-after-start'])
+  })
+  t.test('with the raw file unreadable, the connection is not judged, the times are', async (t) => {
+    const { root, h } = await oneHour({ gapFreeRuns: { a: [...run({ connection: 'a-9' }).a, ...run({ start: T0 + S, end: T0 + S }).a] } })
+    await replaceRawFile(h, '')
+    exactly(t, (await verify([root])).findings, ['3 raw.not-zstd', '9 runs.end-not-after-start'])
   })
   t.test('naming an unknown connection (or another replica\'s)', async (t) => {
     exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ connection: 'a-9' }) })).root])).findings, ['9 runs.unknown-connection'])

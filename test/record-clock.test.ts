@@ -61,3 +61,11 @@ t.test('withheld when no sample exists; a receipt cannot precede its sample', as
   t.same(receiptClock(undefined, 101n * S), { withheld: 'no-sample' })
   t.throws(() => receiptClock(sample(), 101n * S - 1n), RangeError)
 })
+
+t.test('when several conditions hold, the first in the spec\'s order is the reason', async (t) => {
+  const everything = sample({ synchronized: false, nts: false })
+  const old = 101n * S + 16n * S + 1n
+  t.same(receiptClock(everything, old, 100n * S), { withheld: 'unsynchronized' })
+  t.same(receiptClock({ ...everything, synchronized: true }, old, 100n * S), { withheld: 'sample-too-old' })
+  t.same(receiptClock({ ...everything, synchronized: true }, 101n * S, 100n * S), { withheld: 'not-nts' })
+})

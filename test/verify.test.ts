@@ -9,19 +9,22 @@ import { cp, mkdir, mkdtemp, readFile, rm, truncate, unlink, writeFile } from 'n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createBLAKE3 } from 'hash-wasm'
+import { parquetMetadata } from 'hyparquet'
 import t from 'tap'
 import { captureIO } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
+import { toDecimal38_18 } from '../src/formats/record/decimal.js'
+import type { HourlyManifest } from '../src/formats/record/manifest.js'
 import { writeJwksFile, type PublicJwks } from '../src/formats/record/keys.js'
-import { tableSchema } from '../src/formats/record/tables.js'
+import { TableWriter, tableSchema } from '../src/formats/record/tables.js'
 import { formatTime } from '../src/formats/record/time.js'
-import type { TableRow } from '../src/formats/record/types.js'
+import type { TableName, TableRow } from '../src/formats/record/types.js'
 import { checkManifestBytes, RecordVerifier, VERIFY_CODES, type VerifyFinding, type VerifyOptions } from '../src/formats/record/verify.js'
 import { registry } from '../src/registry.js'
 import { verifyPipeline } from '../pipelines/verify.js'
-import { HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
+import { depthSnapshot, depthUpdate, HOUR_NS, sealDay, sealHour, sealHours, testKey, trade, writeManifest, type Sealed, type SealHourOptions, type TestFrame } from './helpers/sealed-hour.js'
 
-const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
+const { ByteWriter, ParquetWriter } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -101,6 +104,13 @@ async function twoDays(root: string) {
   return { hours: [...day1, h2, h3], days: [d1, d2] }
 }
 
+/** Replaces an hour's raw file with `text` (not zstd), listed with its size and hash and signed again. */
+async function replaceRawFile(h: Sealed<HourlyManifest>, text: string): Promise<void> {
+  await writeFile(join(h.dir, 'raw.jsonl.zst'), text)
+  h.manifest.files[0] = { ...h.manifest.files[0]!, size: Buffer.byteLength(text), blake3: b3(text) }
+  await writeManifest(h.dir, h.manifest, key)
+}
+
 async function flipBit(path: string, at: (bytes: Buffer) => number, bit = 1): Promise<void> {
   const bytes = await readFile(path)
   const i = at(bytes)
@@ -138,9 +148,13 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     await writeManifest(h.dir, h.manifest, key, spaced)
     exactly(t, (await verify([root])).findings, ['1 manifest.not-canonical'])
   })
-  t.test('an unknown major is rejected', async (t) => {
+  t.test('an unknown major is rejected, and so is a manifest without format_version', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.format_version = 2 } })
     exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+    const without = await oneHour({ edit: (m) => { delete (m as Partial<typeof m>).format_version } })
+    const r = await verify([without.root])
+    exactly(t, r.findings, ['1 manifest.unknown-version'])
+    t.match(r.findings[0]!.detail, /format_version is absent/)
   })
   t.test('members a reader does not know are ignored (a later 1.x may add optional ones)', async (t) => {
     const { root } = await oneHour({
@@ -169,6 +183,13 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
     const { root, h } = await oneHour()
     await writeManifest(h.dir, h.manifest, key, Buffer.from(h.bytes.toString('utf8').slice(0, -1)))
     exactly(t, (await verify([root])).findings, ['1 manifest.not-json'])
+  })
+  t.test('JSON that is not an object', async (t) => {
+    const { root, h } = await oneHour()
+    await writeManifest(h.dir, h.manifest, key, Buffer.from('[1]'))
+    const r = await verify([root])
+    exactly(t, r.findings, ['1 manifest.field'])
+    t.match(r.findings[0]!.detail, /not a JSON object/)
   })
   t.test('a daily manifest too', async (t) => {
     const root = await freshRoot()
@@ -207,13 +228,25 @@ t.test('check 1: manifests are canonical JSON of format_version 1', async (t) =>
       ['unrepresentable_frames', (m) => { m.unrepresentable_frames = [] }],
       ['conflicts', (m) => { m.conflicts = [] }],
       ['replicas[0].gap_free_runs', (m) => { m.replicas[0]!.gap_free_runs = [] }],
-    ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+    ] as [string, (m: HourlyManifest) => void][]) {
       const r = await verify([(await oneHour({ edit })).root])
       exactly(t, r.findings, ['1 manifest.field'])
       t.equal(r.findings[0]!.detail, `${member}: absent when empty, not []`)
     }
     const alsoWrong = await oneHour({ edit: (m) => { m.replicas[0]!.gap_free_runs = []; m.replicas[0]!.clock!.unbounded = 5 } })
     exactly(t, (await verify([alsoWrong.root])).findings, ['1 manifest.field', '8 clock.summary'])
+  })
+  t.test('hashes are lowercase hexadecimal', async (t) => {
+    const upper = await oneHour({ edit: (m) => { m.files[0]!.blake3 = m.files[0]!.blake3.toUpperCase() } })
+    const r = await verify([upper.root])
+    exactly(t, r.findings, ['1 manifest.field'])
+    t.match(r.findings[0]!.detail, /^files\[0\]\.blake3: not a BLAKE3 hash/)
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.hours[0]!.blake3 = m.hours[0]!.blake3.toUpperCase() } })
+    const daily = await verify([root])
+    exactly(t, daily.findings, ['1 manifest.field'])
+    t.match(daily.findings[0]!.detail, /^hours\[0\]\.blake3: not a BLAKE3 hash/)
   })
   t.test('checkManifestBytes reports duplicate keys as not canonical', async (t) => {
     const c = checkManifestBytes(Buffer.from('{"format_version":1,"format_version":1}'), 'daily')
@@ -232,10 +265,14 @@ t.test('check 2: every listed file exists with its size and BLAKE3', async (t) =
     await flipBit(table, (b) => b.length - 30)
     includes(t, (await verify([root])).findings, ['2 file.blake3'])
   })
-  t.test('a listed file is missing', async (t) => {
+  t.test('a listed file is missing, or is not a regular file', async (t) => {
     const { root, table } = await oneHour()
     await unlink(table)
     exactly(t, (await verify([root])).findings, ['2 file.missing'])
+    await mkdir(table)
+    const r = await verify([root])
+    exactly(t, r.findings, ['2 file.missing'])
+    t.match(r.findings[0]!.detail, /is not a regular file/)
   })
   t.test('a truncated raw file', async (t) => {
     const { root, raw } = await oneHour()
@@ -248,6 +285,21 @@ t.test('check 2: every listed file exists with its size and BLAKE3', async (t) =
     const { root } = await oneHour({ edit: (m) => { m.files.push({ name: '../x', size: 1, blake3: '0'.repeat(64), rows: 0 }) } })
     exactly(t, (await verify([root])).findings, ['2 file.name'])
   })
+  t.test('a name listed twice', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.files.push({ ...m.files[1]! }) } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['2 file.name'])
+    t.match(r.findings[0]!.detail, /"trades\.parquet" is listed twice/)
+  })
+  t.test('a listed file besides the raw file and the tables is checked too; a file not listed is not looked at', async (t) => {
+    const listed = await oneHour({ edit: (m) => { m.files.push({ name: 'notes.txt', size: 1, blake3: b3('x'), rows: 0 }) } })
+    exactly(t, (await verify([listed.root])).findings, ['2 file.missing'])
+    await writeFile(join(listed.h.dir, 'notes.txt'), 'x')
+    exactly(t, (await verify([listed.root])).findings, [])
+    const { root, h } = await oneHour()
+    await writeFile(join(h.dir, 'notes.txt'), 'x')
+    exactly(t, (await verify([root])).findings, [])
+  })
 })
 
 t.test('check 3: the raw file', async (t) => {
@@ -258,6 +310,13 @@ t.test('check 3: the raw file', async (t) => {
     exactly(t, r.findings, ['3 raw.frame-time-decreasing'])
     t.equal(r.findings[0]!.line, 2)
     t.match(r.findings[0]!.path, /raw\.jsonl\.zst$/)
+  })
+  t.test('a line that goes back is reported once, and the next line is compared with it', async (t) => {
+    // 1 s, 3 s, 2 s, 2.5 s: line 3 goes back; line 4 is after line 3 though still before line 2.
+    const { root } = await oneHour({ frames: [trade(T0 + S, 1), trade(T0 + 3n * S, 2), trade(T0 + 2n * S, 3), trade(T0 + 2n * S + S / 2n, 4)] })
+    const r = await verify([root])
+    exactly(t, r.findings, ['3 raw.frame-time-decreasing'])
+    t.equal(r.findings[0]!.line, 3)
   })
   t.test('a line that is not canonical', async (t) => {
     const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace('{"', '{ "') : l) })
@@ -273,17 +332,51 @@ t.test('check 3: the raw file', async (t) => {
     const { root } = await oneHour({ frames: [trade(T0 - S, 99), ...frames(T0)] })
     exactly(t, (await verify([root])).findings, ['3 raw.frame-time-outside-hour'])
   })
+  t.test('the hour is [start, end): a frame at its start or 1 ns before its end is in it, one at its end is not', async (t) => {
+    const inside = await oneHour({ frames: [trade(T0, 1, { replicas: ['a'] }), trade(T0 + HOUR_NS - 1n, 2, { replicas: ['a'] })] })
+    exactly(t, (await verify([inside.root])).findings, [])
+    const atEnd = await oneHour({ frames: [...frames(T0), trade(T0 + HOUR_NS, 103, { replicas: ['a'] })] })
+    const r = await verify([atEnd.root])
+    exactly(t, r.findings, ['3 raw.frame-time-outside-hour'])
+    t.equal(r.findings[0]!.line, 4)
+  })
+  t.test('frame time is the earliest receipt with clock_error_bound, even when an unbounded receipt is earlier', async (t) => {
+    // Received first by a without an estimate, 5 µs later by b with one: its frame time is b's.
+    const early = trade(T0 + S, 1)
+    early.receipts = [
+      { replica: 'a', connection: 'a-1', receiveTime: T0 + S },
+      { replica: 'b', connection: 'b-1', receiveTime: T0 + S + 5000n, clockOffset: 1500n, clockErrorBound: 400_000n },
+    ]
+    const between = trade(T0 + S + 2000n, 2, { replicas: ['a'] })
+    const ordered = await oneHour({ frames: [between, early] })
+    exactly(t, (await verify([ordered.root])).findings, [])
+    const byEarliestReceipt = await oneHour({ frames: [early, between] })
+    const r = await verify([byEarliestReceipt.root])
+    exactly(t, r.findings, ['3 raw.frame-time-decreasing'])
+    t.equal(r.findings[0]!.line, 2)
+    const rowsAtEarliestReceipt = await oneHour({ frames: [between, early], editRows: (_, rows) => rows.map((row) => (row.raw_index === 1 ? { ...row, receive_time: T0 + S } : row)) })
+    exactly(t, (await verify([rowsAtEarliestReceipt.root])).findings, ['4 table.receive-time'])
+  })
+  t.test('exchange_time may be after receive_time: the venue\'s clock carries no bound', async (t) => {
+    const ahead = trade(T0 + S, 1)
+    ahead.receipts = trade(T0 + S - 10_000_000n, 1).receipts
+    exactly(t, (await verify([(await oneHour({ frames: [ahead] })).root])).findings, [])
+  })
   t.test('the raw file is not listed', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files.shift() } })
     exactly(t, (await verify([root])).findings, ['3 raw.unlisted'])
   })
-  t.test('the raw file is not zstd', async (t) => {
-    const { root, h, raw } = await oneHour()
-    const plain = Buffer.from('{}\n')
-    await writeFile(raw, plain)
-    h.manifest.files[0] = { ...h.manifest.files[0]!, size: plain.length, blake3: b3('{}\n') }
-    await writeManifest(h.dir, h.manifest, key)
-    includes(t, (await verify([root])).findings, ['3 raw.not-zstd'])
+  t.test('with the raw file unreadable, the tables\' counts and order are still checked', async (t) => {
+    const { root, h } = await oneHour({ editRows: (_, rows) => [rows[1]!, rows[0]!, rows[2]!], edit: (m) => { m.files[1]!.rows++ } })
+    await replaceRawFile(h, '')
+    exactly(t, (await verify([root])).findings, ['3 raw.not-zstd', '4 table.row-count', '4 table.raw-index-decreasing'])
+  })
+  t.test('the raw file is not zstd (an empty file is not a zstd frame either)', async (t) => {
+    for (const plain of ['{}\n', '']) {
+      const { root, h } = await oneHour()
+      await replaceRawFile(h, plain)
+      exactly(t, (await verify([root])).findings, ['3 raw.not-zstd'])
+    }
   })
 })
 
@@ -292,21 +385,31 @@ t.test('check 4: the tables', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files = m.files.filter((f) => f.name !== 'trades.parquet') } })
     exactly(t, (await verify([root])).findings, ['4 table.missing'])
   })
-  t.test('a changed column type', async (t) => {
+  t.test('a table that is not Parquet', async (t) => {
     const { root } = await oneHour({
-      writeTable: async (table, path, rows) => {
-        const schema = tableSchema(table).map((e) => (e.name === 'price' ? { name: 'price', type: 'BYTE_ARRAY' as const, repetition_type: 'REQUIRED' as const, converted_type: 'UTF8' as const } : e))
-        const bytes = new Uint8Array(parquetWriteBuffer({ schema: schema as never, columnData: columns(rows) }))
+      writeTable: async (_, path) => {
+        const bytes = Buffer.from('not parquet')
         await writeFile(path, bytes)
         return bytes
       },
     })
+    exactly(t, (await verify([root])).findings, ['4 table.unreadable'])
+  })
+  t.test('a changed column type', async (t) => {
+    const priceAsText = (table: TableName) => tableSchema(table).map((e) => (e.name === 'price' ? { name: 'price', type: 'BYTE_ARRAY' as const, repetition_type: 'REQUIRED' as const, converted_type: 'UTF8' as const } : e))
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(priceAsText, { price: (text) => text }) })
     const r = await verify([root])
     t.ok(r.findings.length > 0 && r.findings.every((f) => f.check === 4 && f.code === 'table.schema' && /column price/.test(f.detail)), dump(r.findings))
   })
   t.test('a wrong row count', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.files[1]!.rows++ } })
     exactly(t, (await verify([root])).findings, ['4 table.row-count'])
+  })
+  t.test('a footer that states more rows than its row groups hold', async (t) => {
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(tableSchema, { footerRowsOverstated: 1 }), edit: (m) => { m.files[1]!.rows++ } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.row-count'])
+    t.match(r.findings[0]!.detail, /the row groups hold 3 rows, the footer states 4/)
   })
   t.test('raw_index repeating (rows of one frame) is fine', async (t) => {
     const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, raw_index: 0, receive_time: rows[0]!.receive_time } : r)) })
@@ -320,25 +423,89 @@ t.test('check 4: the tables', async (t) => {
     const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 2 ? { ...r, raw_index: 7 } : r)) })
     exactly(t, (await verify([root])).findings, ['4 table.raw-index-missing'])
   })
+  t.test('the compression codec is not part of the v1 schema: Snappy pages pass', async (t) => {
+    const { root, table } = await oneHour({ writeTable: writeWithHyparquet(tableSchema) })
+    const bytes = await readFile(table)
+    const md = parquetMetadata(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
+    t.same([...new Set(md.row_groups.flatMap((g) => g.columns.map((c) => c.meta_data?.codec)))], ['SNAPPY'])
+    exactly(t, (await verify([root])).findings, [])
+  })
+  t.test('a row without receive_time (a column v1 requires, written optional)', async (t) => {
+    const optionalReceiveTime = (table: TableName) => tableSchema(table).map((e) => (e.name === 'receive_time' ? { ...e, repetition_type: 'OPTIONAL' as const } : e))
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(optionalReceiveTime), editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, receive_time: null as unknown as bigint } : r)) })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.schema', '4 table.receive-time'])
+    t.match(r.findings.find((f) => f.code === 'table.receive-time')!.detail, /row 1 has no receive_time/)
+  })
+  t.test('a negative raw_index (which TableWriter refuses to write) names no line', async (t) => {
+    const { root } = await oneHour({ writeTable: writeWithHyparquet(tableSchema), editRows: (_, rows) => rows.map((r, i) => (i === 0 ? { ...r, raw_index: -1 } : r)) })
+    const r = await verify([root])
+    exactly(t, r.findings, ['4 table.raw-index-missing'])
+    t.match(r.findings[0]!.detail, /row 0: raw_index -1 names no line/)
+  })
   t.test('a wrong receive_time', async (t) => {
     const { root } = await oneHour({ editRows: (_, rows) => rows.map((r, i) => (i === 1 ? { ...r, receive_time: r.receive_time + 1n } : r)) })
     const r = await verify([root])
     exactly(t, r.findings, ['4 table.receive-time'])
     t.match(r.findings[0]!.detail, /row 1: receive_time .* is not the frame time .* of raw line 2/)
   })
+  t.test('channel book: book_snapshots and book_deltas, side required', async (t) => {
+    const bookHour = (o: Partial<SealHourOptions> = {}) => oneHour({ channel: 'book', frames: [depthSnapshot(T0 + S, 1000), depthUpdate(T0 + 2n * S, 1001, 1002)], ...o })
+    const ok = await bookHour()
+    t.same(ok.h.manifest.files.map((f) => [f.name, f.rows]), [['raw.jsonl.zst', 2], ['book_snapshots.parquet', 2], ['book_deltas.parquet', 2]])
+    exactly(t, (await verify([ok.root])).findings, [])
+    const unlisted = await bookHour({ edit: (m) => { m.files = m.files.filter((f) => f.name !== 'book_deltas.parquet') } })
+    exactly(t, (await verify([unlisted.root])).findings, ['4 table.missing'])
+    const optionalSide = await bookHour({
+      writeTable: async (table, path, rows) => {
+        const w = await TableWriter.open(path, table === 'book_deltas' ? 'trades' : table, { createdBy: 'pipe test' })
+        await w.write(rows)
+        await w.finish()
+        return readFile(path)
+      },
+    })
+    const r = await verify([optionalSide.root])
+    exactly(t, r.findings, ['4 table.schema'])
+    t.match(r.findings[0]!.detail, /column side: repetition is OPTIONAL, v1 has REQUIRED/)
+    const snapshotTime = await bookHour({ editRows: (table, rows) => (table === 'book_snapshots' ? rows.map((row, i) => (i === 1 ? { ...row, receive_time: row.receive_time + 1n } : row)) : rows) })
+    exactly(t, (await verify([snapshotTime.root])).findings, ['4 table.receive-time'])
+  })
+  t.test('channels funding and liquidations have no tables: the raw file alone passes', async (t) => {
+    for (const channel of ['funding', 'liquidations'] as const) {
+      const { root, h } = await oneHour({ channel, venue: 'no-adapter' })
+      t.same(h.manifest.files.map((f) => f.name), ['raw.jsonl.zst'])
+      exactly(t, (await verify([root])).findings, [])
+    }
+  })
 })
 
-function columns(rows: TableRow[]) {
-  return [
-    { name: 'raw_index', data: rows.map((r) => BigInt(r.raw_index)) },
-    { name: 'instrument', data: rows.map((r) => r.instrument) },
-    { name: 'trade_id', data: rows.map((r) => r.trade_id) },
-    { name: 'side', data: rows.map((r) => r.side) },
-    { name: 'price', data: rows.map((r) => r.price) },
-    { name: 'size', data: rows.map((r) => Number(r.size)) },
-    { name: 'exchange_time', data: rows.map((r) => r.exchange_time) },
-    { name: 'receive_time', data: rows.map((r) => r.receive_time) },
-  ]
+/**
+ * A `writeTable` hook that writes with hyparquet-writer instead of TableWriter, so that a test can write a
+ * schema, rows or a footer TableWriter never would: `price` gives the price column's data (unscaled DECIMAL
+ * by default), and the footer's num_rows can overstate the rows the row groups hold.
+ */
+function writeWithHyparquet(schemaOf: (table: TableName) => readonly object[], o: { price?: (text: string) => unknown; footerRowsOverstated?: number } = {}) {
+  const price = o.price ?? toDecimal38_18
+  return async (table: TableName, path: string, rows: TableRow[]): Promise<Uint8Array> => {
+    const columnData = [
+      { name: 'raw_index', data: rows.map((r) => BigInt(r.raw_index)) },
+      { name: 'instrument', data: rows.map((r) => r.instrument) },
+      { name: 'trade_id', data: rows.map((r) => r.trade_id) },
+      { name: 'side', data: rows.map((r) => r.side) },
+      { name: 'price', data: rows.map((r) => price(r.price)) },
+      { name: 'size', data: rows.map((r) => toDecimal38_18(r.size)) },
+      { name: 'exchange_time', data: rows.map((r) => r.exchange_time) },
+      { name: 'receive_time', data: rows.map((r) => r.receive_time) },
+    ]
+    const writer = new ByteWriter()
+    const parquet = new ParquetWriter({ writer, schema: schemaOf(table) as never })
+    parquet.write({ columnData })
+    parquet.num_rows += BigInt(o.footerRowsOverstated ?? 0)
+    parquet.finish()
+    const bytes = new Uint8Array(writer.getBuffer())
+    await writeFile(path, bytes)
+    return bytes
+  }
 }
 
 t.test('check 1: the completeness a manifest states agrees with the rest of it', async (t) => {
@@ -354,7 +521,7 @@ t.test('check 1: the completeness a manifest states agrees with the rest of it',
     ['checksum_failure without checksum_failures', (m) => { m.completeness = { status: 'partial', reasons: ['checksum_failure'] } }],
     ['unrepresentable_value without unrepresentable_frames', (m) => { m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] } }],
     ['reconnect without a reconnect window', (m) => { m.completeness = { status: 'partial', reasons: ['reconnect'] } }],
-  ] as [string, (m: import('../src/formats/record/manifest.js').HourlyManifest) => void][]) {
+  ] as [string, (m: HourlyManifest) => void][]) {
     t.test(what, async (t) => {
       const { root } = await oneHour({ edit })
       exactly(t, (await verify([root])).findings, ['1 manifest.completeness'])
@@ -365,7 +532,8 @@ t.test('check 1: the completeness a manifest states agrees with the rest of it',
       edit: (m) => {
         m.sequence_gaps = [gap]
         m.checksum_failures = [failure]
-        m.replicas[0]!.reconnect_windows = [{ start_time: formatTime(T0 + 10n * S), end_time: formatTime(T0 + 12n * S) }]
+        // The verifier does not check close_code (spec): any status code passes.
+        m.replicas[0]!.reconnect_windows = [{ start_time: formatTime(T0 + 10n * S), end_time: formatTime(T0 + 12n * S), close_code: 4999 }]
         m.completeness = { status: 'partial', reasons: ['reconnect', 'sequence_gap', 'checksum_failure'] }
       },
     })
@@ -384,7 +552,7 @@ t.test('check 1: the completeness a manifest states agrees with the rest of it',
 })
 
 t.test('check 4: a frame listed as unrepresentable has no rows', async (t) => {
-  const partial = (m: import('../src/formats/record/manifest.js').HourlyManifest) => {
+  const partial = (m: HourlyManifest) => {
     m.unrepresentable_frames = [1]
     m.completeness = { status: 'partial', reasons: ['unrepresentable_value'] }
   }
@@ -434,6 +602,15 @@ t.test('check 5: the hash chain', async (t) => {
     exactly(t, r.findings, ['5 chain.hour-skipped'])
     t.match(r.findings[0]!.detail, /hour 2026-10-03T22 has no manifest/)
   })
+  t.test('an hour directory without its manifest is a skipped hour', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0 - HOUR_NS, 3, null, key, (_, s) => frames(s))
+    await unlink(hours[1]!.path)
+    await unlink(`${hours[1]!.path}.sig`)
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.hour-skipped'])
+    t.equal(r.hours, 2)
+  })
   t.test('a daily manifest missing an hour', async (t) => {
     const root = await freshRoot()
     const hours = await sealHours({ root }, T0, 2, null, key, (i, s) => frames(s, 100 + 3 * i))
@@ -467,11 +644,13 @@ t.test('check 5: the hash chain', async (t) => {
     exactly(t, r.findings, ['5 chain.daily-hours'])
     t.match(r.findings[0]!.detail, /hours\[0\]: hour 21 has no hourly manifest in any root/)
   })
-  t.test('daily manifests chain', async (t) => {
+  t.test('daily manifests chain: a wrong link, or null inside the chain', async (t) => {
     const root = await freshRoot()
     const { days } = await twoDays(root)
-    await sealDay({ root, date: '2026-10-04', hours: [], previous: days[0]!.blake3.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), key, edit: (m) => { m.hours = days[1]!.manifest.hours } })
-    exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+    for (const previous of [days[0]!.blake3.replace(/^./, (c) => (c === 'a' ? 'b' : 'a')), null]) {
+      await sealDay({ root, date: '2026-10-04', hours: [], previous, key, edit: (m) => { m.hours = days[1]!.manifest.hours } })
+      exactly(t, (await verify([root])).findings, ['5 chain.previous-hash'])
+    }
   })
   t.test('a day without its daily manifest inside the chain', async (t) => {
     const root = await freshRoot()
@@ -497,6 +676,30 @@ t.test('check 5: the hash chain', async (t) => {
     exactly(t, r.findings, ['5 chain.fork'])
     t.match(r.findings[0]!.detail, /held with 2 different contents/)
   })
+  t.test('a daily manifest held with different bytes in two roots is a fork too', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key })
+    const copy = await freshRoot()
+    await cp(root, copy, { recursive: true })
+    await sealDay({ root: copy, date: '2026-10-03', hours, previous: null, key, edit: (m) => { Object.assign(m, { note: 'resealed' }) } })
+    const r = await verify([root, copy])
+    exactly(t, r.findings, ['5 chain.fork'])
+    t.match(r.findings[0]!.path, /date=2026-10-03\/manifest\.json$/)
+  })
+  t.test('hours of one chain held in different roots are one chain', async (t) => {
+    const first = await freshRoot()
+    const second = await freshRoot()
+    const [h22] = await sealHours({ root: first }, T0, 1, null, key, (_, s) => frames(s))
+    await sealHour({ root: second, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS, 200), previous: h22!.blake3, key })
+    const both = await verify([first, second])
+    exactly(t, both.findings, [])
+    t.match(both, { hours: 2, chains: 1 })
+    exactly(t, (await verify([second])).findings, ['5 chain.hour-skipped'])
+    const unlinked = await freshRoot()
+    await sealHour({ root: unlinked, hourStart: T0 + HOUR_NS, frames: frames(T0 + HOUR_NS, 200), previous: 'f'.repeat(64), key })
+    exactly(t, (await verify([first, unlinked])).findings, ['5 chain.previous-hash'])
+  })
   t.test('a copy in a second root whose table differs is checked again there', async (t) => {
     const { root } = await oneHour()
     const copy = await freshRoot()
@@ -514,6 +717,14 @@ t.test('check 5: the hash chain', async (t) => {
   t.test('a manifest of another channel', async (t) => {
     const { root } = await oneHour({ edit: (m) => { m.recorder = 'rec-2' } })
     exactly(t, (await verify([root])).findings, ['5 chain.identity'])
+  })
+  t.test('a daily manifest of another venue', async (t) => {
+    const root = await freshRoot()
+    const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
+    await sealDay({ root, date: '2026-10-03', hours, previous: null, key, edit: (m) => { m.venue = 'other' } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['5 chain.identity'])
+    t.match(r.findings[0]!.path, /date=2026-10-03\/manifest\.json$/)
   })
 })
 
@@ -556,6 +767,17 @@ t.test('check 6: signatures', async (t) => {
     const atEnd = await testKey(1, '2026-10-03T23:00:00.000000000Z')
     exactly(t, (await verify([root], { jwks: atEnd.jwks })).findings, [])
   })
+  t.test('a manifest whose interval is malformed is judged at the end of its directory\'s hour', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.interval.end_time = 'later' } })
+    const fromHourEnd = await testKey(1, '2026-10-03T23:00:00.000000000Z')
+    exactly(t, (await verify([root], { jwks: fromHourEnd.jwks })).findings, ['1 manifest.field'])
+    const afterHourEnd = await testKey(1, '2026-10-03T23:00:00.000000001Z')
+    exactly(t, (await verify([root], { jwks: afterHourEnd.jwks })).findings, ['1 manifest.field', '6 sig.key-not-valid-at-time'])
+  })
+  t.test('a manifest of an unknown major is not signature-checked', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.format_version = 2 }, signWith: other.key })
+    exactly(t, (await verify([root])).findings, ['1 manifest.unknown-version'])
+  })
   t.test('a daily manifest is judged at the next day 00:00', async (t) => {
     const root = await freshRoot()
     const hours = await sealHours({ root }, T0, 1, null, key, (_, s) => frames(s))
@@ -570,10 +792,24 @@ t.test('check 6: signatures', async (t) => {
     await unlink(`${h.path}.sig`)
     exactly(t, (await verify([root])).findings, ['6 sig.missing'])
   })
+  t.test('a signature file that is not a detached JWS', async (t) => {
+    const { root, h } = await oneHour()
+    await writeFile(`${h.path}.sig`, 'not a signature')
+    exactly(t, (await verify([root])).findings, ['6 sig.malformed'])
+  })
   t.test('bit flip in the signature', async (t) => {
     const { root, h } = await oneHour()
     await flipBit(`${h.path}.sig`, (b) => b.length - 20)
     exactly(t, (await verify([root])).findings, ['6 sig.bad-signature'])
+  })
+  t.test('every root\'s copy of a signature is checked', async (t) => {
+    const { root, h } = await oneHour()
+    const copy = await freshRoot()
+    await cp(root, copy, { recursive: true })
+    await flipBit(`${h.path.replace(root, copy)}.sig`, (b) => b.length - 20)
+    const r = await verify([root, copy])
+    exactly(t, r.findings, ['6 sig.bad-signature'])
+    t.ok(r.findings[0]!.path.startsWith(copy), r.findings[0]!.path)
   })
   t.test('bit flip in a daily manifest: its signature, and the next day\'s link', async (t) => {
     const root = await freshRoot()
@@ -601,6 +837,14 @@ t.test('check 7: each receipt pairs offset and bound, bound ≥ |offset|', async
     const { root } = await oneHour({ editLine: (l, i) => (i === 0 ? l.replace(/"clock_error_bound":\d+,/g, '') : l) })
     includes(t, (await verify([root])).findings, ['7 clock.pair', '7 clock.pair'])
   })
+  t.test('a negative offset with a bound equal to its absolute value passes; a negative bound fails', async (t) => {
+    const equal = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'], offset: -500_000n, bound: 500_000n })] })
+    exactly(t, (await verify([equal.root])).findings, [])
+    const negative = await oneHour({ frames: [trade(T0 + S, 1, { replicas: ['a'], offset: 0n, bound: 0n })], editLine: (l) => l.replace('"clock_error_bound":0', '"clock_error_bound":-1') })
+    const r = await verify([negative.root])
+    // A negative bound bounds nothing: check 8 counts the receipt as unbounded, which the manifest's clock denies.
+    exactly(t, r.findings, ['7 clock.bound-negative', '8 clock.summary', '8 clock.summary'])
+  })
 })
 
 t.test('check 8: the clock summaries and clock_offset_unknown', async (t) => {
@@ -627,6 +871,12 @@ t.test('check 8: the clock summaries and clock_offset_unknown', async (t) => {
     exactly(t, (await verify([a.root])).findings, ['8 clock.summary'])
     const b = await oneHour({ edit: (m) => { delete m.replicas[1]!.clock } })
     exactly(t, (await verify([b.root])).findings, ['8 clock.summary'])
+  })
+  t.test('a replica listed twice', async (t) => {
+    const { root } = await oneHour({ edit: (m) => { m.replicas.push({ ...m.replicas[1]! }) } })
+    const r = await verify([root])
+    exactly(t, r.findings, ['8 clock.summary'])
+    t.match(r.findings[0]!.detail, /replica b is listed twice/)
   })
   t.test('unbounded receipts: no source, no error_bound_max', async (t) => {
     const { root, h } = await oneHour({ frames: [trade(T0 + S, 1, { bound: null }), ...frames(T0).slice(1)] })
@@ -666,6 +916,11 @@ t.test('check 9: gap_free_runs', async (t) => {
   t.test('not ending after its start', async (t) => {
     exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ start: T0 + S, end: T0 + S }) })).root])).findings, ['9 runs.end-not-after-start'])
   })
+  t.test('with the raw file unreadable, the connection is not judged, the times are', async (t) => {
+    const { root, h } = await oneHour({ gapFreeRuns: { a: [...run({ connection: 'a-9' }).a, ...run({ start: T0 + S, end: T0 + S }).a] } })
+    await replaceRawFile(h, '')
+    exactly(t, (await verify([root])).findings, ['3 raw.not-zstd', '9 runs.end-not-after-start'])
+  })
   t.test('naming an unknown connection (or another replica\'s)', async (t) => {
     exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ connection: 'a-9' }) })).root])).findings, ['9 runs.unknown-connection'])
     exactly(t, (await verify([(await oneHour({ gapFreeRuns: run({ connection: 'b-1' }) })).root])).findings, ['9 runs.unknown-connection'])
@@ -674,8 +929,10 @@ t.test('check 9: gap_free_runs', async (t) => {
 
 t.test('check 10: conflicts', async (t) => {
   const hour = (conflicts: SealHourOptions['conflicts']) => oneHour({ frames: conflictFrames(T0), conflicts })
-  t.test('a valid conflict passes', async (t) => {
+  t.test('a valid conflict passes, its lines listed in any order', async (t) => {
     exactly(t, (await verify([(await hour(conflictOf())).root])).findings, [])
+    const reversed = (lines: readonly string[]) => conflictOf()(lines).map((c) => ({ ...c, lines: [...c.lines].reverse() }))
+    exactly(t, (await verify([(await hour(reversed)).root])).findings, [])
   })
   t.test('a line with a wrong hash', async (t) => {
     const r = await verify([(await hour((lines) => conflictOf('500', [b3(lines[0]!), b3(lines[0]!)])(lines))).root])
@@ -691,6 +948,15 @@ t.test('check 10: conflicts', async (t) => {
   })
   t.test('lines that do not carry the trade id', async (t) => {
     exactly(t, (await verify([(await hour(conflictOf('501'))).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
+  })
+  t.test('lines that carry the trade id of another instrument', async (t) => {
+    const otherInstrument = (lines: readonly string[]) => conflictOf()(lines).map((c) => ({ ...c, instrument: 'ETHUSDT' }))
+    exactly(t, (await verify([(await hour(otherInstrument)).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
+  })
+  t.test('a venue without an adapter: the payload text must contain the trade id', async (t) => {
+    const textHour = (tradeId: string) => oneHour({ venue: 'no-adapter', frames: conflictFrames(T0), conflicts: conflictOf(tradeId) })
+    exactly(t, (await verify([(await textHour('500')).root])).findings, [])
+    exactly(t, (await verify([(await textHour('7777')).root])).findings, ['10 conflict.trade-id', '10 conflict.trade-id'])
   })
 })
 

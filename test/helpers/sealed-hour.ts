@@ -80,11 +80,11 @@ export interface Sealed<M> {
 
 const defaults = (c: Chain) => ({ recorder: c.recorder ?? 'rec-1', venue: c.venue ?? 'binance', channel: c.channel ?? 'trades' })
 
-/** A Binance spot trade frame received at `at` by the given replicas (b 1 µs after a), with clock estimates. */
-export function trade(at: bigint, id: number, opts: { symbol?: string; replicas?: Replica[]; connection?: string; offset?: bigint; bound?: bigint | null; price?: string; buyerMaker?: boolean } = {}): TestFrame {
-  const ms = Number(at / 1_000_000n) - 2
-  const payload = JSON.stringify({ e: 'trade', E: ms + 1, s: opts.symbol ?? 'BTCUSDT', t: id, p: opts.price ?? '60000.10', q: '0.25', T: ms, m: opts.buyerMaker ?? true, M: true })
-  const receipts = (opts.replicas ?? ['a', 'b']).map((replica, i): Receipt => {
+interface ReceiptOptions { replicas?: Replica[]; connection?: string; offset?: bigint; bound?: bigint | null }
+
+/** Receipts of a frame received at `at` by the given replicas (b 1 µs after a), with clock estimates unless `bound` is null. */
+function receiptsAt(at: bigint, id: number, opts: ReceiptOptions): Receipt[] {
+  return (opts.replicas ?? ['a', 'b']).map((replica, i): Receipt => {
     const r: Receipt = { replica, connection: opts.connection ?? `${replica}-1`, receiveTime: at + BigInt(i) * 1000n }
     if (opts.bound !== null) {
       r.clockOffset = opts.offset ?? 1500n
@@ -92,7 +92,25 @@ export function trade(at: bigint, id: number, opts: { symbol?: string; replicas?
     }
     return r
   })
-  return { payload, receipts }
+}
+
+/** A Binance spot trade frame received at `at` by the given replicas (b 1 µs after a), with clock estimates. */
+export function trade(at: bigint, id: number, opts: ReceiptOptions & { symbol?: string; price?: string; buyerMaker?: boolean } = {}): TestFrame {
+  const ms = Number(at / 1_000_000n) - 2
+  const payload = JSON.stringify({ e: 'trade', E: ms + 1, s: opts.symbol ?? 'BTCUSDT', t: id, p: opts.price ?? '60000.10', q: '0.25', T: ms, m: opts.buyerMaker ?? true, M: true })
+  return { payload, receipts: receiptsAt(at, id, opts) }
+}
+
+/** A Binance spot REST depth snapshot frame (one bid, one ask: two book_snapshots rows) received at `at`. */
+export function depthSnapshot(at: bigint, lastUpdateId: number, opts: ReceiptOptions = {}): TestFrame {
+  const body = JSON.stringify({ lastUpdateId, bids: [['60000.10', '1.5']], asks: [['60000.20', '2']] })
+  return { payload: `{"rest":"depth","symbol":"BTCUSDT","response":${body}}`, receipts: receiptsAt(at, lastUpdateId, opts) }
+}
+
+/** A Binance spot depth update frame (a bid changed, an ask removed: two book_deltas rows) received at `at`. */
+export function depthUpdate(at: bigint, firstId: number, lastId: number, opts: ReceiptOptions = {}): TestFrame {
+  const payload = JSON.stringify({ e: 'depthUpdate', E: Number(at / 1_000_000n) - 1, s: 'BTCUSDT', U: firstId, u: lastId, b: [['60000.10', '1.25']], a: [['60000.20', '0.00000000']] })
+  return { payload, receipts: receiptsAt(at, lastId, opts) }
 }
 
 /** A deterministic signing key (from `seedByte`) valid over [validFrom, validUntil), and its JWK Set. */

@@ -384,11 +384,20 @@ class NewRows implements PartsWork<NewRowsItem> {
     const n = columns.length
     const order = new Int32Array(count)
     for (let e = 0; e < count; e++) order[e] = e
+    // Two prefixes, units 0-2 and 3-5: a chunk holds more ids than one prefix of hex digits has values, and
+    // the ties it left, each a full compareUtf8, were most of the sort's time.
     const prefix = this.textFirst ? new Float64Array(count) : undefined
-    if (prefix) for (let e = 0; e < count; e++) prefix[e] = utf8OrderPrefix(keys[e * n] as string)
+    const prefix2 = this.textFirst ? new Float64Array(count) : undefined
+    if (prefix && prefix2) {
+      for (let e = 0; e < count; e++) {
+        prefix[e] = utf8OrderPrefix(keys[e * n] as string)
+        prefix2[e] = utf8OrderPrefix(keys[e * n] as string, 3)
+      }
+    }
     order.sort((i, j) => {
       if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
       if (prefix && prefix[i] !== prefix[j]) return prefix[i]! - prefix[j]!
+      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! - prefix2[j]!
       for (let c = 0; c < n; c++) {
         const d = columns[c]!(keys[i * n + c], keys[j * n + c])
         if (d !== 0) return d

@@ -30,6 +30,12 @@ export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
 /** Rows the caller gathers before they go to the thread. */
 const STAGE_ROWS = 4096
 
+/**
+ * Stagings that may wait for the thread: more than a chunk's, so that the caller goes on while the thread
+ * sorts, encodes and compresses a chunk (with two, the caller sat idle for a fifth of a publish).
+ */
+const STAGED_IN_FLIGHT = 6
+
 /** What goes to the thread: the parents' hashes (a key and a row hash, eight words a row), or new rows. */
 export type NewRowsItem = { kind: 'parents'; hashes: Uint32Array; count: number } | { kind: 'rows'; rows: StagedRows }
 
@@ -148,7 +154,7 @@ export class NewRowsJob {
   private staged: Staging
 
   constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
-    this.job = new PartsJob(schema, opts, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
+    this.job = new PartsJob(schema, { maxInFlight: STAGED_IN_FLIGHT, ...opts }, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
     this.fact = schema.kind === 'fact'
     this.hashBytes = new RowHashBytes(schema)
     this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))

@@ -219,19 +219,21 @@ t.test('utf8OrderPrefix never disagrees with compareUtf8', async (t) => {
   const units = [0x00, 0x30, 0x61, 0x7f, 0xe9, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xfffe, 0xffff]
   let seed = 7
   const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31)
-  const text = () => String.fromCharCode(...Array.from({ length: next() % 6 }, () => units[next() % units.length]!))
+  const text = () => String.fromCharCode(...Array.from({ length: next() % 9 }, () => units[next() % units.length]!))
   let bad = 0
   let decided = 0
   for (let n = 0; n < 20_000; n++) {
     const a = text()
     const b = next() % 2 ? text() : a.slice(0, next() % 4) + text()
-    const d = utf8OrderPrefix(a) - utf8OrderPrefix(b)
+    // As new-rows sorts: the first three units, then, where those are equal, the next three.
+    const d = utf8OrderPrefix(a) - utf8OrderPrefix(b) || utf8OrderPrefix(a, 3) - utf8OrderPrefix(b, 3)
     if (d !== 0) decided++
     if (d !== 0 && Math.sign(d) !== Math.sign(compareUtf8(a, b))) bad++
   }
   t.equal(bad, 0, 'where the prefixes differ, compareUtf8 agrees')
   t.ok(decided > 10_000, `and they decide most pairs (${decided})`)
   t.equal(utf8OrderPrefix('abc'), utf8OrderPrefix('abcz'), 'equal on three units: compareUtf8 decides')
+  t.ok(utf8OrderPrefix('abcd', 3) < utf8OrderPrefix('abce', 3), 'the next three units')
 })
 
 t.test('sort order: text by UTF-8 bytes, integers by value, false before true, ties by row text', async (t) => {

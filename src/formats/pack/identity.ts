@@ -146,18 +146,60 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
   return picture
 }
 
-export function phasesText(phases: readonly (readonly Cell[])[]): string {
-  // Concatenated, not mapped and joined: a template and an array a cell cost half as much again.
-  let text = ''
+/**
+ * Where a pattern's identity is built: its UTF-8, then "\n" and the pin, which the id hashes. Built once as
+ * bytes and read back once: concatenating a cell's numbers made a rope of small strings that every later
+ * pass (the line-break check, the join, the hash's own UTF-8) had to walk.
+ */
+let identityScratch: Buffer = Buffer.allocUnsafe(64 * 1024)
+
+/** The scratch with room for `more` bytes after `at`. */
+function scratchRoom(at: number, more: number): Buffer {
+  if (identityScratch.length < at + more) {
+    const next = Buffer.allocUnsafe(Math.max(at + more, identityScratch.length * 2))
+    identityScratch.copy(next, 0, 0, at)
+    identityScratch = next
+  }
+  return identityScratch
+}
+
+/** Writes text as UTF-8 at `at`; returns the end. */
+function writeText(at: number, text: string): number {
+  const b = scratchRoom(at, 3 * text.length)
+  return at + b.write(text, at, 'utf8')
+}
+
+/** Writes the phases' cells "i,j,k,s", joined by spaces, phases by ';'; returns the end. */
+function writePhases(at: number, phases: readonly (readonly Cell[])[]): number {
   for (let p = 0; p < phases.length; p++) {
     const cells = phases[p]!
-    if (p > 0) text += ';'
+    // A cell takes at most four numbers of 24 characters (an integer as JS prints it: -1.2345678901234567e+300) and four separators.
+    const b = scratchRoom(at, 1 + cells.length * 100)
+    if (p > 0) b[at++] = 0x3b // ;
     for (let n = 0; n < cells.length; n++) {
       const c = cells[n]!
-      text += (n > 0 ? ' ' : '') + c.i + ',' + c.j + ',' + c.k + ',' + c.s
+      if (n > 0) b[at++] = 0x20
+      at = writeNumber(b, at, c.i)
+      b[at++] = 0x2c // ,
+      at = writeNumber(b, at, c.j)
+      b[at++] = 0x2c
+      at = writeNumber(b, at, c.k)
+      b[at++] = 0x2c
+      at = writeNumber(b, at, c.s)
     }
   }
-  return text
+  return at
+}
+
+/** Writes a number as JS prints it (digits by hand for a single digit, the common case); returns the end. */
+function writeNumber(b: Buffer, at: number, x: number): number {
+  if ((x | 0) === x && x >= 0 && x < 10) {
+    b[at] = 0x30 + x
+    return at + 1
+  }
+  const text = String(x)
+  for (let i = 0; i < text.length; i++) b[at + i] = text.charCodeAt(i)
+  return at + text.length
 }
 
 export interface PatternFacts {
@@ -187,16 +229,56 @@ export function patternHeadLines(f: { pinKey: string; model: string; neighbourho
 
 /** The identity text of a pattern, and the normalised phases and picture its typed columns copy. */
 export function patternIdentity(f: PatternFacts): { identity: string; phases: Cell[][]; canonical: string } {
+  const { bytes, phases, canonical } = writePatternIdentity(f)
+  return { identity: identityScratch.toString('utf8', 0, bytes), phases, canonical }
+}
+
+/**
+ * As patternIdentity, with the pattern's id under `pin` (patternId's hash, of the bytes just built). A fact
+ * with a lone surrogate has its UTF-8 replacement character in the text, as in the hash; the fact's own
+ * column is refused for it.
+ */
+export function identifiedPattern(f: PatternFacts, pin: string): { identity: string; id: string; phases: Cell[][]; canonical: string } {
+  const { bytes, phases, canonical } = writePatternIdentity(f)
+  const identity = identityScratch.toString('utf8', 0, bytes)
+  const end = writeText(bytes, `\n${pin}`)
+  const id = hash('sha256', identityScratch.subarray(0, end), 'hex').slice(0, CONTENT_ID_DIGITS)
+  return { identity, id, phases, canonical }
+}
+
+/** Writes a pattern's identity at the scratch's start; `bytes` is its length. */
+function writePatternIdentity(f: PatternFacts): { bytes: number; phases: Cell[][]; canonical: string } {
   const phases = normalisePhases(f.phases)
   const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
-  const lines = patternHeadLines(f)
+  let at = writeHead(f)
+  at = writePhases(at, phases)
+  at = writeText(at, `\ncanonical=${canonical}`)
+  return { bytes: at, phases, canonical }
+}
+
+/** The facts whose head (the lines before the phases) is at the scratch's start, and where it ends. */
+let head: { f: PatternFacts; rule: string | null; end: number } | undefined
+
+/**
+ * Writes the lines before the phases, and `phases=`, at the scratch's start, unless they are there already:
+ * the records of a publish mostly share them, and making them again was a fifth of building an identity.
+ */
+function writeHead(f: PatternFacts): number {
+  let rule: string | null = null
   if (WITH_RULE.has(f.class)) {
     if (!f.rule) throw new RangeError(`a ${f.class} states its exact rule`)
-    lines.push(`rule=${f.rule}`)
+    rule = f.rule
   }
-  lines.push(`phases=${phasesText(phases)}`, `canonical=${canonical}`)
+  const was = head?.f
+  if (was && was.pinKey === f.pinKey && was.model === f.model && was.neighbourhood === f.neighbourhood && was.stepsPerGen === f.stepsPerGen
+    && was.class === f.class && was.period === f.period && was.dx === f.dx && was.dy === f.dy && head!.rule === rule) return head!.end
+  const lines = patternHeadLines(f)
+  if (rule !== null) lines.push(`rule=${rule}`)
+  // Only the facts' own text can hold a line break: the phases and the picture are numbers and state characters.
   for (const l of lines) if (l.includes('\n')) throw new RangeError(`an identity line holds a line break: ${JSON.stringify(l)}`)
-  return { identity: lines.join('\n'), phases, canonical }
+  const end = writeText(0, `${lines.join('\n')}\nphases=`)
+  head = { f: { ...f, phases: [] }, rule, end }
+  return end
 }
 
 export interface AntFacts { pinKey: string; rule: string; kind: string; states: number; colors: number; start: string }

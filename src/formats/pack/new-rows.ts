@@ -30,6 +30,12 @@ export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
 /** Rows the caller gathers before they go to the thread. */
 const STAGE_ROWS = 4096
 
+/**
+ * Stagings that may wait for the thread: more than a chunk's, so that the caller goes on while the thread
+ * sorts, encodes and compresses a chunk (with two, the caller sat idle for a fifth of a publish).
+ */
+const STAGED_IN_FLIGHT = 6
+
 /** What goes to the thread: the parents' hashes (a key and a row hash, eight words a row), or new rows. */
 export type NewRowsItem = { kind: 'parents'; hashes: Uint32Array; count: number } | { kind: 'rows'; rows: StagedRows }
 
@@ -148,7 +154,7 @@ export class NewRowsJob {
   private staged: Staging
 
   constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
-    this.job = new PartsJob(schema, opts, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
+    this.job = new PartsJob(schema, { maxInFlight: STAGED_IN_FLIGHT, ...opts }, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
     this.fact = schema.kind === 'fact'
     this.hashBytes = new RowHashBytes(schema)
     this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))
@@ -384,11 +390,20 @@ class NewRows implements PartsWork<NewRowsItem> {
     const n = columns.length
     const order = new Int32Array(count)
     for (let e = 0; e < count; e++) order[e] = e
+    // Two prefixes, units 0-2 and 3-5: a chunk holds more ids than one prefix of hex digits has values, and
+    // the ties it left, each a full compareUtf8, were most of the sort's time.
     const prefix = this.textFirst ? new Float64Array(count) : undefined
-    if (prefix) for (let e = 0; e < count; e++) prefix[e] = utf8OrderPrefix(keys[e * n] as string)
+    const prefix2 = this.textFirst ? new Float64Array(count) : undefined
+    if (prefix && prefix2) {
+      for (let e = 0; e < count; e++) {
+        prefix[e] = utf8OrderPrefix(keys[e * n] as string)
+        prefix2[e] = utf8OrderPrefix(keys[e * n] as string, 3)
+      }
+    }
     order.sort((i, j) => {
       if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
       if (prefix && prefix[i] !== prefix[j]) return prefix[i]! - prefix[j]!
+      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! - prefix2[j]!
       for (let c = 0; c < n; c++) {
         const d = columns[c]!(keys[i * n + c], keys[j * n + c])
         if (d !== 0) return d

@@ -1213,6 +1213,8 @@ export interface PartsJobOptions extends PartLimits {
    * loader a worker does not get (`node --import tsx`). The bytes are the same either way.
    */
   encodeOnThread?: boolean
+  /** Items that may wait for the thread before post() makes the caller wait (default 2), which bounds memory. */
+  maxInFlight?: number
 }
 
 /** Runs part-file work, giving its failures (the file system's: rows were checked before) our code. */
@@ -1247,8 +1249,8 @@ export function partRuns(open: PartsJobOpen): PartsWork<PartRowsItem> {
 
 /**
  * The parts of one table being made on the encoding thread (parquet-write-worker.ts), beside the caller
- * making the next item, as DuckDB's writer uses both cores. At most two items wait for the thread, which
- * bounds memory: await each `post()`. `finish()` gives the parts in the order their rows were written; their
+ * making the next item, as DuckDB's writer uses both cores. At most `maxInFlight` items wait for the
+ * thread, which bounds memory: await each `post()`. `finish()` gives the parts in the order their rows were written; their
  * files are the caller's to rename. End every job that was given items with finish() or abort(): its thread
  * keeps the process alive until then. After a failure the job's files are removed, and the failure (a
  * PipeError with its code) rejects this and every later call.
@@ -1257,6 +1259,7 @@ export class PartsJob<Item> {
   readonly prefix = `.part-${process.pid}-${randomBytes(6).toString('hex')}-`
   private readonly open: PartsJobOpen
   private readonly encodeOnThread: boolean
+  private readonly maxInFlight: number
   /** Opened with the first item, so that a job given none never starts a thread. */
   private job: OrderedJob<PartsJobOpen, Item, WrittenPart[]> | undefined
   /** The work when encoding on the caller's thread. */
@@ -1265,6 +1268,7 @@ export class PartsJob<Item> {
   /** `makeWork` is the job kind's work, for encoding on the caller's thread. */
   constructor(readonly schema: TableSchema, opts: PartsJobOptions, kind: PartsJobKind, private readonly makeWork: (open: PartsJobOpen) => PartsWork<Item> | Promise<PartsWork<Item>>) {
     this.encodeOnThread = opts.encodeOnThread ?? true
+    this.maxInFlight = opts.maxInFlight ?? 2
     this.open = {
       files: {
         dir: opts.dir,
@@ -1284,7 +1288,7 @@ export class PartsJob<Item> {
       const work = (this.inline ??= Promise.resolve(this.makeWork(this.open)))
       return this.failing(async () => partFileWork('writing a row group', async () => (await work).add(item)))
     }
-    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.open, { maxInFlight: 2 })
+    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.open, { maxInFlight: this.maxInFlight })
     const job = this.job
     return this.failing(async () => job.post(item, transfer))
   }

@@ -6,7 +6,7 @@
  * other columns, and refuses a stated value that disagrees with what follows.
  */
 import { PipeError } from '../../core/errors.js'
-import { antId, antIdentity, patternIdentity, patternId, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
+import { antId, antIdentity, identifiedPattern, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
 import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
 import { findLatticeTiling, latticeTilingRow, type TilingsRow } from './tilings.js'
 
@@ -118,11 +118,11 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
   for (const c of ['steps_per_gen', 'period', 'dx', 'dy'] as const) if (!Number.isSafeInteger(row[c])) throw recordError(PUBLISH_CODES.record, at, `${c} must be an integer`, c)
   let made
   try {
-    made = patternIdentity({
+    made = identifiedPattern({
       pinKey: tiling.pin_key, model: row['model'] as string, neighbourhood: row['neighbourhood'] as 'touch' | 'edge', stepsPerGen: row['steps_per_gen'] as number,
       class: cls as PatternClass, period: row['period'] as number, dx: row['dx'] as number, dy: row['dy'] as number, rule: (row['rule'] as string | null | undefined) ?? null,
       phases, tileTypes: tilings.tileTypes(tiling, phases),
-    })
+    }, tiling.pin)
   } catch (err) {
     throw recordError(PUBLISH_CODES.record, at, (err as Error).message)
   }
@@ -135,7 +135,7 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
   // One object literal in the columns' order: building rows by adding members one by one was most of
   // this function's time at a million patterns (and a spread in the literal makes V8 do just that).
   const out: Row = {
-    id: patternId(made.identity, tiling.pin), identity: made.identity, pin_key: row['pin_key'], pin: tiling.pin, model: row['model'], neighbourhood: row['neighbourhood'],
+    id: made.id, identity: made.identity, pin_key: row['pin_key'], pin: tiling.pin, model: row['model'], neighbourhood: row['neighbourhood'],
     steps_per_gen: row['steps_per_gen'], class: cls, period: row['period'], dx: row['dx'], dy: row['dy'], speed: row['speed'] ?? null, cells: made.phases[0]!.length,
     min_cells: minCells, max_cells: maxCells, phases: made.phases, canonical: made.canonical, rule: row['rule'] ?? null, site: row['site'] ?? null, gun: row['gun'] ?? null,
     family: row['family'], semantics: row['semantics'], class_group: cls, tiling_group: tiling.tiling_group,

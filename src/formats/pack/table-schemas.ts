@@ -636,13 +636,14 @@ export function compareUtf8(a: string, b: string): number {
 const utf8OrderOfUnit = (x: number): number => (x < 0xd800 ? x : x >= 0xe000 ? x - 0x800 : x + 0x2000)
 
 /**
- * A number that orders strings as compareUtf8 does by their first three UTF-16 units (a missing unit
- * first): where two strings' numbers differ, compareUtf8 agrees; where they are equal, it decides. Sorting
- * by it first makes most comparisons of unlike keys (ids) one subtraction. Below 2^49: exact.
+ * A number that orders strings as compareUtf8 does by their three UTF-16 units from `from` (a missing unit
+ * first): where two strings' numbers differ and their earlier units are the same, compareUtf8 agrees; where
+ * they are equal, it decides. Sorting by it first makes most comparisons of unlike keys (ids) one
+ * subtraction. Below 2^49: exact.
  */
-export function utf8OrderPrefix(s: string): number {
+export function utf8OrderPrefix(s: string, from = 0): number {
   let p = 0
-  for (let i = 0; i < 3; i++) p = p * 0x10001 + (i < s.length ? utf8OrderOfUnit(s.charCodeAt(i)) + 1 : 0)
+  for (let i = from; i < from + 3; i++) p = p * 0x10001 + (i < s.length ? utf8OrderOfUnit(s.charCodeAt(i)) + 1 : 0)
   return p
 }
 

@@ -422,7 +422,7 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
     applyDefaults(name, row, defaults, pin)
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
-    const broken = ROW_RULES[name]?.(row)[0]
+    const broken = ROW_RULES[name]?.check(row)[0]
     if (broken) throw recordError(broken.code, at, broken.detail)
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)

@@ -78,6 +78,8 @@ export const CHECK_CODES = {
   refPublisher: 'pack.ref-publisher-mismatch',
   /** A ref's seq below the number of versions of its feed the store holds (seq goes up by at least one a version). */
   refSeq: 'pack.ref-seq',
+  /** A retraction a version lists first (no parent lists it) under another publisher than the version's. */
+  retractionPublisher: 'pack.retraction-publisher',
   /** A version that does not list a retraction of a parent (the same target and publisher). */
   retractsNotCumulative: 'pack.retracts-not-cumulative',
   /** A pattern with no rule: its rule column is null and no verification of it is main. */
@@ -95,7 +97,7 @@ const LEVEL_1: readonly string[] = [
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
-  CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq,
+  CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq, CHECK_CODES.retractionPublisher,
 ]
 const LEVEL_3: readonly string[] = [...Object.values(REPLAY_CODES), CHECK_CODES.replayRuleMissing, CHECK_CODES.replayRuleUnknown]
 const LEVELS: ReadonlyMap<string, CheckLevel> = new Map([...LEVEL_1.map((c) => [c, 1] as const), ...LEVEL_2.map((c) => [c, 2] as const), ...LEVEL_3.map((c) => [c, 3] as const)])

@@ -46,7 +46,7 @@ const RANGE = '{"birth_max":11,"birth_min":8,"bits":9,"density":0.35,"max_rule":
  * member whose rating has a note she shares and a rating of a search run, a pattern's main rule verified
  * twice by its publisher (once with its range) and another main rule by another publisher, a rule of a
  * family without masks, sightings from a search and unattributed, a provenance row 0 with its run and an
- * imported row 1 naming its pack, and a score model.
+ * imported row 1 naming its pack, a score model, and a tiling and a rule given twice, identically.
  */
 function keptRows(): Record<string, Row[]> {
   const rows = cleanRows()
@@ -55,7 +55,10 @@ function keptRows(): Record<string, Row[]> {
   rows.patterns!.push(mover, gun)
   const glider = rows.patterns!.find((p) => p.class === 'spaceship')!
   const target = `pattern:${String(glider.id)}`
-  rows.rules!.push({ notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null })
+  const cyclic = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
+  // A fact given twice, identically: kept once.
+  rows.rules!.push(cyclic, { ...cyclic, notation: 'C4' }, { ...cyclic, notation: 'C4' })
+  rows.tilings!.push({ ...rows.tilings![0]! })
   rows.verifications!.push(
     { ...verificationRow(glider, LIFE), date: '2026-11-12T00:00:00Z', range: RANGE },
     { ...verificationRow(glider, { ...LIFE, notation: 'B36/S23' }), publisher: OTHER_PUBLISHER },
@@ -187,6 +190,8 @@ const cases: Case[] = [
   ['an alias of a search run', (r) => { r.aliases![2]!.target = `search_run:${SEARCH}:2` }, 'pack.row-target-invalid', (s) => partRow(s, 'aliases', 2)],
   ['an alias whose old id is of another kind than its target', (r) => { r.aliases![2]!.old_id = '2'.repeat(32) }, 'pack.row-target-invalid', sortedRow('aliases', (x) => x.old_id === '2'.repeat(32))],
   ['an alias whose old id is its target\'s', (r) => { r.aliases![2]!.old_id = r.ants![0]!.id }, 'pack.row-target-invalid', sortedRow('aliases', (x) => x.reason === 'scheme-change' && String(x.target).startsWith('ant:'))],
+  ['a rules row given again with other columns', (r) => { r.rules!.push({ ...r.rules![0]!, semantics: '2' }) }, 'pack.fact-conflict', sortedRow('rules', (x) => x.semantics === '2')],
+  ['a tilings row given again with another name', (r) => { r.tilings!.push({ ...r.tilings![0]!, name: 'Squares' }) }, 'pack.fact-conflict', () => 'tiling:square'],
   ['a Quick Start entry made from a Quick Start entry', (r) => { r.quickstart![0]!.source = `quickstart:${String(r.quickstart![0]!.id)}` }, 'pack.row-target-invalid', (_s, r) => `quickstart:${String(r.quickstart![0]!.id)}`],
 ]
 

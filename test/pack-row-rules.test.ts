@@ -209,6 +209,18 @@ t.test('each rule broken alone is refused at level 1, on its row', async (t) => 
 })
 
 
+t.test('a site is set only on patterns of aperiodic tilings', async (t) => {
+  const site = { patch: { family: 'penrose-kd', params: null, level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0.5, 0.25], radius: 1, nb: 'edge', tiles: [], graph: null }
+  const rows = cleanRows({ aperiodic: true })
+  rows.patterns!.find((p) => p.pin_key === 'penrose-kd')!.site = site
+  const kept = await buildStore(fresh(), { rows, search: false })
+  t.same(failures(await check(kept)), [], 'a site on the Penrose pattern')
+  const block = rows.patterns!.find((p) => p.class === 'still_life' && p.pin_key === 'square')!
+  block.site = site
+  const found = failures(await check(await buildStore(fresh(), { rows, search: false })))
+  t.same(found.map((i) => `${i.level} ${i.code} ${i.target}`), [`1 pack.pattern-site-column pattern:${String(block.id)}`], 'a site on a square-grid pattern')
+})
+
 t.test('rule and gun are set exactly for their classes, both ways', async (t) => {
   for (const cls of ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other']) {
     const withRule = ['puffer', 'mover', 'gun', 'other'].includes(cls)

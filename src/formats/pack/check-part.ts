@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
+import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -35,6 +35,8 @@ export interface PartSpec {
 export interface RecordTiling {
   pin: string
   tilingGroup: string
+  /** lattice or aperiodic. */
+  kind: string
 }
 
 export interface PartContext {
@@ -407,6 +409,7 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
   // A nullable column a part lacks reads as null.
   const rule = batch.column('rule') as StringVector | null
   const gun = batch.column('gun') as StringVector | null
+  const site = batch.column('site')
   const [cellCount, minCells, maxCells] = [ints('cells'), ints('min_cells'), ints('max_cells')]
   const counts: PhaseCounts = { cells: 0, minCells: 0, maxCells: 0, phase0: 0, fewest: 0, most: 0 }
   const found: IdentityFinding[] = []
@@ -460,6 +463,11 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     const gunFinding = patternClassColumnFinding('gun', cls, hasGun)
     if (gunFinding) found.push(gunFinding)
     if (hasGun) found.push(...gunFindings(gun.text(i)))
+    // A tiling that is missing is tilingFindings' finding.
+    if (site !== null && (site.valid === null || site.valid[i] === 1)) {
+      const siteFinding = patternSiteFinding(tilings.get(columns.pinKey.text(i))?.kind ?? 'aperiodic', true)
+      if (siteFinding) found.push(siteFinding)
+    }
     // The counts are held to the typed phases only once those are the identity's.
     const cellsFinding = found.some((f) => f.code === IDENTITY_CODES.phasesMismatch) ? undefined : patternCellsFinding(cls, phaseCounts(i))
     if (cellsFinding) found.push(cellsFinding)

@@ -31,7 +31,6 @@ import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 type Row = Record<string, unknown>
 
 interface TilingFacts extends RecordTiling {
-  kind: string
   /** A lattice's tile types and neighbour lists, once its geometry has been read (level 1 and up). */
   geometry?: AutomatonTiling
 }
@@ -205,7 +204,7 @@ export class TableChecker {
       ...(partition ? { partition: { ...partition } } : {}),
       listing: { rows: part.rows, first: part.first, last: part.last },
       verify: run.objectKnown(rel) === undefined,
-      tilings: records ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup }]) : [],
+      tilings: records ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
     }
   }
 

@@ -8,6 +8,7 @@
 import { PipeError } from '../../core/errors.js'
 import { antId, antIdentity, patternIdentity, patternId, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
 import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
+import { patternSiteFinding } from './row-rules.js'
 import { findLatticeTiling, latticeTilingRow, type TilingsRow } from './tilings.js'
 
 export const PUBLISH_CODES = {
@@ -143,6 +144,8 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
   // One pass over the record's members: members no column names are kept so that the row check refuses
   // them by name, and the computed columns are read by name only from a record that states one (reading
   // nine absent members cost more than the pass).
+  const site = patternSiteFinding(tiling.kind, out['site'] !== null)
+  if (site) throw recordError(site.code, at, site.detail, 'site')
   let unknown: Row | undefined
   let statesComputed = false
   for (const k in input) {

@@ -44,6 +44,8 @@ export const ROW_RULE_CODES = {
   columnValue: 'pack.column-value-invalid',
   /** A column that names a record or search run (target, pattern_id, source, old_id) in no form its table allows. */
   rowTarget: 'pack.row-target-invalid',
+  /** A site on a pattern whose tiling is not aperiodic. */
+  patternSite: 'pack.pattern-site-column',
   /** A gun cell without the members "Tables" lists for it, or with one of the wrong kind. */
   patternGunJson: 'pack.pattern-gun-json-invalid',
   /** range or mover on a verification that is not main, or a range without its members. */
@@ -90,6 +92,11 @@ export function patternClassColumnFinding(column: keyof typeof CLASS_COLUMNS, cl
   const wants = rule.classes.has(cls)
   if (wants === isSet) return undefined
   return { code: rule.code, detail: wants ? `a ${cls} has ${rule.holds} in ${column}, which is null` : `${column} is set, but a ${cls} has none there (only ${rule.only} do)` }
+}
+
+/** "site: struct? aperiodic only": a pattern on a lattice tiling has none (its cells are lattice cells). */
+export function patternSiteFinding(tilingKind: string, hasSite: boolean): IdentityFinding | undefined {
+  return hasSite && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.patternSite, detail: `site is set, but its tiling is ${tilingKind}: only patterns on aperiodic tilings have a site` } : undefined
 }
 
 /** The counts a pattern row states, and those its typed phases give. */

@@ -234,6 +234,22 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
   }
 })
 
+t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {
+  const [SELF, OTHER_RATER] = ['rater-5a1e0f00d1a2b3c4', 'rater-9c0ffee1234abcd0']
+  const raterRow = (rater: string, notes: boolean) => ({ rater, consent_date: T0, consent_scope: 'public-permanent', display_name: null, orcid: null, members: null, notes })
+  const rating = (rater: string, note: string | null) => ({ rater, target: '@patterns:1', scale: 'stars-1-5 1', verdict: '4', note, round: null, date: T0 })
+  const missing = dir()
+  const noRow = await records(dir(), [BLOCK], { ratings: [rating(SELF, null), rating(OTHER_RATER, null)], raters: [raterRow(SELF, false)] })
+  await t.rejects(publishPack(opts(missing, noRow)), { code: 'pack.rater-row-missing', exitCode: 2, location: { file: join(noRow, 'ratings.jsonl'), line: 2 } }, 'a rater with no row')
+  t.notOk(existsSync(join(missing, 'refs')), 'no ref')
+  const noted = await records(dir(), [BLOCK], { ratings: [rating(SELF, 'Small.')], raters: [raterRow(SELF, false)] })
+  await t.rejects(publishPack(opts(dir(), noted)), { code: 'pack.rating-note-without-consent', exitCode: 2, location: { file: join(noted, 'ratings.jsonl'), line: 1 } }, 'a note its rater does not share')
+  const store = dir()
+  await publishPack(opts(store, await records(dir(), [BLOCK], { raters: [raterRow(SELF, true)] })))
+  const later = await publishPack(opts(store, await records(dir(), [BLOCK], { ratings: [rating(SELF, 'Small.')] }), { created: '2026-11-12T00:00:00Z' }))
+  t.equal(later.seq, 2, 'a rating whose rater\'s row, sharing notes, is in the parent')
+})
+
 t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {
   const lf = await records(dir(), [BLOCK, BLINKER, GLIDER])
   const expected = (await publishPack(opts(dir(), lf))).manifest

@@ -204,20 +204,21 @@ function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
  * "Every rater the ratings name, and every member of a group, has a row"; groups do not nest; "a rating's
  * note needs some row of its rater with notes true". Rows of every version the check reads are gathered
  * (a later version holds its parents' parts, so a version's raters are among them), and what is still
- * missing is reported once, where it was first named.
+ * missing is reported once, where it was first named. `At` is how the caller names a row: a part's row for
+ * the checker, a record's file and line (or none, for a parent's row) for a publish.
  */
-export class RaterBook {
+export class RaterBook<At = string> {
   /** Each rater with a row: whether some row shares notes, and whether it is a group. */
   private readonly rows = new Map<string, { notes: boolean; group: boolean }>()
   /** Where each rater was first named, by a rating or a group. */
-  private readonly named = new Map<string, string>()
+  private readonly named = new Map<string, At>()
   /** Where each rater's first rating with a note is. */
-  private readonly noted = new Map<string, string>()
-  private readonly groups: { at: string; members: readonly string[] }[] = []
+  private readonly noted = new Map<string, At>()
+  private readonly groups: { at: At; members: readonly string[] }[] = []
   private readonly reported = new Set<string>()
 
   // A malformed id is the id rule's finding alone: it is not looked for among the rows.
-  rating(row: Record<string, unknown>, at: string): undefined {
+  rating(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     if (!RATER_ID.test(rater)) return undefined
     if (!this.named.has(rater)) this.named.set(rater, at)
@@ -225,7 +226,7 @@ export class RaterBook {
     return undefined
   }
 
-  rater(row: Record<string, unknown>, at: string): undefined {
+  rater(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     const members = row.members as string[] | null
     const had = this.rows.get(rater)
@@ -238,7 +239,7 @@ export class RaterBook {
   }
 
   /** What the rows read so far break; each rater's finding once per check. */
-  *findings(): Generator<IdentityFinding & { at: string }> {
+  *findings(): Generator<IdentityFinding & { at: At }> {
     const once = (key: string): boolean => {
       if (this.reported.has(key)) return false
       this.reported.add(key)
@@ -251,9 +252,9 @@ export class RaterBook {
       const r = this.rows.get(rater)
       if (r && !r.notes && once(`notes ${rater}`)) yield { code: ROW_RULE_CODES.ratingNoteWithoutConsent, at, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` }
     }
-    for (const g of this.groups) {
+    for (const [n, g] of this.groups.entries()) {
       for (const m of g.members) {
-        if (this.rows.get(m)?.group && once(`nested ${g.at} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
+        if (this.rows.get(m)?.group && once(`nested ${n} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
       }
     }
   }

@@ -272,8 +272,8 @@ function jsonCell(text: unknown): unknown {
 }
 
 /** "a positive integer written as a string" ("Rule-semantics versions"). */
-function semanticsFindings(v: unknown, column = 'semantics'): IdentityFinding[] {
-  return typeof v === 'string' && /^[1-9][0-9]*$/.test(v) ? [] : [finding(ROW_RULE_CODES.columnValue, `${column} ${JSON.stringify(v)} is not a semantics version (a positive integer written as a string)`)]
+function semanticsFindings(v: unknown): IdentityFinding[] {
+  return typeof v === 'string' && /^[1-9][0-9]*$/.test(v) ? [] : [finding(ROW_RULE_CODES.columnValue, `semantics ${JSON.stringify(v)} is not a semantics version (a positive integer written as a string)`)]
 }
 
 /** The columns "Tables" gives a closed set of values, by table. */

@@ -225,6 +225,7 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
     ['a sighting from no search and not unattributed', 'pack.column-value-invalid', 1, records(dir(), [BLOCK], { sightings: [{ pattern_id: '@patterns:1', rule: 'B3/S23', source: 'by hand', count: 1, soups: 1, first_seen: T0, last_seen: T0 }] })],
     ['a rating annotation written as text', 'pack.annotation-value-invalid', 1, records(dir(), [BLOCK], { annotations: [{ target: '@patterns:1', field: 'rating', value: '"4"', score_model: null, date: T0 }] })],
     ['a site on a square-grid pattern', 'pack.pattern-site-column', 1, records(dir(), [{ ...BLOCK, site: { patch: { family: 'penrose-kd', level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0, 0], radius: 1, tiles: [] } }])],
+    ['sites on a verification on the square grid', 'pack.verification-sites-column', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), sites: 3 }] })],
     ['a range on a verification that is not main', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), main: false, range: '{}' }] })],
   ]
   for (const [what, code, line, rec] of cases) {

@@ -165,6 +165,7 @@ const cases: Case[] = [
   ['a range on a verification that is not main', (r) => { r.verifications!.find((v) => v.main === false)!.range = RANGE }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.main === false)],
   ['a mover cell on a verification that is not main', (r) => { r.verifications!.find((v) => v.main === false)!.mover = '{"followed":100}' }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.main === false)],
   ['a range without its min_rule', (r) => { r.verifications!.find((v) => v.range !== null)!.range = RANGE.replace('"min_rule":"B3/S23",', '') }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.range !== null)],
+  ['sites on a verification on the square grid', (r) => { r.verifications!.find((v) => v.main === false)!.sites = 2 }, 'pack.verification-sites-column', sortedRow('verifications', (v) => v.sites === 2)],
   ['a verification naming a pattern in another form', (r) => { r.verifications!.find((v) => v.main === false)!.pattern_id = 'glider' }, 'pack.row-target-invalid', sortedRow('verifications', (v) => v.pattern_id === 'glider')],
   ['a sighting whose source is neither a uuid nor unattributed', (r) => { r.sightings![1]!.source = 'by hand' }, 'pack.column-value-invalid', sortedRow('sightings', (x) => x.source === 'by hand')],
   ['a provenance row of another kind', (r) => { r.provenance![1]!.kind = 'copied' }, 'pack.column-value-invalid', (s) => partRow(s, 'provenance', 1)],
@@ -209,12 +210,12 @@ t.test('each rule broken alone is refused at level 1, on its row', async (t) => 
 })
 
 
-t.test('a site is set only on patterns of aperiodic tilings', async (t) => {
+t.test('a site is set only on patterns of aperiodic tilings, and sites only on their verifications', async (t) => {
   const site = { patch: { family: 'penrose-kd', params: null, level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0.5, 0.25], radius: 1, nb: 'edge', tiles: [], graph: null }
   const rows = cleanRows({ aperiodic: true })
   rows.patterns!.find((p) => p.pin_key === 'penrose-kd')!.site = site
   const kept = await buildStore(fresh(), { rows, search: false })
-  t.same(failures(await check(kept)), [], 'a site on the Penrose pattern')
+  t.same(failures(await check(kept)), [], 'a site on the Penrose pattern, and sites on its verification')
   const block = rows.patterns!.find((p) => p.class === 'still_life' && p.pin_key === 'square')!
   block.site = site
   const found = failures(await check(await buildStore(fresh(), { rows, search: false })))

@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
+import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -308,7 +308,7 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
     case 'quickstart':
       return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!.check(row)])
     case 'verifications':
-      return both(mainVerifications(rel), picked(ROW_RULES.verifications!))
+      return both(both(mainVerifications(rel), picked(ROW_RULES.verifications!)), verificationSites(tilings, rel))
     case 'annotations':
       return both({
         open: (batch) => {
@@ -364,6 +364,22 @@ function mainVerifications(rel: string): RecordCheck {
         const before = mainRule.get(publisher)
         if (before === undefined) mainRule.set(publisher, rule)
         else if (before !== rule) out.push(failure(ROW_RULE_CODES.verificationMain, `${rel} row ${batch.rowStart + i}`, `pattern ${id} has main rules ${quote(before)} and ${quote(rule)} by publisher ${publisher}: one per pattern and publisher`))
+      }
+    },
+  }
+}
+
+/** A verification's sites against the kind of the tiling its pin names. */
+function verificationSites(tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck {
+  const kindOfPin = new Map([...tilings.values()].map((t) => [t.pin, t.kind]))
+  return {
+    open: (batch) => {
+      const sites = batch.column('sites')
+      const pins = batch.column('pin') as StringVector
+      return (i, out) => {
+        if (sites === null || (sites.valid !== null && sites.valid[i] !== 1)) return
+        const f = verificationSitesFinding(kindOfPin.get(pins.text(i)), true)
+        if (f) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
       }
     },
   }

@@ -195,16 +195,16 @@ export class TableChecker {
     yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, hook)
   }
 
-  /** A part as a thread checks it: what readPart would give checkPart, and the tilings its records need. */
+  /** A part as a thread checks it: what readPart would give checkPart, and the tilings its rows need. */
   private partJob(table: string, schema: TableSchema, rel: string, part: TablePart, partition: Readonly<Record<string, string>> | undefined): PartJob {
     const run = this.run
-    const records = table === 'patterns' || table === 'ants' || table === 'quickstart'
+    const withTilings = table === 'patterns' || table === 'ants' || table === 'quickstart' || table === 'verifications'
     return {
       rel, file: run.file(rel), hash: part.object, bytes: part.bytes, schemaId: schema.schemaId, level: run.level,
       ...(partition ? { partition: { ...partition } } : {}),
       listing: { rows: part.rows, first: part.first, last: part.last },
       verify: run.objectKnown(rel) === undefined,
-      tilings: records ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
+      tilings: withTilings ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
     }
   }
 

@@ -43,9 +43,16 @@ function agree(stated: unknown, column: string, value: unknown, at: RecordPlace)
 /** The tilings the records use, by pin key. */
 export class TilingBook {
   private readonly rows = new Map<string, TilingsRow>()
+  private readonly kinds = new Map<string, string>()
 
   add(row: TilingsRow): void {
     this.rows.set(row.pin_key, row)
+    this.kinds.set(row.pin, row.kind)
+  }
+
+  /** The kind of the tiling whose pin this is, if the publish has it. */
+  kindOfPin(pin: unknown): string | undefined {
+    return typeof pin === 'string' ? this.kinds.get(pin) : undefined
   }
 
   get(pinKey: unknown, at: RecordPlace): TilingsRow {

@@ -35,7 +35,7 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
-import { RaterBook, ROW_RULES } from './row-rules.js'
+import { RaterBook, ROW_RULES, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -439,6 +439,8 @@ async function stageTable(
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
+    const sites = name === 'verifications' ? verificationSitesFinding(tilings.kindOfPin(row['pin']), row['sites'] !== undefined && row['sites'] !== null) : undefined
+    if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     const broken = ROW_RULES[name]?.check(row)[0]

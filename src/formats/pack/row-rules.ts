@@ -44,6 +44,8 @@ export const ROW_RULE_CODES = {
   columnValue: 'pack.column-value-invalid',
   /** A column that names a record or search run (target, pattern_id, source, old_id) in no form its table allows. */
   rowTarget: 'pack.row-target-invalid',
+  /** sites on a verification of a pattern whose tiling is not aperiodic. */
+  verificationSites: 'pack.verification-sites-column',
   /** A site on a pattern whose tiling is not aperiodic. */
   patternSite: 'pack.pattern-site-column',
   /** A gun cell without the members "Tables" lists for it, or with one of the wrong kind. */
@@ -97,6 +99,11 @@ export function patternClassColumnFinding(column: keyof typeof CLASS_COLUMNS, cl
 /** "site: struct? aperiodic only": a pattern on a lattice tiling has none (its cells are lattice cells). */
 export function patternSiteFinding(tilingKind: string, hasSite: boolean): IdentityFinding | undefined {
   return hasSite && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.patternSite, detail: `site is set, but its tiling is ${tilingKind}: only patterns on aperiodic tilings have a site` } : undefined
+}
+
+/** "sites: int32? aperiodic: the sites it was run at": a verification on a lattice tiling (its pin's) has none. A pin no tiling has is not this rule's. */
+export function verificationSitesFinding(tilingKind: string | undefined, hasSites: boolean): IdentityFinding | undefined {
+  return hasSites && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationSites, detail: `sites is set, but its pin is a ${tilingKind} tiling's: only patterns on aperiodic tilings are run at sites` } : undefined
 }
 
 /** The counts a pattern row states, and those its typed phases give. */

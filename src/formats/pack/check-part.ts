@@ -265,18 +265,18 @@ interface RecordCheck {
 
 /** A table's own checks (row-rules.ts, and a record table's ids and tilings), and its JSON cells'. */
 function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
-  return both(tableCheck(table, tilings, rel), jsonCells(table, rel))
+  return inTurn(tableCheck(table, tilings, rel), jsonCells(table, rel))
 }
 
-/** Two checks of a row group's rows, one after the other. */
-function both(first: RecordCheck | undefined, second: RecordCheck | undefined): RecordCheck | undefined {
-  if (!first || !second) return first ?? second
+/** Checks of a row group's rows, one after the other. */
+function inTurn(...checks: (RecordCheck | undefined)[]): RecordCheck | undefined {
+  const present = checks.filter((c): c is RecordCheck => c !== undefined)
+  if (present.length <= 1) return present[0]
   return {
     open: (batch) => {
-      const [a, b] = [first.open(batch), second.open(batch)]
+      const opened = present.map((c) => c.open(batch))
       return (i, out) => {
-        a(i, out)
-        b(i, out)
+        for (const check of opened) check(i, out)
       }
     },
   }
@@ -308,9 +308,9 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
     case 'quickstart':
       return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!.check(row)])
     case 'verifications':
-      return both(both(mainVerifications(rel), picked(ROW_RULES.verifications!)), verificationSites(tilings, rel))
+      return inTurn(mainVerifications(rel), picked(ROW_RULES.verifications!), verificationSites(tilings, rel))
     case 'annotations':
-      return both({
+      return inTurn({
         open: (batch) => {
           const rev = (batch.column('rev') as Extract<Vector, { kind: 'int64' }>).values
           return (i, out) => {
@@ -479,9 +479,8 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     const gunFinding = patternClassColumnFinding('gun', cls, hasGun)
     if (gunFinding) found.push(gunFinding)
     if (hasGun) found.push(...gunFindings(gun.text(i)))
-    // A tiling that is missing is tilingFindings' finding.
     if (site !== null && (site.valid === null || site.valid[i] === 1)) {
-      const siteFinding = patternSiteFinding(tilings.get(columns.pinKey.text(i))?.kind ?? 'aperiodic', true)
+      const siteFinding = patternSiteFinding(tilings.get(columns.pinKey.text(i))?.kind, true)
       if (siteFinding) found.push(siteFinding)
     }
     // The counts are held to the typed phases only once those are the identity's.

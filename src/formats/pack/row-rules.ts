@@ -96,9 +96,9 @@ export function patternClassColumnFinding(column: keyof typeof CLASS_COLUMNS, cl
   return { code: rule.code, detail: wants ? `a ${cls} has ${rule.holds} in ${column}, which is null` : `${column} is set, but a ${cls} has none there (only ${rule.only} do)` }
 }
 
-/** "site: struct? aperiodic only": a pattern on a lattice tiling has none (its cells are lattice cells). */
-export function patternSiteFinding(tilingKind: string, hasSite: boolean): IdentityFinding | undefined {
-  return hasSite && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.patternSite, detail: `site is set, but its tiling is ${tilingKind}: only patterns on aperiodic tilings have a site` } : undefined
+/** "site: struct? aperiodic only": a pattern on a lattice tiling has none (its cells are lattice cells). A missing tiling is not this rule's. */
+export function patternSiteFinding(tilingKind: string | undefined, hasSite: boolean): IdentityFinding | undefined {
+  return hasSite && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.patternSite, detail: `site is set, but its tiling is ${tilingKind}: only patterns on aperiodic tilings have a site` } : undefined
 }
 
 /** "sites: int32? aperiodic: the sites it was run at": a verification on a lattice tiling (its pin's) has none. A pin no tiling has is not this rule's. */

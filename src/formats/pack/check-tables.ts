@@ -297,6 +297,12 @@ export class TableChecker {
     else if (before !== text) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
   }
 
+  /** A rules row: the same wherever it appears, and (level 3) its masks kept for replay. */
+  private *rulesRow(row: Row, at: string): Generator<CheckIssue> {
+    yield* this.sameFact('rules', row, at)
+    if (this.run.at(3)) this.keepRule(row)
+  }
+
   private *pinResult(target: string, c: { mismatches: string[]; lint: string[] }): Generator<CheckIssue> {
     if (c.mismatches.length > 0) yield this.run.issue(GEOMETRY_CODES.pinMismatch, target, c.mismatches.join('; '))
     if (c.lint.length > 0) yield this.run.note(CHECK_CODES.geometryLint, target, c.lint.join('; '))
@@ -362,11 +368,6 @@ export class TableChecker {
 
   // -------------------------------------------------------------------------------------------------
   // level 3
-
-  private *rulesRow(row: Row, at: string): Generator<CheckIssue> {
-    yield* this.sameFact('rules', row, at)
-    if (this.run.at(3)) this.keepRule(row)
-  }
 
   private keepRule(row: Row): void {
     const key = ruleKey(row.notation, row.neighbourhood, row.steps_per_gen)

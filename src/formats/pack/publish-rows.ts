@@ -148,11 +148,11 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
     min_cells: minCells, max_cells: maxCells, phases: made.phases, canonical: made.canonical, rule: row['rule'] ?? null, site: row['site'] ?? null, gun: row['gun'] ?? null,
     family: row['family'], semantics: row['semantics'], class_group: cls, tiling_group: tiling.tiling_group,
   }
+  const site = patternSiteFinding(tiling.kind, out['site'] !== null)
+  if (site) throw recordError(site.code, at, site.detail, 'site')
   // One pass over the record's members: members no column names are kept so that the row check refuses
   // them by name, and the computed columns are read by name only from a record that states one (reading
   // nine absent members cost more than the pass).
-  const site = patternSiteFinding(tiling.kind, out['site'] !== null)
-  if (site) throw recordError(site.code, at, site.detail, 'site')
   let unknown: Row | undefined
   let statesComputed = false
   for (const k in input) {

@@ -92,6 +92,33 @@ t.test('retractions are cumulative: a version lists each of its parents\' with i
   exactly(t, otherPublisher.issues, [['1 pack.retracts-not-cumulative', otherPublisher.manifest]], 'the same target under another publisher')
 })
 
+t.test('a retraction a version lists first names its publisher\'s id (level 2)', async (t) => {
+  const parentRetracts = (d: Record<string, unknown>) => ({ ...d, retracts: [retraction(X, PUBLISHER_ID)] })
+  const retracts = (...r: ReturnType<typeof retraction>[]) => (d: Record<string, unknown>) => ({ ...d, retracts: r })
+  const second = successorKeyStatement(PUBLISHER, SUCCESSOR.publicKey, { created: T0 })
+  const SUCCESSOR_ID = fingerprint(SUCCESSOR.publicKey)
+  const [own, other, otherKept, rotatedId, rotatedKey, parentMissing] = await Promise.all([
+    check({ parentManifest: parentRetracts, manifest: retracts(retraction(X, PUBLISHER_ID), retraction(Y, PUBLISHER_ID)) }),
+    check({ parentManifest: parentRetracts, manifest: retracts(retraction(X, PUBLISHER_ID), retraction(Y, OTHER)) }),
+    // The parent's first listing names another publisher: the parent is refused, the version keeping it is not.
+    check({ parentManifest: retracts(retraction(Y, OTHER)), manifest: retracts(retraction(Y, OTHER)) }),
+    // After a key change the manifest names the current key, and a retraction the publisher's id.
+    check({ signer: SUCCESSOR, keys: [first, second], history: false, manifest: retracts(retraction(X, PUBLISHER_ID)) }),
+    check({ signer: SUCCESSOR, keys: [first, second], history: false, manifest: retracts(retraction(X, SUCCESSOR_ID)) }),
+    // A parent the store lacks may have listed it first.
+    check({ history: false, manifest: (d) => ({ ...d, parents: [`sha256:${'c'.repeat(64)}`], retracts: [retraction(Y, OTHER)] }) }),
+  ])
+  exactly(t, own.issues, [], 'its own retraction added beside its parent\'s')
+  exactly(t, other.issues, [['2 pack.retraction-publisher', other.manifest]], 'a retraction it adds under another publisher')
+  t.same(otherKept.issues.filter((i) => !i.note).map((i) => `${i.level} ${i.code}`), ['2 pack.retraction-publisher'], `only the parent, which listed it first: ${JSON.stringify(otherKept.issues)}`)
+  t.not(otherKept.issues[0]?.target, otherKept.manifest, 'not on the version that keeps it')
+  exactly(t, rotatedId.issues, [], 'the publisher\'s id after a key change')
+  exactly(t, rotatedKey.issues, [['2 pack.retraction-publisher', rotatedKey.manifest]], 'the current key, which is not the publisher\'s id')
+  exactly(t, parentMissing.issues, [], 'a parent the store lacks')
+  const atLevel1 = await check({ parentManifest: parentRetracts, manifest: retracts(retraction(X, PUBLISHER_ID), retraction(Y, OTHER)) }, 1)
+  exactly(t, atLevel1.issues, [], 'not judged at level 1, which reads no key statements')
+})
+
 t.test('in an export, pack.json is held to the earlier manifests in history/', async (t) => {
   const rows = smallRows()
   const s = await buildStore(fresh(), { rows, search: false, parentManifest: (d) => ({ ...d, retracts: [retraction(X, PUBLISHER_ID)] }) })

@@ -74,7 +74,7 @@ t.test('on a thread: a hostile part is refused, an object that does not hash too
 
 t.test('a part with a finding on each of 3,000 rows comes back whole and in order', async (t) => {
   const part = await wrongIds(3000)
-  const tilings: PartJob['tilings'] = [['square', { pin: String(part.rows[0]!.pin), tilingGroup: 'square' }]]
+  const tilings: PartJob['tilings'] = [['square', { pin: String(part.rows[0]!.pin), tilingGroup: 'square', kind: 'lattice' }]]
   const pool = new CheckPool(2)
   t.teardown(() => pool.close())
   // Two at once, so that one thread runs ahead while the other's issues are taken.

@@ -222,12 +222,33 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
     ['a verdict off its scale', 'pack.rating-verdict-invalid', 2, records(dir(), [BLOCK], { ratings: [rating('4'), rating('keep')] })],
     ['a gun column on an oscillator', 'pack.pattern-gun-column', 2, records(dir(), [BLOCK, { ...BLINKER, gun: '{"per_period":1}' }])],
     ['an alias of another reason', 'pack.alias-reason-invalid', 1, records(dir(), [BLOCK], { aliases: [{ old_id: '0'.repeat(32), target: '@patterns:1', reason: 'renamed', date: T0 }] })],
+    ['a sighting from no search and not unattributed', 'pack.column-value-invalid', 1, records(dir(), [BLOCK], { sightings: [{ pattern_id: '@patterns:1', rule: 'B3/S23', source: 'by hand', count: 1, soups: 1, first_seen: T0, last_seen: T0 }] })],
+    ['a rating annotation written as text', 'pack.annotation-value-invalid', 1, records(dir(), [BLOCK], { annotations: [{ target: '@patterns:1', field: 'rating', value: '"4"', score_model: null, date: T0 }] })],
+    ['a site on a square-grid pattern', 'pack.pattern-site-column', 1, records(dir(), [{ ...BLOCK, site: { patch: { family: 'penrose-kd', level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0, 0], radius: 1, tiles: [] } }])],
+    ['sites on a verification on the square grid', 'pack.verification-sites-column', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), sites: 3 }] })],
+    ['a range on a verification that is not main', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), main: false, range: '{}' }] })],
   ]
   for (const [what, code, line, rec] of cases) {
     const store = dir()
     await t.rejects(publishPack(opts(store, await rec)), { code, exitCode: 2, location: { line } }, what)
     t.notOk(existsSync(join(store, 'refs')), `${what}: no ref`)
   }
+})
+
+t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {
+  const [SELF, OTHER_RATER] = ['rater-5a1e0f00d1a2b3c4', 'rater-9c0ffee1234abcd0']
+  const raterRow = (rater: string, notes: boolean) => ({ rater, consent_date: T0, consent_scope: 'public-permanent', display_name: null, orcid: null, members: null, notes })
+  const rating = (rater: string, note: string | null) => ({ rater, target: '@patterns:1', scale: 'stars-1-5 1', verdict: '4', note, round: null, date: T0 })
+  const missing = dir()
+  const noRow = await records(dir(), [BLOCK], { ratings: [rating(SELF, null), rating(OTHER_RATER, null)], raters: [raterRow(SELF, false)] })
+  await t.rejects(publishPack(opts(missing, noRow)), { code: 'pack.rater-row-missing', exitCode: 2, location: { file: join(noRow, 'ratings.jsonl'), line: 2 } }, 'a rater with no row')
+  t.notOk(existsSync(join(missing, 'refs')), 'no ref')
+  const noted = await records(dir(), [BLOCK], { ratings: [rating(SELF, 'Small.')], raters: [raterRow(SELF, false)] })
+  await t.rejects(publishPack(opts(dir(), noted)), { code: 'pack.rating-note-without-consent', exitCode: 2, location: { file: join(noted, 'ratings.jsonl'), line: 1 } }, 'a note its rater does not share')
+  const store = dir()
+  await publishPack(opts(store, await records(dir(), [BLOCK], { raters: [raterRow(SELF, true)] })))
+  const later = await publishPack(opts(store, await records(dir(), [BLOCK], { ratings: [rating(SELF, 'Small.')] }), { created: '2026-11-12T00:00:00Z' }))
+  t.equal(later.seq, 2, 'a rating whose rater\'s row, sharing notes, is in the parent')
 })
 
 t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {

@@ -13,7 +13,7 @@ import { patternClassColumnFinding, ROW_RULE_CODES } from '../src/formats/pack/r
 import { objectPath } from '../src/formats/pack/store.js'
 import { PACK_TABLES, rowComparator } from '../src/formats/pack/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
-import { BLOCK, PUBLISHER_ID, T0, buildStore, cleanRows, patternRow, quickstartRow, verificationRow, type BuiltStore, type Row } from './pack-check-fixtures.js'
+import { BLINKER, BLOCK, PUBLISHER_ID, SEARCH, T0, buildStore, cleanRows, mediaRow, patternRow, quickstartRow, verificationRow, type BuiltStore, type Row } from './pack-check-fixtures.js'
 
 const base = await mkdtemp(join(tmpdir(), 'pack-row-rules-'))
 t.teardown(() => rm(base, { recursive: true, force: true }))
@@ -34,34 +34,66 @@ function sceneRow(scene: string): Row {
   return { ...row, id: quickstartId(scene, row.pin as string) }
 }
 
+const GUN = '{"extra":"ignored","per_period":1,"ship":"glider","ship_displacement":[1,1],"ship_label":"glider","ship_period":4,"ship_phases":[],"ship_speed":"c/4"}'
+const RANGE = '{"birth_max":11,"birth_min":8,"bits":9,"density":0.35,"max_rule":"B013/S0123","min_rule":"B3/S23","states_max":2,"states_min":2,"survive_max":15,"survive_min":12}'
+
 /**
  * The clean pack's rows, plus rows that keep every rule at its edge: a mover with its rule whose
- * min_cells and max_cells span more than its phases, JSON cells with non-integer numbers, a scene naming
- * a registry palette and one of its own, both alias reasons, an annotation of rev 1, a group of two raters
- * rating beside a member whose rating has a note she shares, and a pattern's main rule verified twice by
- * its publisher and another main rule by another publisher.
+ * min_cells and max_cells span more than its phases, a gun with its rule and a gun cell holding a member
+ * beyond the spec's, JSON cells with non-integer numbers, a scene naming a registry palette and one of its
+ * own and made from a pattern, aliases of a pattern (both reasons) and of an ant, annotations of every
+ * field's shape (a cleared one, and a field the spec does not name), a group of two raters rating beside a
+ * member whose rating has a note she shares and a rating of a search run, a pattern's main rule verified
+ * twice by its publisher (once with its range) and another main rule by another publisher, a rule of a
+ * family without masks, sightings from a search and unattributed, a provenance row 0 with its run and an
+ * imported row 1 naming its pack, a score model, and a tiling and a rule given twice, identically.
  */
 function keptRows(): Record<string, Row[]> {
   const rows = cleanRows()
   const mover = { ...patternRow(LIFE, BLOCK, { class: 'mover', rule: 'B3/S23' }), min_cells: 2, max_cells: 9 }
-  rows.patterns!.push(mover)
+  const gun = { ...patternRow(LIFE, BLINKER, { class: 'gun', rule: 'B3/S23' }), gun: GUN }
+  rows.patterns!.push(mover, gun)
   const glider = rows.patterns!.find((p) => p.class === 'spaceship')!
+  const target = `pattern:${String(glider.id)}`
+  const cyclic = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
+  // A fact given twice, identically: kept once.
+  rows.rules!.push(cyclic, { ...cyclic, notation: 'C4' }, { ...cyclic, notation: 'C4' })
+  rows.tilings!.push({ ...rows.tilings![0]! })
   rows.verifications!.push(
-    { ...verificationRow(glider, LIFE), date: '2026-11-12T00:00:00Z', range: '{"bits":9,"density":0.35}' },
+    { ...verificationRow(glider, LIFE), date: '2026-11-12T00:00:00Z', range: RANGE },
     { ...verificationRow(glider, { ...LIFE, notation: 'B36/S23' }), publisher: OTHER_PUBLISHER },
+    { ...verificationRow(glider, { ...LIFE, notation: 'B38/S23' }), main: false },
   )
+  rows.sightings = [
+    { pattern_id: glider.id, rule: 'B3/S23', publisher: PUBLISHER_ID, source: SEARCH, source_kind: 'explore', count: 3n, soups: 2n, first_seen: T0, last_seen: T0 },
+    { pattern_id: glider.id, rule: 'B3/S23', publisher: PUBLISHER_ID, source: 'unattributed', source_kind: null, count: 1n, soups: 1n, first_seen: T0, last_seen: T0 },
+  ]
+  const provenance = { target, publisher: PUBLISHER_ID, finder: null, orcid: null, search_kind: null, search: null, machine: 'linux-x86_64', engine_version: '0.1.0', pin: glider.pin, date: T0, source: null }
+  rows.provenance = [
+    { ...provenance, seq: 0, kind: 'found', pack: null, run: '{"soup":"s1"}' },
+    { ...provenance, seq: 1, kind: 'imported', pack: `sha256:${'a'.repeat(64)}`, run: null },
+  ]
   rows.media![0]!.render = '{"palette":"Ember","scale":0.5}'
-  rows.quickstart = [sceneRow('{"automata":[{"palette":"Dusk","rule":"B3/S23","tiling":"square"}],"palette":"Deep Sea","palettes":{"Dusk":["#201040","#ff8800"]}}')]
+  rows.media!.push(mediaRow(target, { kind: 'thumb' }))
+  rows.quickstart = [{ ...sceneRow('{"automata":[{"palette":"Dusk","rule":"B3/S23","tiling":"square"}],"palette":"Deep Sea","palettes":{"Dusk":["#201040","#ff8800"]}}'), source: target }]
+  const ant = rows.ants![0]!
   rows.aliases = [
-    { old_id: '0'.repeat(32), target: `pattern:${String(glider.id)}`, reason: 'geometry-change', date: T0 },
-    { old_id: '1'.repeat(32), target: `pattern:${String(glider.id)}`, reason: 'scheme-change', date: T0 },
+    { old_id: '0'.repeat(32), target, reason: 'geometry-change', date: T0 },
+    { old_id: '1'.repeat(32), target, reason: 'scheme-change', date: T0 },
+    { old_id: `ant-${'2'.repeat(32)}`, target: `ant:${String(ant.id)}`, reason: 'scheme-change', date: T0 },
   ]
   rows.raters = [rater(GROUP, { members: [MEMBER_A, MEMBER_B] }), rater(MEMBER_A, { display_name: 'A Rater', notes: true }), rater(MEMBER_B)]
-  rows.annotations = [{ target: `pattern:${String(glider.id)}`, publisher: PUBLISHER_ID, field: 'score', value: '"0.35"', score_model: 'taste 1', date: T0, rev: 1n }]
-  rows.ratings = [
-    { rater: GROUP, target: `pattern:${String(glider.id)}`, scale: 'stars-1-5 1', verdict: '4', note: null, round: 'review', date: T0 },
-    { rater: MEMBER_A, target: `pattern:${String(glider.id)}`, scale: 'stars-1-5 1', verdict: '5', note: 'Moves, and is small.', round: 'review', date: T0 },
+  const annotation = (field: string, value: string, extra: Row = {}): Row => ({ target, publisher: PUBLISHER_ID, field, value, score_model: null, date: T0, rev: 1n, ...extra })
+  rows.annotations = [
+    annotation('score', '"0.35"', { score_model: 'taste 1' }), annotation('name', '"Glider"'), annotation('tags', '["small","ship"]'), annotation('rating', '4'),
+    annotation('notes', 'null'), annotation('colour', '{"any":"shape"}', { score_model: 'taste 1' }),
   ]
+  rows.ratings = [
+    { rater: GROUP, target, scale: 'stars-1-5 1', verdict: '4', note: null, round: 'review', date: T0 },
+    { rater: MEMBER_A, target, scale: 'stars-1-5 1', verdict: '5', note: 'Moves, and is small.', round: 'review', date: T0 },
+    { rater: MEMBER_B, target: `search_run:${SEARCH}:2`, scale: 'keep-maybe-drop 1', verdict: 'keep', note: null, round: null, date: T0 },
+  ]
+  rows.score_models = [{ model: 'taste', version: '1', kind: 'logistic 1', features: ['cells', 'period'], weights: [0.5, -1.25], intercept: 0.1, fitted_on: 'review', rater: MEMBER_A, metrics: '{"auc":0.8}' }]
   return rows
 }
 
@@ -72,6 +104,9 @@ async function check(s: BuiltStore): Promise<CheckIssue[]> {
 }
 const failures = (issues: CheckIssue[]) => issues.filter((i) => !i.note)
 const partRow = (s: BuiltStore, table: string, row: number) => `${objectPath(s.parts[table]![0]!.object, 'parquet')} row ${row}`
+/** Where the row `which` picks lands in its (one) part, whose rows are sorted. */
+const sortedRow = (table: keyof typeof PACK_TABLES, which: (row: Row) => boolean) => (s: BuiltStore, rows: Record<string, Row[]>) =>
+  partRow(s, table, [...rows[table]!].sort(rowComparator(PACK_TABLES[table])).findIndex(which))
 
 t.test('rows that keep every rule pass', async (t) => {
   const issues = await check(await buildStore(fresh(), { rows: keptRows() }))
@@ -105,7 +140,7 @@ const cases: Case[] = [
   ['a consent scope other than public-permanent', (r) => { r.raters![2]!.consent_scope = 'private' }, 'pack.rater-row-invalid', (s) => partRow(s, 'raters', 2)],
   ['a group member\'s id that is not a rater id', (r) => { r.raters![0]!.members = [MEMBER_A, 'Alice'] }, 'pack.rater-id-malformed', (s) => partRow(s, 'raters', 0)],
   ['a rating by an id that is not a rater id', (r) => { r.ratings![0]!.rater = 'rater-0123' }, 'pack.rater-id-malformed', (s) => partRow(s, 'ratings', 0)],
-  ['an annotation of rev 0', (r) => { r.annotations![0]!.rev = 0n }, 'pack.annotation-rev-invalid', (s) => partRow(s, 'annotations', 0)],
+  ['an annotation of rev 0', (r) => { r.annotations![0]!.rev = 0n }, 'pack.annotation-rev-invalid', sortedRow('annotations', (a) => a.rev === 0n)],
   ['a rating by a rater with no raters row', (r) => { r.ratings![0]!.rater = 'rater-00000000000000aa' }, 'pack.rater-row-missing', (s) => partRow(s, 'ratings', 0)],
   ['a group member with no raters row', (r) => { r.raters = r.raters!.filter((x) => x.rater !== MEMBER_B) }, 'pack.rater-row-missing', (s) => partRow(s, 'raters', 0)],
   ['a note by a rater whose rows do not share notes', (r) => { r.ratings![1]!.rater = MEMBER_B }, 'pack.rating-note-without-consent', (s) => partRow(s, 'ratings', 1)],
@@ -118,6 +153,47 @@ const cases: Case[] = [
     const sorted = [...r.verifications!].sort(rowComparator(PACK_TABLES.verifications))
     return partRow(s, 'verifications', sorted.findIndex((v) => v.rule === 'B3/S236'))
   }],
+  ['a gun cell without its ship_period', (r) => { find(r, 'gun').gun = GUN.replace('"ship_period":4,', '') }, 'pack.pattern-gun-json-invalid', pattern('gun')],
+  ['a gun cell whose ship_displacement is not [dx, dy]', (r) => { find(r, 'gun').gun = GUN.replace('[1,1]', '"1,1"') }, 'pack.pattern-gun-json-invalid', pattern('gun')],
+  ['a B/S rule of 3 states', (r) => { r.rules!.find((x) => x.family === 'bs')!.states = 3 }, 'pack.rule-family-columns', sortedRow('rules', (x) => x.family === 'bs')],
+  ['a B/S rule without its survive mask', (r) => { r.rules!.find((x) => x.family === 'bs')!.survive = null }, 'pack.rule-family-columns', sortedRow('rules', (x) => x.family === 'bs')],
+  ['a Generations rule of 2 states', (r) => { r.rules!.find((x) => x.family === 'generations')!.states = 2 }, 'pack.rule-family-columns', sortedRow('rules', (x) => x.family === 'generations')],
+  ['a rule of another family with masks', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.birth = 8n }, 'pack.rule-family-columns', sortedRow('rules', (x) => x.family === 'cyclic')],
+  ['a rule on a neighbourhood other than touch and edge', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.neighbourhood = 'vertex' }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
+  ['a rule applied 0 times a generation', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.steps_per_gen = 0 }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
+  ['a semantics version that is not a positive integer', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.semantics = '01' }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
+  ['a range on a verification that is not main', (r) => { r.verifications!.find((v) => v.main === false)!.range = RANGE }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.main === false)],
+  ['a mover cell on a verification that is not main', (r) => { r.verifications!.find((v) => v.main === false)!.mover = '{"followed":100}' }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.main === false)],
+  ['a range without its min_rule', (r) => { r.verifications!.find((v) => v.range !== null)!.range = RANGE.replace('"min_rule":"B3/S23",', '') }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.range !== null)],
+  ['sites on a verification on the square grid', (r) => { r.verifications!.find((v) => v.main === false)!.sites = 2 }, 'pack.verification-sites-column', sortedRow('verifications', (v) => v.sites === 2)],
+  ['a verification naming a pattern in another form', (r) => { r.verifications!.find((v) => v.main === false)!.pattern_id = 'glider' }, 'pack.row-target-invalid', sortedRow('verifications', (v) => v.pattern_id === 'glider')],
+  ['a sighting whose source is neither a uuid nor unattributed', (r) => { r.sightings![1]!.source = 'by hand' }, 'pack.column-value-invalid', sortedRow('sightings', (x) => x.source === 'by hand')],
+  ['a provenance row of another kind', (r) => { r.provenance![1]!.kind = 'copied' }, 'pack.column-value-invalid', (s) => partRow(s, 'provenance', 1)],
+  ['a provenance seq below 0', (r) => { r.provenance![0]!.seq = -1; r.provenance![0]!.run = null }, 'pack.column-value-invalid', (s) => partRow(s, 'provenance', 0)],
+  ['a run on provenance row 1', (r) => { r.provenance![1]!.run = '{"soup":"s1"}' }, 'pack.provenance-run-not-first', (s) => partRow(s, 'provenance', 1)],
+  ['a provenance pack that is not a hash', (r) => { r.provenance![1]!.pack = 'sha256:abc' }, 'pack.hash-malformed', (s) => partRow(s, 'provenance', 1)],
+  ['a provenance row naming a search run', (r) => { r.provenance![1]!.target = `search_run:${SEARCH}:2` }, 'pack.row-target-invalid', sortedRow('provenance', (p) => String(p.target).startsWith('search_run:'))],
+  ['an annotation rating written as a string', (r) => { r.annotations!.find((a) => a.field === 'rating')!.value = '"4"' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'rating')],
+  ['an annotation rating of 6', (r) => { r.annotations!.find((a) => a.field === 'rating')!.value = '6' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'rating')],
+  ['annotation tags that are not a list of strings', (r) => { r.annotations!.find((a) => a.field === 'tags')!.value = '"small"' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'tags')],
+  ['an annotation score written as a number', (r) => { r.annotations!.find((a) => a.field === 'score')!.value = '0.35' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'score')],
+  ['an annotation score not as ECMAScript writes it', (r) => { r.annotations!.find((a) => a.field === 'score')!.value = '"0.350"' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'score')],
+  ['an annotation name that is not a string', (r) => { r.annotations!.find((a) => a.field === 'name')!.value = '["Glider"]' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'name')],
+  ['a score model on an annotation other than score', (r) => { r.annotations!.find((a) => a.field === 'name')!.score_model = 'taste 1' }, 'pack.annotation-value-invalid', sortedRow('annotations', (a) => a.field === 'name')],
+  ['an ant run of an outcome the spec does not name', (r) => { r.ants![0]!.outcome = 'spiral' }, 'pack.column-value-invalid', (_s, r) => `ant:${String(r.ants![0]!.id)}`],
+  ['a highway without its speed', (r) => { Object.assign(r.ants![0]!, { outcome: 'highway', period: 104n, dx: -2, dy: 2, onset: 9977n }) }, 'pack.ant-outcome-columns', (_s, r) => `ant:${String(r.ants![0]!.id)}`],
+  ['a periodic ant run without its onset', (r) => { Object.assign(r.ants![0]!, { outcome: 'periodic', period: 4n, dx: 0, dy: 0 }) }, 'pack.ant-outcome-columns', (_s, r) => `ant:${String(r.ants![0]!.id)}`],
+  ['a chaotic ant run with a speed', (r) => { r.ants![0]!.speed = 0.5 }, 'pack.ant-outcome-columns', (_s, r) => `ant:${String(r.ants![0]!.id)}`],
+  ['media of a kind the spec does not name', (r) => { r.media![1]!.kind = 'video' }, 'pack.column-value-invalid', sortedRow('media', (m) => m.kind === 'video')],
+  ['a score model of another kind', (r) => { r.score_models![0]!.kind = 'linear 1' }, 'pack.column-value-invalid', (s) => partRow(s, 'score_models', 0)],
+  ['a score model with a weight too few', (r) => { r.score_models![0]!.weights = [0.5] }, 'pack.score-model-weights-mismatch', (s) => partRow(s, 'score_models', 0)],
+  ['a rating of a target in no target form', (r) => { r.ratings![2]!.target = 'search_run:2' }, 'pack.row-target-invalid', sortedRow('ratings', (x) => x.target === 'search_run:2')],
+  ['an alias of a search run', (r) => { r.aliases![2]!.target = `search_run:${SEARCH}:2` }, 'pack.row-target-invalid', (s) => partRow(s, 'aliases', 2)],
+  ['an alias whose old id is of another kind than its target', (r) => { r.aliases![2]!.old_id = '2'.repeat(32) }, 'pack.row-target-invalid', sortedRow('aliases', (x) => x.old_id === '2'.repeat(32))],
+  ['an alias whose old id is its target\'s', (r) => { r.aliases![2]!.old_id = r.ants![0]!.id }, 'pack.row-target-invalid', sortedRow('aliases', (x) => x.reason === 'scheme-change' && String(x.target).startsWith('ant:'))],
+  ['a rules row given again with other columns', (r) => { r.rules!.push({ ...r.rules![0]!, semantics: '2' }) }, 'pack.fact-conflict', sortedRow('rules', (x) => x.semantics === '2')],
+  ['a tilings row given again with another name', (r) => { r.tilings!.push({ ...r.tilings![0]!, name: 'Squares' }) }, 'pack.fact-conflict', () => 'tiling:square'],
+  ['a Quick Start entry made from a Quick Start entry', (r) => { r.quickstart![0]!.source = `quickstart:${String(r.quickstart![0]!.id)}` }, 'pack.row-target-invalid', (_s, r) => `quickstart:${String(r.quickstart![0]!.id)}`],
 ]
 
 t.test('each rule broken alone is refused at level 1, on its row', async (t) => {
@@ -133,6 +209,18 @@ t.test('each rule broken alone is refused at level 1, on its row', async (t) => 
   }))
 })
 
+
+t.test('a site is set only on patterns of aperiodic tilings, and sites only on their verifications', async (t) => {
+  const site = { patch: { family: 'penrose-kd', params: null, level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0.5, 0.25], radius: 1, nb: 'edge', tiles: [], graph: null }
+  const rows = cleanRows({ aperiodic: true })
+  rows.patterns!.find((p) => p.pin_key === 'penrose-kd')!.site = site
+  const kept = await buildStore(fresh(), { rows, search: false })
+  t.same(failures(await check(kept)), [], 'a site on the Penrose pattern, and sites on its verification')
+  const block = rows.patterns!.find((p) => p.class === 'still_life' && p.pin_key === 'square')!
+  block.site = site
+  const found = failures(await check(await buildStore(fresh(), { rows, search: false })))
+  t.same(found.map((i) => `${i.level} ${i.code} ${i.target}`), [`1 pack.pattern-site-column pattern:${String(block.id)}`], 'a site on a square-grid pattern')
+})
 
 t.test('rule and gun are set exactly for their classes, both ways', async (t) => {
   for (const cls of ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other']) {

@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES } from './row-rules.js'
+import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -35,6 +35,8 @@ export interface PartSpec {
 export interface RecordTiling {
   pin: string
   tilingGroup: string
+  /** lattice or aperiodic. */
+  kind: string
 }
 
 export interface PartContext {
@@ -263,15 +265,18 @@ interface RecordCheck {
 
 /** A table's own checks (row-rules.ts, and a record table's ids and tilings), and its JSON cells'. */
 function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
-  const own = tableCheck(table, tilings, rel)
-  const json = jsonCells(table, rel)
-  if (!own || !json) return own ?? json
+  return inTurn(tableCheck(table, tilings, rel), jsonCells(table, rel))
+}
+
+/** Checks of a row group's rows, one after the other. */
+function inTurn(...checks: (RecordCheck | undefined)[]): RecordCheck | undefined {
+  const present = checks.filter((c): c is RecordCheck => c !== undefined)
+  if (present.length <= 1) return present[0]
   return {
     open: (batch) => {
-      const [a, b] = [own.open(batch), json.open(batch)]
+      const opened = present.map((c) => c.open(batch))
       return (i, out) => {
-        a(i, out)
-        b(i, out)
+        for (const check of opened) check(i, out)
       }
     },
   }
@@ -286,37 +291,35 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
       for (const f of found) out.push(failure(f.code, `${prefix}:${String(row.id)}`, f.detail))
     },
   })
-  const rows = (rules: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
-    open: (batch) => (i, out) => {
-      for (const f of rules(batch.row(i))) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
-    },
-  })
+  // Only the columns a table's rules read are built.
+  const picked = (rule: RowRule): RecordCheck => {
+    const row: Record<string, unknown> = {}
+    return {
+      open: (batch) => (i, out) => {
+        for (const f of rule.check(batch.pick(i, rule.columns, row))) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+      },
+    }
+  }
   switch (table) {
     case 'patterns':
       return { open: (batch) => patternRows(batch, tilings) }
     case 'ants':
-      return rowIds('ant', (row) => checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }))
+      return rowIds('ant', (row) => [...checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }), ...ROW_RULES.ants!.check(row)])
     case 'quickstart':
-      return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!(row)])
+      return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!.check(row)])
     case 'verifications':
-      return mainVerifications(rel)
-    case 'aliases':
-      return rows(ROW_RULES.aliases!)
+      return inTurn(mainVerifications(rel), picked(ROW_RULES.verifications!), verificationSites(tilings, rel))
     case 'annotations':
-      return {
+      return inTurn({
         open: (batch) => {
           const rev = (batch.column('rev') as Extract<Vector, { kind: 'int64' }>).values
           return (i, out) => {
             if (rev[i]! < 1n) out.push(failure(ROW_RULE_CODES.annotationRev, `${rel} row ${batch.rowStart + i}`, `rev ${rev[i]}: the ref seq of the version that added it, which is 1 or more`))
           }
         },
-      }
-    case 'ratings':
-      return rows(ROW_RULES.ratings!)
-    case 'raters':
-      return rows(ROW_RULES.raters!)
+      }, picked(ROW_RULES.annotations!))
     default:
-      return undefined
+      return ROW_RULES[table] && picked(ROW_RULES[table])
   }
 }
 
@@ -366,6 +369,22 @@ function mainVerifications(rel: string): RecordCheck {
   }
 }
 
+/** A verification's sites against the kind of the tiling its pin names. */
+function verificationSites(tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck {
+  const kindOfPin = new Map([...tilings.values()].map((t) => [t.pin, t.kind]))
+  return {
+    open: (batch) => {
+      const sites = batch.column('sites')
+      const pins = batch.column('pin') as StringVector
+      return (i, out) => {
+        if (sites === null || (sites.valid !== null && sites.valid[i] !== 1)) return
+        const f = verificationSitesFinding(kindOfPin.get(pins.text(i)), true)
+        if (f) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+      }
+    },
+  }
+}
+
 /** A record's tiling: its pin_key names a row of tilings, with its pin and tiling group. Findings are appended to `out`. */
 function tilingFindings(pinKey: unknown, pin: unknown, tilingGroup: unknown, tilings: ReadonlyMap<string, RecordTiling>, out: IdentityFinding[]): void {
   const tiling = tilings.get(pinKey as string)
@@ -406,6 +425,7 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
   // A nullable column a part lacks reads as null.
   const rule = batch.column('rule') as StringVector | null
   const gun = batch.column('gun') as StringVector | null
+  const site = batch.column('site')
   const [cellCount, minCells, maxCells] = [ints('cells'), ints('min_cells'), ints('max_cells')]
   const counts: PhaseCounts = { cells: 0, minCells: 0, maxCells: 0, phase0: 0, fewest: 0, most: 0 }
   const found: IdentityFinding[] = []
@@ -455,8 +475,14 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     const cls = columns.class.text(i)
     const ruleFinding = patternClassColumnFinding('rule', cls, rule !== null && (rule.valid === null || rule.valid[i] === 1))
     if (ruleFinding) found.push(ruleFinding)
-    const gunFinding = patternClassColumnFinding('gun', cls, gun !== null && (gun.valid === null || gun.valid[i] === 1))
+    const hasGun = gun !== null && (gun.valid === null || gun.valid[i] === 1)
+    const gunFinding = patternClassColumnFinding('gun', cls, hasGun)
     if (gunFinding) found.push(gunFinding)
+    if (hasGun) found.push(...gunFindings(gun.text(i)))
+    if (site !== null && (site.valid === null || site.valid[i] === 1)) {
+      const siteFinding = patternSiteFinding(tilings.get(columns.pinKey.text(i))?.kind, true)
+      if (siteFinding) found.push(siteFinding)
+    }
     // The counts are held to the typed phases only once those are the identity's.
     const cellsFinding = found.some((f) => f.code === IDENTITY_CODES.phasesMismatch) ? undefined : patternCellsFinding(cls, phaseCounts(i))
     if (cellsFinding) found.push(cellsFinding)

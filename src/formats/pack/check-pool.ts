@@ -8,7 +8,7 @@
  * a few hundred milliseconds.
  *
  * Only parts whose checks need nothing but the part and a snapshot of the tilings go to a thread: those of
- * tables with a row hook (tilings, media, and at level 3 rules, verifications and patterns) are checked
+ * tables with a row hook (tilings, rules, media, ratings, raters, and at level 3 verifications and patterns) are checked
  * where the hook's state is.
  *
  * A thread's side is check-pool-worker.ts. This module loads none of the checks, so that a caller can start

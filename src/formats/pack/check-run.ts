@@ -78,8 +78,12 @@ export const CHECK_CODES = {
   refPublisher: 'pack.ref-publisher-mismatch',
   /** A ref's seq below the number of versions of its feed the store holds (seq goes up by at least one a version). */
   refSeq: 'pack.ref-seq',
+  /** A retraction a version lists first (no parent lists it) under another publisher than the version's. */
+  retractionPublisher: 'pack.retraction-publisher',
   /** A version that does not list a retraction of a parent (the same target and publisher). */
   retractsNotCumulative: 'pack.retracts-not-cumulative',
+  /** Two different rows of a fact table with one key (the same code as the publisher's refusal). */
+  factConflict: 'pack.fact-conflict',
   /** A pattern with no rule: its rule column is null and no verification of it is main. */
   replayRuleMissing: 'pack.replay-rule-missing',
   /** A pattern's rule has no rules row with its neighbourhood and steps per generation. */
@@ -91,11 +95,11 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative,
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
-  CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq,
+  CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq, CHECK_CODES.retractionPublisher,
 ]
 const LEVEL_3: readonly string[] = [...Object.values(REPLAY_CODES), CHECK_CODES.replayRuleMissing, CHECK_CODES.replayRuleUnknown]
 const LEVELS: ReadonlyMap<string, CheckLevel> = new Map([...LEVEL_1.map((c) => [c, 1] as const), ...LEVEL_2.map((c) => [c, 2] as const), ...LEVEL_3.map((c) => [c, 3] as const)])

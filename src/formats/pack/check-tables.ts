@@ -21,7 +21,7 @@ import { partFacts } from './parquet-read.js'
 import type { AutomatonTiling, Neighbourhood, PatternCell } from './replay-automaton.js'
 import { REPLAY_CODES, replayPeriodic, type ReplayStatus } from './replay.js'
 import { mediaExtension, type MediaFile } from './store.js'
-import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
+import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, canonicalRowText, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
@@ -31,7 +31,6 @@ import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 type Row = Record<string, unknown>
 
 interface TilingFacts extends RecordTiling {
-  kind: string
   /** A lattice's tile types and neighbour lists, once its geometry has been read (level 1 and up). */
   geometry?: AutomatonTiling
 }
@@ -68,6 +67,8 @@ export class TableChecker {
   private readonly rules = new Map<string, RuleFacts>()
   private readonly mainRules = new Map<string, string[]>()
   private readonly raterBook = new RaterBook()
+  /** The tilings and rules rows read, by table and key, as RFC 8785 text. */
+  private readonly factRows = new Map<string, string>()
 
   private pool: CheckPool | undefined
 
@@ -194,16 +195,16 @@ export class TableChecker {
     yield* this.readPart({ rel, hash: part.object, bytes: part.bytes, schema, ...(partition ? { partition } : {}), listing: part }, hook)
   }
 
-  /** A part as a thread checks it: what readPart would give checkPart, and the tilings its records need. */
+  /** A part as a thread checks it: what readPart would give checkPart, and the tilings its rows need. */
   private partJob(table: string, schema: TableSchema, rel: string, part: TablePart, partition: Readonly<Record<string, string>> | undefined): PartJob {
     const run = this.run
-    const records = table === 'patterns' || table === 'ants' || table === 'quickstart'
+    const withTilings = table === 'patterns' || table === 'ants' || table === 'quickstart' || table === 'verifications'
     return {
       rel, file: run.file(rel), hash: part.object, bytes: part.bytes, schemaId: schema.schemaId, level: run.level,
       ...(partition ? { partition: { ...partition } } : {}),
       listing: { rows: part.rows, first: part.first, last: part.last },
       verify: run.objectKnown(rel) === undefined,
-      tilings: records ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup }]) : [],
+      tilings: withTilings ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
     }
   }
 
@@ -238,7 +239,7 @@ export class TableChecker {
       case 'tilings':
         return (row) => this.tilingsRow(row)
       case 'rules':
-        return at3 ? (row) => this.keepRule(row) : undefined
+        return this.run.at(1) ? (row, at) => this.rulesRow(row, at) : undefined
       case 'verifications':
         return at3 ? (row) => this.keepMainRule(row) : undefined
       case 'patterns':
@@ -278,7 +279,28 @@ export class TableChecker {
     } else if (run.at(1)) {
       yield run.issue(ROW_CODES.invalid, target, `kind ${quote(facts.kind)} is neither lattice nor aperiodic`)
     }
+    if (run.at(1)) yield* this.sameFact('tilings', row, target)
     if (!this.tilings.has(pinKey)) this.tilings.set(pinKey, facts)
+  }
+
+  /**
+   * "In a fact table a key's rows are the same wherever they appear" (a reader MAY check it): the small
+   * fact tables, tilings and rules, whose rows a check reads on this thread, are held to it across the
+   * whole pack. The record tables are not: it would cost memory per record (the publisher refuses it).
+   */
+  private *sameFact(table: 'tilings' | 'rules', row: Row, target: string): Generator<CheckIssue> {
+    const schema = PACK_TABLES[table]
+    const key = `${table}\n${schema.sortColumns.map((c) => String(row[c])).join('\n')}`
+    const text = canonicalRowText(schema, row)
+    const before = this.factRows.get(key)
+    if (before === undefined) this.factRows.set(key, text)
+    else if (before !== text) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
+  }
+
+  /** A rules row: the same wherever it appears, and (level 3) its masks kept for replay. */
+  private *rulesRow(row: Row, at: string): Generator<CheckIssue> {
+    yield* this.sameFact('rules', row, at)
+    if (this.run.at(3)) this.keepRule(row)
   }
 
   private *pinResult(target: string, c: { mismatches: string[]; lint: string[] }): Generator<CheckIssue> {
@@ -347,12 +369,11 @@ export class TableChecker {
   // -------------------------------------------------------------------------------------------------
   // level 3
 
-  private keepRule(row: Row): undefined {
+  private keepRule(row: Row): void {
     const key = ruleKey(row.notation, row.neighbourhood, row.steps_per_gen)
     if (!this.rules.has(key)) {
       this.rules.set(key, { family: row.family as string, states: row.states as number, birth: row.birth as bigint | null, survive: row.survive as bigint | null })
     }
-    return undefined
   }
 
   private keepMainRule(row: Row): undefined {

@@ -110,8 +110,8 @@ class VersionCheck {
   private readonly tables: TableChecker
   private chain: KeyChain | undefined
   private readonly versions = new Map<string, Version>()
-  /** Each version's retractions as `target publisher`, and the versions read whose parent is not read yet. */
-  private readonly retractions = new Map<string, { rel: string; listed: ReadonlySet<string> }>()
+  /** Each version's retractions as `target publisher`, its parents and publisher, and the versions read whose parent is not read yet. */
+  private readonly retractions = new Map<string, { rel: string; listed: ReadonlySet<string>; parents: readonly string[]; publisher: string }>()
   private readonly childrenWaiting = new Map<string, string[]>()
 
   constructor(private readonly run: CheckRun) {
@@ -223,13 +223,34 @@ class VersionCheck {
    */
   private *cumulativeRetractions(hash: string, rel: string, m: Manifest): Generator<CheckIssue> {
     if (!this.run.at(1)) return
-    this.retractions.set(hash, { rel, listed: new Set(m.retracts.map((r) => `${r.target} ${r.publisher}`)) })
+    this.retractions.set(hash, { rel, listed: new Set(m.retracts.map((r) => `${r.target} ${r.publisher}`)), parents: m.parents, publisher: m.publisher })
     for (const parent of m.parents) {
       if (this.retractions.has(parent)) yield* this.retractionsKept(hash, parent)
       else this.childrenWaiting.set(parent, [...(this.childrenWaiting.get(parent) ?? []), hash])
     }
-    for (const child of this.childrenWaiting.get(hash) ?? []) yield* this.retractionsKept(child, hash)
+    yield* this.firstListings(hash)
+    for (const child of this.childrenWaiting.get(hash) ?? []) {
+      yield* this.retractionsKept(child, hash)
+      yield* this.firstListings(child)
+    }
     this.childrenWaiting.delete(hash)
+  }
+
+  /**
+   * Level 2: a retraction's publisher is "the version's publisher when it first listed it". A retraction
+   * none of a version's parents lists is first listed there, and must name the version's publisher id,
+   * which only the key statements give (the manifest names the current key). Judged once every parent is
+   * read: with a parent the pack lacks, a retraction may be that parent's.
+   */
+  private *firstListings(hash: string): Generator<CheckIssue> {
+    const v = this.retractions.get(hash)!
+    if (!this.chain || !v.parents.every((p) => this.retractions.has(p))) return
+    const id = publisherIdOf(this.chain, v.publisher)
+    if (id === undefined) return
+    const inherited = new Set(v.parents.flatMap((p) => [...this.retractions.get(p)!.listed]))
+    const others = [...v.listed].filter((r) => !inherited.has(r) && r.slice(r.indexOf(' ') + 1) !== id)
+    if (others.length === 0) return
+    yield this.run.issue(CHECK_CODES.retractionPublisher, v.rel, `it is the first version to list ${others.length} retraction(s) (target and publisher), which must name its publisher ${id}: ${others.slice(0, 3).join(', ')}${others.length > 3 ? ', …' : ''}`)
   }
 
   private *retractionsKept(child: string, parent: string): Generator<CheckIssue> {

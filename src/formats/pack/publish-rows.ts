@@ -8,6 +8,7 @@
 import { PipeError } from '../../core/errors.js'
 import { antId, antIdentity, identifiedPattern, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
 import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
+import { patternSiteFinding } from './row-rules.js'
 import { findLatticeTiling, latticeTilingRow, type TilingsRow } from './tilings.js'
 
 export const PUBLISH_CODES = {
@@ -42,9 +43,16 @@ function agree(stated: unknown, column: string, value: unknown, at: RecordPlace)
 /** The tilings the records use, by pin key. */
 export class TilingBook {
   private readonly rows = new Map<string, TilingsRow>()
+  private readonly kinds = new Map<string, string>()
 
   add(row: TilingsRow): void {
     this.rows.set(row.pin_key, row)
+    this.kinds.set(row.pin, row.kind)
+  }
+
+  /** The kind of the tiling whose pin this is, if the publish has it. */
+  kindOfPin(pin: unknown): string | undefined {
+    return typeof pin === 'string' ? this.kinds.get(pin) : undefined
   }
 
   get(pinKey: unknown, at: RecordPlace): TilingsRow {
@@ -140,6 +148,8 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
     min_cells: minCells, max_cells: maxCells, phases: made.phases, canonical: made.canonical, rule: row['rule'] ?? null, site: row['site'] ?? null, gun: row['gun'] ?? null,
     family: row['family'], semantics: row['semantics'], class_group: cls, tiling_group: tiling.tiling_group,
   }
+  const site = patternSiteFinding(tiling.kind, out['site'] !== null)
+  if (site) throw recordError(site.code, at, site.detail, 'site')
   // One pass over the record's members: members no column names are kept so that the row check refuses
   // them by name, and the computed columns are read by name only from a record that states one (reading
   // nine absent members cost more than the pass).

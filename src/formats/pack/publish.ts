@@ -35,7 +35,7 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
-import { ROW_RULES } from './row-rules.js'
+import { RaterBook, ROW_RULES, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -307,6 +307,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   const tilings = new TilingBook()
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
+  const raters = new RaterBook<RecordPlace | undefined>()
   const newParts: Record<string, number> = {}
   const tables: Record<string, string> = {}
   for (const name of TABLE_ORDER) {
@@ -318,10 +319,16 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       for (const part of kept) {
         await eachPartRow(o.store, part.object, schema, (row) => {
           if (name === 'tilings') tilings.add(row as never)
+          keepRaterRow(raters, name, row, undefined)
           return rows.parent(row)
         })
       }
-      await stageTable(o, name, rows, tilings, ids, defaults)
+      await stageTable(o, name, rows, tilings, ids, defaults, raters)
+      if (name === 'raters') {
+        // What the parents' rows break is theirs; what a record breaks is refused at the record.
+        const broken = [...raters.findings()].find((f) => f.at !== undefined)
+        if (broken) throw recordError(broken.code, broken.at!, broken.detail)
+      }
       written = await rows.finish()
     } catch (err) {
       // The thread may have refused an earlier row (a fact conflict): that failure comes first.
@@ -401,7 +408,19 @@ async function eachPartRow(store: string, object: string, schema: TableSchema, e
 }
 
 /** Reads, completes and checks one table's records, and gives them to be written. */
-async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>, defaults: { publisher: string; engineVersion: string; seq: number }): Promise<void> {
+/**
+ * The ratings and raters rows of the parents and of this publish, for the rules across rows a check holds
+ * them to (RaterBook): every rater the ratings name has a row, a note needs consent to share notes.
+ */
+function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTableName, row: Row, at: RecordPlace | undefined): void {
+  if (table === 'ratings') book.rating(row, at)
+  else if (table === 'raters') book.rater(row, at)
+}
+
+async function stageTable(
+  o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>,
+  defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>,
+): Promise<void> {
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
@@ -420,10 +439,13 @@ async function stageTable(o: PublishOptions, name: PackTableName, rows: NewRowsJ
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
+    const sites = name === 'verifications' ? verificationSitesFinding(tilings.kindOfPin(row['pin']), row['sites'] !== undefined && row['sites'] !== null) : undefined
+    if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
-    const broken = ROW_RULES[name]?.(row)[0]
+    const broken = ROW_RULES[name]?.check(row)[0]
     if (broken) throw recordError(broken.code, at, broken.detail)
+    keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     await rows.add(row, textBytes)

@@ -1,11 +1,14 @@
 /**
  * Column rules of "Tables" that hold within one row (or, for verifications, within one pattern's rows of a
- * part), beyond each column's type: JSON cells in RFC 8785 form, a pattern's rule and cell counts against
- * its class and phases, aliases' reasons, Quick Start scenes' palettes, rater ids and raters rows; and
+ * part), beyond each column's type: JSON cells in RFC 8785 form, a pattern's rule, gun and cell counts
+ * against its class and phases, closed value sets, the form of columns that name records, rules' columns
+ * per family, ants' columns per outcome, verifications' range, annotations' values, aliases, Quick Start
+ * scenes' palettes, rater ids and raters rows; and
  * (RaterBook) the raters rows that ratings and groups need. check-part.ts and check-tables.ts apply them
  * at level 1; docs/pack-format-notes.md ("Row rules") gives our readings.
  */
 import { CanonicalChecker } from '../json/canonical-check.js'
+import { hashRefusal, isContentId, isUuid, parseTarget, type Target } from './documents.js'
 import type { IdentityFinding } from './identity-check.js'
 import { WITH_RULE } from './identity.js'
 import { MAX_JSON_DEPTH } from './key-statements.js'
@@ -37,6 +40,28 @@ export const ROW_RULE_CODES = {
   ratingNoteWithoutConsent: 'pack.rating-note-without-consent',
   /** Two main verifications of one pattern by one publisher in different rules, in one part. */
   verificationMain: 'pack.verification-main-duplicate',
+  /** A column holding a value outside the set "Tables" gives it (media kind, provenance kind, ants outcome...). */
+  columnValue: 'pack.column-value-invalid',
+  /** A column that names a record or search run (target, pattern_id, source, old_id) in no form its table allows. */
+  rowTarget: 'pack.row-target-invalid',
+  /** sites on a verification of a pattern whose tiling is not aperiodic. */
+  verificationSites: 'pack.verification-sites-column',
+  /** A site on a pattern whose tiling is not aperiodic. */
+  patternSite: 'pack.pattern-site-column',
+  /** A gun cell without the members "Tables" lists for it, or with one of the wrong kind. */
+  patternGunJson: 'pack.pattern-gun-json-invalid',
+  /** range or mover on a verification that is not main, or a range without its members. */
+  verificationRange: 'pack.verification-range-invalid',
+  /** An annotation value that is not the JSON its field holds, or a score_model on a field other than score. */
+  annotationValue: 'pack.annotation-value-invalid',
+  /** A provenance row's run on a row other than row 0. */
+  provenanceRun: 'pack.provenance-run-not-first',
+  /** A score model with another number of weights than features. */
+  scoreModelWeights: 'pack.score-model-weights-mismatch',
+  /** A rules row whose states or masks do not fit its family (B/S: 2 states and masks; Generations: 3 or more and masks; others: no masks). */
+  ruleFamily: 'pack.rule-family-columns',
+  /** An ant's period, displacement, onset or speed set for an outcome that has none, or missing for one that has. */
+  antOutcomeColumns: 'pack.ant-outcome-columns',
 } as const
 
 /** Each table's columns that hold JSON, as "Tables" describes them. */
@@ -71,6 +96,16 @@ export function patternClassColumnFinding(column: keyof typeof CLASS_COLUMNS, cl
   return { code: rule.code, detail: wants ? `a ${cls} has ${rule.holds} in ${column}, which is null` : `${column} is set, but a ${cls} has none there (only ${rule.only} do)` }
 }
 
+/** "site: struct? aperiodic only": a pattern on a lattice tiling has none (its cells are lattice cells). A missing tiling is not this rule's. */
+export function patternSiteFinding(tilingKind: string | undefined, hasSite: boolean): IdentityFinding | undefined {
+  return hasSite && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.patternSite, detail: `site is set, but its tiling is ${tilingKind}: only patterns on aperiodic tilings have a site` } : undefined
+}
+
+/** "sites: int32? aperiodic: the sites it was run at": a verification on a lattice tiling (its pin's) has none. A pin no tiling has is not this rule's. */
+export function verificationSitesFinding(tilingKind: string | undefined, hasSites: boolean): IdentityFinding | undefined {
+  return hasSites && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationSites, detail: `sites is set, but its pin is a ${tilingKind} tiling's: only patterns on aperiodic tilings are run at sites` } : undefined
+}
+
 /** The counts a pattern row states, and those its typed phases give. */
 export interface PhaseCounts {
   cells: number
@@ -98,9 +133,6 @@ export function patternCellsFinding(cls: string, c: PhaseCounts): IdentityFindin
 
 const ALIAS_REASONS: ReadonlySet<string> = new Set(['geometry-change', 'scheme-change'])
 
-function aliasFindings(row: Record<string, unknown>): IdentityFinding[] {
-  return ALIAS_REASONS.has(row.reason as string) ? [] : [{ code: ROW_RULE_CODES.aliasReason, detail: `reason ${JSON.stringify(row.reason)} is neither geometry-change nor scheme-change` }]
-}
 
 /** "The frozen palette registry": each name means its palette for good. */
 const FROZEN_PALETTES: ReadonlySet<string> = new Set([
@@ -179,20 +211,21 @@ function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
  * "Every rater the ratings name, and every member of a group, has a row"; groups do not nest; "a rating's
  * note needs some row of its rater with notes true". Rows of every version the check reads are gathered
  * (a later version holds its parents' parts, so a version's raters are among them), and what is still
- * missing is reported once, where it was first named.
+ * missing is reported once, where it was first named. `At` is how the caller names a row: a part's row for
+ * the checker, a record's file and line (or none, for a parent's row) for a publish.
  */
-export class RaterBook {
+export class RaterBook<At = string> {
   /** Each rater with a row: whether some row shares notes, and whether it is a group. */
   private readonly rows = new Map<string, { notes: boolean; group: boolean }>()
   /** Where each rater was first named, by a rating or a group. */
-  private readonly named = new Map<string, string>()
+  private readonly named = new Map<string, At>()
   /** Where each rater's first rating with a note is. */
-  private readonly noted = new Map<string, string>()
-  private readonly groups: { at: string; members: readonly string[] }[] = []
+  private readonly noted = new Map<string, At>()
+  private readonly groups: { at: At; members: readonly string[] }[] = []
   private readonly reported = new Set<string>()
 
   // A malformed id is the id rule's finding alone: it is not looked for among the rows.
-  rating(row: Record<string, unknown>, at: string): undefined {
+  rating(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     if (!RATER_ID.test(rater)) return undefined
     if (!this.named.has(rater)) this.named.set(rater, at)
@@ -200,7 +233,7 @@ export class RaterBook {
     return undefined
   }
 
-  rater(row: Record<string, unknown>, at: string): undefined {
+  rater(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     const members = row.members as string[] | null
     const had = this.rows.get(rater)
@@ -213,7 +246,7 @@ export class RaterBook {
   }
 
   /** What the rows read so far break; each rater's finding once per check. */
-  *findings(): Generator<IdentityFinding & { at: string }> {
+  *findings(): Generator<IdentityFinding & { at: At }> {
     const once = (key: string): boolean => {
       if (this.reported.has(key)) return false
       this.reported.add(key)
@@ -226,29 +259,225 @@ export class RaterBook {
       const r = this.rows.get(rater)
       if (r && !r.notes && once(`notes ${rater}`)) yield { code: ROW_RULE_CODES.ratingNoteWithoutConsent, at, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` }
     }
-    for (const g of this.groups) {
+    for (const [n, g] of this.groups.entries()) {
       for (const m of g.members) {
-        if (this.rows.get(m)?.group && once(`nested ${g.at} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
+        if (this.rows.get(m)?.group && once(`nested ${n} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
       }
     }
   }
 }
 
+const finding = (code: string, detail: string): IdentityFinding => ({ code, detail })
+
+/** Parses a JSON cell; a cell that is not JSON is the JSON cell rule's finding, so the rules of its members see undefined. */
+function jsonCell(text: unknown): unknown {
+  try {
+    return JSON.parse(String(text))
+  } catch {
+    return undefined
+  }
+}
+
+/** "a positive integer written as a string" ("Rule-semantics versions"). */
+function semanticsFindings(v: unknown): IdentityFinding[] {
+  return typeof v === 'string' && /^[1-9][0-9]*$/.test(v) ? [] : [finding(ROW_RULE_CODES.columnValue, `semantics ${JSON.stringify(v)} is not a semantics version (a positive integer written as a string)`)]
+}
+
+/** The columns "Tables" gives a closed set of values, by table. */
+const VALUE_SETS: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>> = {
+  rules: { neighbourhood: ['touch', 'edge'] },
+  ants: { kind: ['string', 'table'], family: ['ant', 'turmite'], outcome: ['highway', 'periodic', 'symmetric', 'bounded', 'chaotic'] },
+  provenance: { kind: ['found', 'imported', 'reverified'] },
+  media: { kind: ['gif', 'webp', 'poster', 'thumb'] },
+  // "kind: string (logistic 1)": a model of another kind is one no reader can apply, refused as a rating on an unknown rubric is.
+  score_models: { kind: ['logistic 1'] },
+}
+
+function valueSetFindings(table: string, row: Record<string, unknown>): IdentityFinding[] {
+  return Object.entries(VALUE_SETS[table] ?? {})
+    .filter(([column, values]) => !values.includes(row[column] as string))
+    .map(([column, values]) => finding(ROW_RULE_CODES.columnValue, `${column} ${JSON.stringify(row[column])} is none of ${values.join(', ')}`))
+}
+
+type TargetKind = Target['kind']
+const RECORD_KINDS: readonly TargetKind[] = ['pattern', 'ant', 'quickstart']
+
+/** A column naming a target of one of `kinds` (a null one is left to the column's nullability). */
+function targetFindings(v: unknown, column: string, kinds: readonly TargetKind[]): IdentityFinding[] {
+  if (v === null || v === undefined) return []
+  const t = parseTarget(v)
+  if (!t.ok) return [finding(ROW_RULE_CODES.rowTarget, `${column}: ${t.detail}`)]
+  return kinds.includes(t.value.kind) ? [] : [finding(ROW_RULE_CODES.rowTarget, `${column} ${JSON.stringify(v)} names a ${t.value.kind}; here it names ${kinds.join(', ')}`)]
+}
+
+function patternIdFindings(v: unknown): IdentityFinding[] {
+  return isContentId(v) ? [] : [finding(ROW_RULE_CODES.rowTarget, `pattern_id ${JSON.stringify(v)} is not a pattern's content id (32 lower-case hex digits)`)]
+}
+
+/** The members of a gun cell ("Tables", patterns: the emitted ship in the gun's orientation), and what each holds. */
+const GUN_MEMBERS: Readonly<Record<string, (v: unknown) => boolean>> = {
+  ship: (v) => typeof v === 'string',
+  ship_label: (v) => typeof v === 'string',
+  ship_period: (v) => Number.isInteger(v) && (v as number) >= 1,
+  ship_displacement: (v) => Array.isArray(v) && v.length === 2 && v.every(Number.isInteger),
+  ship_speed: (v) => typeof v === 'string',
+  per_period: (v) => Number.isInteger(v) && (v as number) >= 1,
+  ship_phases: (v) => Array.isArray(v),
+}
+
+/** A gun cell: an object with every member of GUN_MEMBERS, each of its kind; members beyond them are ignored. */
+export function gunFindings(text: unknown): IdentityFinding[] {
+  const gun = jsonCell(text)
+  if (gun === undefined) return []
+  if (!isObject(gun)) return [finding(ROW_RULE_CODES.patternGunJson, 'gun is not a JSON object')]
+  const bad = Object.entries(GUN_MEMBERS).filter(([name, holds]) => !holds(gun[name])).map(([name]) => name)
+  return bad.length === 0 ? [] : [finding(ROW_RULE_CODES.patternGunJson, `gun's ${bad.join(', ')} ${bad.length === 1 ? 'is' : 'are'} missing or not what the member holds (ship, ship_label and ship_speed text; ship_period and per_period positive integers; ship_displacement [dx, dy]; ship_phases a list)`)]
+}
+
+const RANGE_BOUNDS = ['bits', 'birth_min', 'birth_max', 'survive_min', 'survive_max', 'states_min', 'states_max'] as const
+
 /**
- * The row rules a single record row is held to, by table: the checker applies them to each row of a part,
- * and a publish to each record before it is written, so a publish never writes a row its check refuses.
- * (Patterns' class columns are read from vectors in the checker; quickstart's palettes join its id check.)
+ * range and mover are "on the main row": a row that is not main has neither. A range holds the bounds as
+ * non-negative integers and min_rule and max_rule as notation.
  */
-export const ROW_RULES: Readonly<Record<string, (row: Record<string, unknown>) => IdentityFinding[]>> = {
-  aliases: aliasFindings,
-  ratings: ratingFindings,
-  raters: raterFindings,
-  quickstart: (row) => scenePaletteFindings(row.scene),
-  patterns: (row) => {
+function verificationFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = patternIdFindings(row.pattern_id)
+  out.push(...semanticsFindings(row.semantics))
+  for (const column of ['range', 'mover'] as const) {
+    if (row[column] !== null && row.main !== true) out.push(finding(ROW_RULE_CODES.verificationRange, `${column} is set on a verification that is not main (it goes on the main row)`))
+  }
+  if (row.range === null) return out
+  const range = jsonCell(row.range)
+  if (range === undefined) return out
+  const bad = isObject(range)
+    ? [...RANGE_BOUNDS.filter((m) => !Number.isInteger(range[m]) || (range[m] as number) < 0), ...(['min_rule', 'max_rule'] as const).filter((m) => typeof range[m] !== 'string')]
+    : ['the whole range']
+  if (bad.length > 0) out.push(finding(ROW_RULE_CODES.verificationRange, `range's ${bad.join(', ')}: the bounds are non-negative integers (bits, birth_min, birth_max, survive_min, survive_max, states_min, states_max) and min_rule and max_rule notation`))
+  return out
+}
+
+function sightingFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = patternIdFindings(row.pattern_id)
+  if (row.source !== 'unattributed' && !isUuid(row.source)) out.push(finding(ROW_RULE_CODES.columnValue, `source ${JSON.stringify(row.source)} is neither a search's uuid nor unattributed`))
+  return out
+}
+
+/** provenance: its target a record, its kind, seq from 0, run on row 0 only, pack a manifest hash. */
+function provenanceFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = [...targetFindings(row.target, 'target', RECORD_KINDS), ...valueSetFindings('provenance', row)]
+  if ((row.seq as number) < 0) out.push(finding(ROW_RULE_CODES.columnValue, `seq ${String(row.seq)}: the publisher's history of a record counts from 0`))
+  else if (row.run !== null && row.seq !== 0) out.push(finding(ROW_RULE_CODES.provenanceRun, `run is set on row ${String(row.seq)}: the run that found a record goes on row 0`))
+  const pack = row.pack === null ? undefined : hashRefusal(row.pack, 'pack', false)
+  if (pack) out.push(pack)
+  return out
+}
+
+/** The JSON each annotation field this format names holds; null clears a field. Fields it does not name are not judged. */
+const ANNOTATION_VALUES: Readonly<Record<string, { holds: (v: unknown) => boolean; what: string }>> = {
+  ...Object.fromEntries(['name', 'label', 'notes', 'state', 'discovered_by'].map((f) => [f, { holds: (v: unknown) => typeof v === 'string', what: 'a string' }])),
+  tags: { holds: (v) => Array.isArray(v) && v.every((t) => typeof t === 'string'), what: 'a list of strings' },
+  rating: { holds: (v) => Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 5, what: 'an integer 1 to 5' },
+  score: { holds: (v) => typeof v === 'string' && v !== '' && String(Number(v)) === v && Number.isFinite(Number(v)), what: 'a decimal as a string, as ECMAScript writes the number' },
+}
+
+function annotationFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = targetFindings(row.target, 'target', [...RECORD_KINDS, 'search_run'])
+  const field = ANNOTATION_VALUES[row.field as string]
+  if (!field) return out
+  const value = jsonCell(row.value)
+  if (value !== undefined && value !== null && !field.holds(value)) out.push(finding(ROW_RULE_CODES.annotationValue, `value ${String(row.value)}: ${String(row.field)} holds ${field.what}, or null`))
+  if (row.field !== 'score' && row.score_model !== null) out.push(finding(ROW_RULE_CODES.annotationValue, `score_model is set on ${String(row.field)}: it belongs to score`))
+  return out
+}
+
+/** "B/S and Generations: bit masks" and "states: 2 for B/S rules; 0 when not fixed". */
+const MASKED_FAMILIES: Readonly<Record<string, { states: (n: number) => boolean; what: string }>> = {
+  bs: { states: (n) => n === 2, what: '2' },
+  generations: { states: (n) => n >= 3, what: '3 or more' },
+}
+
+function ruleFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = [...valueSetFindings('rules', row), ...semanticsFindings(row.semantics)]
+  if ((row.steps_per_gen as number) < 1) out.push(finding(ROW_RULE_CODES.columnValue, `steps_per_gen ${String(row.steps_per_gen)}: a rule is applied at least once a generation`))
+  const masks = [row.birth, row.survive]
+  const family = MASKED_FAMILIES[row.family as string]
+  if (family) {
+    if (!family.states(row.states as number)) out.push(finding(ROW_RULE_CODES.ruleFamily, `states ${String(row.states)}: a ${String(row.family)} rule has ${family.what}`))
+    if (masks.some((m) => m === null || BigInt(m as bigint) < 0n)) out.push(finding(ROW_RULE_CODES.ruleFamily, `a ${String(row.family)} rule has its birth and survive masks (non-negative)`))
+  } else {
+    if ((row.states as number) < 0) out.push(finding(ROW_RULE_CODES.ruleFamily, `states ${String(row.states)}: a count of cell states, or 0 when not fixed`))
+    if (masks.some((m) => m !== null)) out.push(finding(ROW_RULE_CODES.ruleFamily, `family ${JSON.stringify(row.family)} has birth or survive masks, which only B/S and Generations rules have`))
+  }
+  return out
+}
+
+/** Highways and periodic runs have a period, displacement and onset; highways alone a speed. */
+function antFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = [...valueSetFindings('ants', row), ...semanticsFindings(row.semantics)]
+  const periodic = row.outcome === 'highway' || row.outcome === 'periodic'
+  const wrong = [...(['period', 'dx', 'dy', 'onset'] as const).filter((c) => (row[c] !== null) !== periodic), ...((row.speed !== null) !== (row.outcome === 'highway') ? ['speed'] : [])]
+  if (wrong.length > 0 && VALUE_SETS.ants!.outcome!.includes(row.outcome as string)) {
+    out.push(finding(ROW_RULE_CODES.antOutcomeColumns, `${wrong.join(', ')} ${periodic ? 'must be set' : 'must be null'} for a ${String(row.outcome)} run (period, dx, dy and onset for highways and periodic runs, speed for highways)`))
+  }
+  return out
+}
+
+function scoreModelFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = valueSetFindings('score_models', row)
+  const [features, weights] = [row.features as unknown[], row.weights as unknown[]]
+  if (features.length !== weights.length) out.push(finding(ROW_RULE_CODES.scoreModelWeights, `${weights.length} weights for ${features.length} features: one weight a feature`))
+  if (row.rater !== null) {
+    const id = raterIdFinding(row.rater, 'rater')
+    if (id) out.push(id)
+  }
+  return out
+}
+
+/** An alias names a record, and its old id is an id of that record's kind other than the record's own. */
+function aliasFindings(row: Record<string, unknown>): IdentityFinding[] {
+  const out = targetFindings(row.target, 'target', RECORD_KINDS)
+  if (!ALIAS_REASONS.has(row.reason as string)) out.push(finding(ROW_RULE_CODES.aliasReason, `reason ${JSON.stringify(row.reason)} is neither geometry-change nor scheme-change`))
+  const target = parseTarget(row.target)
+  if (!target.ok || !RECORD_KINDS.includes(target.value.kind)) return out
+  const old = parseTarget(`${target.value.kind}:${String(row.old_id)}`)
+  if (!old.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id ${JSON.stringify(row.old_id)} is not a ${target.value.kind}'s id, as its target is`))
+  else if (old.value.kind !== 'search_run' && target.value.kind !== 'search_run' && old.value.id === target.value.id) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id is its target's own id`))
+  return out
+}
+
+/**
+ * The rules a single row is held to, by table, and the columns they read (a checker builds only those of a
+ * row): the checker applies them to each row of a part, and a publish to each record before it is written,
+ * so a publish never writes a row its check refuses. (Patterns' are read from vectors in the checker, the
+ * same functions on the same cells; quickstart's and ants' join their id checks.)
+ */
+export interface RowRule {
+  readonly columns: readonly { name: string }[]
+  readonly check: (row: Record<string, unknown>) => IdentityFinding[]
+}
+
+const rule = (columns: string, check: RowRule['check']): RowRule => ({ columns: columns.split(' ').map((name) => ({ name })), check })
+
+export const ROW_RULES: Readonly<Record<string, RowRule>> = {
+  rules: rule('neighbourhood steps_per_gen family semantics states birth survive', ruleFindings),
+  patterns: rule('class rule gun', (row) => {
     // Two calls, not a map over the two columns: the arrays it made were most of this rule's time in a publish.
     const cls = String(row.class)
+    const hasGun = row.gun !== undefined && row.gun !== null
     const rule = patternClassColumnFinding('rule', cls, row.rule !== undefined && row.rule !== null)
-    const gun = patternClassColumnFinding('gun', cls, row.gun !== undefined && row.gun !== null)
-    return rule && gun ? [rule, gun] : rule ? [rule] : gun ? [gun] : []
-  },
+    const gun = patternClassColumnFinding('gun', cls, hasGun)
+    const out = rule && gun ? [rule, gun] : rule ? [rule] : gun ? [gun] : []
+    return hasGun ? [...out, ...gunFindings(row.gun)] : out
+  }),
+  verifications: rule('pattern_id main semantics range mover', verificationFindings),
+  sightings: rule('pattern_id source', sightingFindings),
+  provenance: rule('target kind seq run pack', provenanceFindings),
+  annotations: rule('target field value score_model', annotationFindings),
+  ants: rule('kind family semantics outcome period dx dy onset speed', antFindings),
+  quickstart: rule('scene source semantics', (row) => [...scenePaletteFindings(row.scene), ...targetFindings(row.source, 'source', ['pattern', 'ant']), ...semanticsFindings(row.semantics)]),
+  media: rule('kind', (row) => valueSetFindings('media', row)),
+  aliases: rule('old_id target reason', aliasFindings),
+  ratings: rule('rater target scale verdict', (row) => [...ratingFindings(row), ...targetFindings(row.target, 'target', [...RECORD_KINDS, 'search_run'])]),
+  raters: rule('rater consent_scope members display_name orcid', raterFindings),
+  score_models: rule('kind features weights rater', scoreModelFindings),
 }

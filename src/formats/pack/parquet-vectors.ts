@@ -263,14 +263,16 @@ function describe(node: SchemaTree): string {
   return `${e.type}${a ? ` (${a})` : ''}`
 }
 
-type Chain = readonly Omit<ChainNode, 'plan'>[]
-
-function step(chain: Chain, node: SchemaTree): Omit<ChainNode, 'plan'> {
+/**
+ * The chain's node for `node`, below `chain`, its plan still to be set. Every node is made here, so that all
+ * have one shape: the shape loops take chains through (shapeChain) then stay optimised for every column.
+ */
+function step(chain: readonly ChainNode[], node: SchemaTree): ChainNode {
   const last = chain[chain.length - 1]
   const r = node.element.repetition_type
   const optional = r === 'OPTIONAL'
   const repeated = r === 'REPEATED'
-  return { def: (last?.def ?? 0) + (optional || repeated ? 1 : 0), rep: (last?.rep ?? 0) + (repeated ? 1 : 0), optional, repeated }
+  return { def: (last?.def ?? 0) + (optional || repeated ? 1 : 0), rep: (last?.rep ?? 0) + (repeated ? 1 : 0), optional, repeated, plan: null }
 }
 
 /**
@@ -281,7 +283,7 @@ function compilePlan(expected: PackType, node: SchemaTree, column: string, nulla
   const e = node.element
   const leaf = node.children.length === 0
   const mismatch = `${column}: expected ${expected.kind}, the file has ${describe(node)}`
-  const own: ChainNode = { ...step(above, node), plan: null }
+  const own = step(above, node)
   const chain = [...above, own]
   switch (expected.kind) {
     case 'string':
@@ -312,7 +314,7 @@ function compilePlan(expected: PackType, node: SchemaTree, column: string, nulla
       if (leaf || e.converted_type !== 'LIST' || node.children.length !== 1 || repeated?.element.repetition_type !== 'REPEATED' || repeated.children.length !== 1) {
         return `${column}: expected a three-level LIST, the file has ${describe(node)}`
       }
-      const repeatedNode: ChainNode = { ...step(chain, repeated), plan: null }
+      const repeatedNode = step(chain, repeated)
       const element = compilePlan(expected.element, repeated.children[0]!, `${column}[]`, false, [...chain, repeatedNode], leaves)
       if (typeof element === 'string') return element
       const plan: ListPlan = { kind: 'list', column, nullable, element }

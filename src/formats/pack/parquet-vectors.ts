@@ -446,10 +446,31 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
     if (width === 0) out.fill(0, at + i, at + i + take)
     else if (width <= 24) {
       const mask = (1 << width) - 1
+      let k = 0
+      let q = p
+      if (width <= 8) {
+        // A group of 8 values as two 32-bit words, values 0-3 and 4-7 (the second from the byte where value 4
+        // starts, shifted past half a byte for an odd width): no branch a value, where the loop below has one.
+        // A word may run past the group, never past the page.
+        const half = width >> 1
+        const nibble = (width & 1) << 2
+        for (; k + 8 <= take && q + half + 4 <= end; k += 8, q += width) {
+          const lo = buf[q]! | (buf[q + 1]! << 8) | (buf[q + 2]! << 16) | (buf[q + 3]! << 24)
+          const hi = (buf[q + half]! | (buf[q + half + 1]! << 8) | (buf[q + half + 2]! << 16) | (buf[q + half + 3]! << 24)) >>> nibble
+          const o = at + i + k
+          out[o] = lo & mask
+          out[o + 1] = (lo >>> width) & mask
+          out[o + 2] = (lo >>> (2 * width)) & mask
+          out[o + 3] = (lo >>> (3 * width)) & mask
+          out[o + 4] = hi & mask
+          out[o + 5] = (hi >>> width) & mask
+          out[o + 6] = (hi >>> (2 * width)) & mask
+          out[o + 7] = (hi >>> (3 * width)) & mask
+        }
+      }
       let acc = 0
       let bits = 0
-      let q = p
-      for (let k = 0; k < take; k++) {
+      for (; k < take; k++) {
         while (bits < width) {
           acc |= buf[q++]! << bits
           bits += 8

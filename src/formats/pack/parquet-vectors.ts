@@ -411,11 +411,16 @@ function inflate(codec: string, input: Uint8Array, out: Uint8Array, what: string
 
 const bitWidth = (max: number): number => 32 - Math.clz32(max)
 
+/** An int32 column chunk's dictionary: its entries, and how many. */
+interface Int32Dictionary { values: Int32Array; size: number }
+
 /**
  * Decodes `n` values of the RLE/bit-packed hybrid with `width` bits each from buf[p, end) into out[at...];
  * returns where the runs end. A run never writes past the n values; bytes running out first are refused.
+ * With `dictionary`, the values are indexes into it and its entries are written: an RLE run (a column of one
+ * value is one) is a fill, a bit-packed run is resolved where it was unpacked, with no array of indexes.
  */
-function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out: Uint8Array | Int32Array, at: number, n: number, what: string): number {
+function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out: Uint8Array | Int32Array, at: number, n: number, what: string, dictionary?: Int32Dictionary): number {
   const bytesPerRle = (width + 7) >> 3
   let i = 0
   while (i < n) {
@@ -435,6 +440,10 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
       let value = 0
       for (let b = 0; b < bytesPerRle; b++) value += buf[p + b]! * 2 ** (8 * b)
       p += bytesPerRle
+      if (dictionary) {
+        if (value >= dictionary.size) outsideDictionary(value, dictionary.size, what)
+        value = dictionary.values[value]!
+      }
       out.fill(value, at + i, at + i + run)
       i += run
       continue
@@ -489,6 +498,7 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
         out[at + i + k] = v
       }
     }
+    if (dictionary) resolveRun(out as Int32Array, at + i, take, dictionary, what)
     // A group is 8 values whatever the page needs; a writer may leave the last group's padding off.
     p = Math.min(p + groups * width, end)
     i += take
@@ -691,10 +701,14 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
       if (p >= region.length && k > 0) refuse(READ_CODES.malformed, `${what}: dictionary indexes past the page`)
       const width = k > 0 ? region[p]! : 0
       if (width > 32) refuse(READ_CODES.malformed, `${what}: dictionary indexes of ${width} bits`)
-      const indexes = arena.i32(`${key} indexes`, k)
-      if (k > 0) readHybrid(region, p + 1, region.length, width, indexes, 0, k, what)
-      if (isBytes) resolveTexts(indexes, k, dictionary.start!, dictionary.end!, dictionary.size, start!, end!, entry!, nv, what)
-      else resolveValues(indexes, k, dictionary.values!, dictionary.size, values!, nv, what)
+      if (values instanceof Int32Array) {
+        if (k > 0) readHybrid(region, p + 1, region.length, width, values, nv, k, what, { values: dictionary.values as Int32Array, size: dictionary.size })
+      } else {
+        const indexes = arena.i32(`${key} indexes`, k)
+        if (k > 0) readHybrid(region, p + 1, region.length, width, indexes, 0, k, what)
+        if (isBytes) resolveTexts(indexes, k, dictionary.start!, dictionary.end!, dictionary.size, start!, end!, entry!, nv, what)
+        else resolveValues(indexes, k, dictionary.values!, dictionary.size, values!, nv, what)
+      }
     } else if (encoding === 'RLE' && physical === 'BOOLEAN') {
       v1HybridBooleans(region, p, values as Uint8Array, nv, k, what)
     } else if (encoding === 'DELTA_BINARY_PACKED' && (physical === 'INT32' || physical === 'INT64')) {
@@ -806,35 +820,29 @@ function resolveTexts(indexes: Int32Array, k: number, ds: Int32Array, de: Int32A
   }
 }
 
-/** Dictionary-encoded fixed-width values into out[at...]: a loop for each array type. */
-function resolveValues(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number, what: string): void {
-  const bad = out instanceof Int32Array ? resolveInt32(indexes, k, dictionary as Int32Array, size, out, at) : resolveOther(indexes, k, dictionary, size, out, at)
-  if (bad >= 0) outsideDictionary(indexes[bad]!, size, what)
-}
-
 /**
- * Each resolves indexes into out[at...] and returns the first index outside the dictionary's size, or -1.
- * int32 has a loop of its own (a pattern's cells are four int32 columns): one loop for every array type ran
- * the phases' decoding a third slower.
+ * A bit-packed run of indexes, out[from, from + n), replaced by their entries. int32 has this loop of its own
+ * (a pattern's cells are four int32 columns): one loop for every array type ran the phases' decoding a third
+ * slower.
  */
-function resolveInt32(indexes: Int32Array, k: number, dictionary: Int32Array, size: number, out: Int32Array, at: number): number {
-  for (let j = 0; j < k; j++) {
-    const x = indexes[j]!
-    if (x >>> 0 >= size) return j
-    out[at + j] = dictionary[x]!
+function resolveRun(out: Int32Array, from: number, n: number, dictionary: Int32Dictionary, what: string): void {
+  const { values, size } = dictionary
+  for (let j = from; j < from + n; j++) {
+    const x = out[j]!
+    if (x >>> 0 >= size) outsideDictionary(x, size, what)
+    out[j] = values[x]!
   }
-  return -1
 }
 
-function resolveOther(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number): number {
+/** Dictionary-encoded fixed-width values other than int32 (readHybrid resolves those) into out[at...]. */
+function resolveValues(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number, what: string): void {
   const o = out as Float64Array
   const d = dictionary as Float64Array
   for (let j = 0; j < k; j++) {
     const x = indexes[j]!
-    if (x >>> 0 >= size) return j
+    if (x >>> 0 >= size) outsideDictionary(x, size, what)
     o[at + j] = d[x]!
   }
-  return -1
 }
 
 function checkCell(length: number, limits: ReadLimits, what: string): void {

@@ -113,14 +113,19 @@ function mayBeInvalid(batch: RowBatch, schema: TableSchema, partition: Readonly<
   if (schema.columns.some((c) => bad(c.type, batch.column(c.name)))) return true
   for (const col of schema.partitionColumns) {
     const s = batch.column(col) as StringVector
-    // A dictionary entry is checked once, however many rows hold it.
+    // A dictionary entry is checked once, however many rows hold it; a row of the last row's entry, as most
+    // rows of a partition column are, without a look-up.
     const checked = new Set<number>()
+    let last = -1
     for (let i = 0; i < s.length; i++) {
       const e = s.entry ? s.entry[i]! : -1
-      if (e >= 0 && checked.has(e)) continue
-      const v = s.text(i)
-      if (!isPartitionValue(v) || (partition && partition[col] !== v)) return true
-      if (e >= 0) checked.add(e)
+      if (e >= 0 && e === last) continue
+      if (e < 0 || !checked.has(e)) {
+        const v = s.text(i)
+        if (!isPartitionValue(v) || (partition && partition[col] !== v)) return true
+        if (e >= 0) checked.add(e)
+      }
+      last = e
     }
   }
   return false
@@ -458,7 +463,8 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     c.dy = dy[i]!
     c.phases.first = phases.offsets[i]!
     c.phases.last = phases.offsets[i + 1]!
-    found.length = 0
+    // Setting the length is a call into the runtime; most rows find nothing.
+    if (found.length > 0) found.length = 0
     const spelling = checkPatternIdentity(c, found)
     // A row of the same dictionary entries as the last row whose tiling was right is right too.
     const pk = pinKeyEntry ? pinKeyEntry[i]! : -1

@@ -44,13 +44,13 @@ export interface PatternCells {
 
 const text = (c: TextCell): string => c.bytes.toString('utf8', c.start, c.end)
 
-const sameText = (a: TextCell, b: Uint8Array, start: number, end: number): boolean => {
-  const ab = a.bytes
-  const aEnd = a.end
-  if (aEnd - a.start !== end - start) return false
-  for (let x = a.start, y = start; x < aEnd; x++, y++) if (ab[x] !== b[y]) return false
+/** Whether a's bytes from `at` are b[start, end), byte by byte: a native compare's call costs more than a cell's bytes. */
+const bytesAt = (a: Uint8Array, at: number, b: Uint8Array, start: number, end: number): boolean => {
+  for (let x = at, y = start; y < end; x++, y++) if (a[x] !== b[y]) return false
   return true
 }
+
+const sameText = (a: TextCell, b: Uint8Array, start: number, end: number): boolean => a.end - a.start === end - start && bytesAt(a.bytes, a.start, b, start, end)
 
 /**
  * Where the decimal text of integer v (as JS writes it: a minus sign, no leading zeros) ends if it starts
@@ -82,22 +82,31 @@ const LINE_KEYS = LINES.map((l) => Buffer.from(l))
 // Their indexes in LINES, for lineKey.
 const [LINE_TILING, LINE_MODEL, LINE_NB, LINE_STEPS, LINE_CLASS, LINE_PERIOD, LINE_D, LINE_CANONICAL, PHASES] = [0, 1, 2, 3, 4, 5, 6, 7, 8] as const
 
-/** Scratch space for identity + "\n" + pin, grown as needed (a cell is at most 1 MiB), and its views by length up to 4 KiB. */
-let scratch = Buffer.allocUnsafe(4096)
+/**
+ * Where identity + "\n" + pin is put together to be hashed: the line break at PIN_AT, the pin after it and
+ * the identity copied to end before it. A part's rows mostly share a pin, so the pin is copied only when it
+ * is not the one already there; a cell too long for its side is joined on its own.
+ */
+const PIN_AT = 4096
+const joined = Buffer.allocUnsafe(2 * PIN_AT)
+joined[PIN_AT] = 0x0a
+/** The length of the pin after PIN_AT (-1: none yet), and the views to hash for it, by the identity's length. */
+let pinHeld = -1
 let views: Buffer[] = []
+const LINE_BREAK = Buffer.from('\n')
 
 /** The SHA-256 (hex) of text + "\n" + pin, from the cells' bytes. */
 function contentDigest(textCell: TextCell, pin: TextCell): string {
   const t = textCell.end - textCell.start
-  const n = t + 1 + pin.end - pin.start
-  if (scratch.length < n) {
-    scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length))
-    views = []
+  const p = pin.end - pin.start
+  if (t > PIN_AT || p >= PIN_AT) return hash('sha256', Buffer.concat([textCell.bytes.subarray(textCell.start, textCell.end), LINE_BREAK, pin.bytes.subarray(pin.start, pin.end)]), 'hex')
+  if (p !== pinHeld || !bytesAt(pin.bytes, pin.start, joined, PIN_AT + 1, PIN_AT + 1 + p)) {
+    if (p !== pinHeld) views = []
+    pinHeld = p
+    pin.bytes.copy(joined, PIN_AT + 1, pin.start, pin.end)
   }
-  textCell.bytes.copy(scratch, 0, textCell.start, textCell.end)
-  scratch[t] = 0x0a
-  pin.bytes.copy(scratch, t + 1, pin.start, pin.end)
-  return hash('sha256', n <= 4096 ? (views[n] ??= scratch.subarray(0, n)) : scratch.subarray(0, n), 'hex')
+  textCell.bytes.copy(joined, PIN_AT - t, textCell.start, textCell.end)
+  return hash('sha256', (views[t] ??= joined.subarray(PIN_AT - t, PIN_AT + 1 + p)), 'hex')
 }
 
 /** Whether an id cell is a digest's first CONTENT_ID_DIGITS digits. */
@@ -201,7 +210,7 @@ function headOf(c: PatternCells): PatternHead {
 
 function startsWithHead(identity: TextCell, head: PatternHead): boolean {
   const bytes = head.bytes
-  return bytes !== null && identity.end - identity.start >= bytes.length && bytes.compare(identity.bytes, identity.start, identity.start + bytes.length) === 0
+  return bytes !== null && identity.end - identity.start >= bytes.length && bytesAt(identity.bytes, identity.start, bytes, 0, bytes.length)
 }
 
 /** lineValues' answer, reused: allocating a typed array per row cost more than finding the lines. */

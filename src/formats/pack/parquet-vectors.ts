@@ -263,14 +263,16 @@ function describe(node: SchemaTree): string {
   return `${e.type}${a ? ` (${a})` : ''}`
 }
 
-type Chain = readonly Omit<ChainNode, 'plan'>[]
-
-function step(chain: Chain, node: SchemaTree): Omit<ChainNode, 'plan'> {
+/**
+ * The chain's node for `node`, below `chain`, its plan still to be set. Every node is made here, so that all
+ * have one shape: the shape loops take chains through (shapeChain) then stay optimised for every column.
+ */
+function step(chain: readonly ChainNode[], node: SchemaTree): ChainNode {
   const last = chain[chain.length - 1]
   const r = node.element.repetition_type
   const optional = r === 'OPTIONAL'
   const repeated = r === 'REPEATED'
-  return { def: (last?.def ?? 0) + (optional || repeated ? 1 : 0), rep: (last?.rep ?? 0) + (repeated ? 1 : 0), optional, repeated }
+  return { def: (last?.def ?? 0) + (optional || repeated ? 1 : 0), rep: (last?.rep ?? 0) + (repeated ? 1 : 0), optional, repeated, plan: null }
 }
 
 /**
@@ -281,7 +283,7 @@ function compilePlan(expected: PackType, node: SchemaTree, column: string, nulla
   const e = node.element
   const leaf = node.children.length === 0
   const mismatch = `${column}: expected ${expected.kind}, the file has ${describe(node)}`
-  const own: ChainNode = { ...step(above, node), plan: null }
+  const own = step(above, node)
   const chain = [...above, own]
   switch (expected.kind) {
     case 'string':
@@ -312,7 +314,7 @@ function compilePlan(expected: PackType, node: SchemaTree, column: string, nulla
       if (leaf || e.converted_type !== 'LIST' || node.children.length !== 1 || repeated?.element.repetition_type !== 'REPEATED' || repeated.children.length !== 1) {
         return `${column}: expected a three-level LIST, the file has ${describe(node)}`
       }
-      const repeatedNode: ChainNode = { ...step(chain, repeated), plan: null }
+      const repeatedNode = step(chain, repeated)
       const element = compilePlan(expected.element, repeated.children[0]!, `${column}[]`, false, [...chain, repeatedNode], leaves)
       if (typeof element === 'string') return element
       const plan: ListPlan = { kind: 'list', column, nullable, element }
@@ -409,11 +411,16 @@ function inflate(codec: string, input: Uint8Array, out: Uint8Array, what: string
 
 const bitWidth = (max: number): number => 32 - Math.clz32(max)
 
+/** An int32 column chunk's dictionary: its entries, and how many. */
+interface Int32Dictionary { values: Int32Array; size: number }
+
 /**
  * Decodes `n` values of the RLE/bit-packed hybrid with `width` bits each from buf[p, end) into out[at...];
  * returns where the runs end. A run never writes past the n values; bytes running out first are refused.
+ * With `dictionary`, the values are indexes into it and its entries are written: an RLE run (a column of one
+ * value is one) is a fill, a bit-packed run is resolved where it was unpacked, with no array of indexes.
  */
-function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out: Uint8Array | Int32Array, at: number, n: number, what: string): number {
+function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out: Uint8Array | Int32Array, at: number, n: number, what: string, dictionary?: Int32Dictionary): number {
   const bytesPerRle = (width + 7) >> 3
   let i = 0
   while (i < n) {
@@ -433,6 +440,10 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
       let value = 0
       for (let b = 0; b < bytesPerRle; b++) value += buf[p + b]! * 2 ** (8 * b)
       p += bytesPerRle
+      if (dictionary) {
+        if (value >= dictionary.size) outsideDictionary(value, dictionary.size, what)
+        value = dictionary.values[value]!
+      }
       out.fill(value, at + i, at + i + run)
       i += run
       continue
@@ -444,10 +455,31 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
     if (width === 0) out.fill(0, at + i, at + i + take)
     else if (width <= 24) {
       const mask = (1 << width) - 1
+      let k = 0
+      let q = p
+      if (width <= 8) {
+        // A group of 8 values as two 32-bit words, values 0-3 and 4-7 (the second from the byte where value 4
+        // starts, shifted past half a byte for an odd width): no branch a value, where the loop below has one.
+        // A word may run past the group, never past the page.
+        const half = width >> 1
+        const nibble = (width & 1) << 2
+        for (; k + 8 <= take && q + half + 4 <= end; k += 8, q += width) {
+          const lo = buf[q]! | (buf[q + 1]! << 8) | (buf[q + 2]! << 16) | (buf[q + 3]! << 24)
+          const hi = (buf[q + half]! | (buf[q + half + 1]! << 8) | (buf[q + half + 2]! << 16) | (buf[q + half + 3]! << 24)) >>> nibble
+          const o = at + i + k
+          out[o] = lo & mask
+          out[o + 1] = (lo >>> width) & mask
+          out[o + 2] = (lo >>> (2 * width)) & mask
+          out[o + 3] = (lo >>> (3 * width)) & mask
+          out[o + 4] = hi & mask
+          out[o + 5] = (hi >>> width) & mask
+          out[o + 6] = (hi >>> (2 * width)) & mask
+          out[o + 7] = (hi >>> (3 * width)) & mask
+        }
+      }
       let acc = 0
       let bits = 0
-      let q = p
-      for (let k = 0; k < take; k++) {
+      for (; k < take; k++) {
         while (bits < width) {
           acc |= buf[q++]! << bits
           bits += 8
@@ -466,6 +498,7 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
         out[at + i + k] = v
       }
     }
+    if (dictionary) resolveRun(out as Int32Array, at + i, take, dictionary, what)
     // A group is 8 values whatever the page needs; a writer may leave the last group's padding off.
     p = Math.min(p + groups * width, end)
     i += take
@@ -668,10 +701,14 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
       if (p >= region.length && k > 0) refuse(READ_CODES.malformed, `${what}: dictionary indexes past the page`)
       const width = k > 0 ? region[p]! : 0
       if (width > 32) refuse(READ_CODES.malformed, `${what}: dictionary indexes of ${width} bits`)
-      const indexes = arena.i32(`${key} indexes`, k)
-      if (k > 0) readHybrid(region, p + 1, region.length, width, indexes, 0, k, what)
-      if (isBytes) resolveTexts(indexes, k, dictionary.start!, dictionary.end!, dictionary.size, start!, end!, entry!, nv, what)
-      else resolveValues(indexes, k, dictionary.values!, dictionary.size, values!, nv, what)
+      if (values instanceof Int32Array) {
+        if (k > 0) readHybrid(region, p + 1, region.length, width, values, nv, k, what, { values: dictionary.values as Int32Array, size: dictionary.size })
+      } else {
+        const indexes = arena.i32(`${key} indexes`, k)
+        if (k > 0) readHybrid(region, p + 1, region.length, width, indexes, 0, k, what)
+        if (isBytes) resolveTexts(indexes, k, dictionary.start!, dictionary.end!, dictionary.size, start!, end!, entry!, nv, what)
+        else resolveValues(indexes, k, dictionary.values!, dictionary.size, values!, nv, what)
+      }
     } else if (encoding === 'RLE' && physical === 'BOOLEAN') {
       v1HybridBooleans(region, p, values as Uint8Array, nv, k, what)
     } else if (encoding === 'DELTA_BINARY_PACKED' && (physical === 'INT32' || physical === 'INT64')) {
@@ -783,35 +820,29 @@ function resolveTexts(indexes: Int32Array, k: number, ds: Int32Array, de: Int32A
   }
 }
 
-/** Dictionary-encoded fixed-width values into out[at...]: a loop for each array type. */
-function resolveValues(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number, what: string): void {
-  const bad = out instanceof Int32Array ? resolveInt32(indexes, k, dictionary as Int32Array, size, out, at) : resolveOther(indexes, k, dictionary, size, out, at)
-  if (bad >= 0) outsideDictionary(indexes[bad]!, size, what)
-}
-
 /**
- * Each resolves indexes into out[at...] and returns the first index outside the dictionary's size, or -1.
- * int32 has a loop of its own (a pattern's cells are four int32 columns): one loop for every array type ran
- * the phases' decoding a third slower.
+ * A bit-packed run of indexes, out[from, from + n), replaced by their entries. int32 has this loop of its own
+ * (a pattern's cells are four int32 columns): one loop for every array type ran the phases' decoding a third
+ * slower.
  */
-function resolveInt32(indexes: Int32Array, k: number, dictionary: Int32Array, size: number, out: Int32Array, at: number): number {
-  for (let j = 0; j < k; j++) {
-    const x = indexes[j]!
-    if (x >>> 0 >= size) return j
-    out[at + j] = dictionary[x]!
+function resolveRun(out: Int32Array, from: number, n: number, dictionary: Int32Dictionary, what: string): void {
+  const { values, size } = dictionary
+  for (let j = from; j < from + n; j++) {
+    const x = out[j]!
+    if (x >>> 0 >= size) outsideDictionary(x, size, what)
+    out[j] = values[x]!
   }
-  return -1
 }
 
-function resolveOther(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number): number {
+/** Dictionary-encoded fixed-width values other than int32 (readHybrid resolves those) into out[at...]. */
+function resolveValues(indexes: Int32Array, k: number, dictionary: Fixed, size: number, out: Fixed, at: number, what: string): void {
   const o = out as Float64Array
   const d = dictionary as Float64Array
   for (let j = 0; j < k; j++) {
     const x = indexes[j]!
-    if (x >>> 0 >= size) return j
+    if (x >>> 0 >= size) outsideDictionary(x, size, what)
     o[at + j] = d[x]!
   }
-  return -1
 }
 
 function checkCell(length: number, limits: ReadLimits, what: string): void {

@@ -266,11 +266,25 @@ function integer(out: Uint8Array, pos: number, n: number): number {
     out[pos++] = 0x2d // -
     n = -n
   }
-  let digits = 1
-  for (let x = n; x >= 10; x = Math.floor(x / 10)) digits++
+  if (n < 1e9) {
+    let digits = 1
+    for (let x = n; x >= 10; x = (x / 10) | 0) digits++
+    return belowBillion(out, pos, n, digits)
+  }
+  // Below 2^53 the part above the last nine digits is itself below 10^9.
+  const high = Math.floor(n / 1e9)
+  return belowBillion(out, integer(out, pos, high), n - high * 1e9, 9)
+}
+
+/**
+ * `n` (below 10^9) in `digits` decimal digits, zero-padded: small-integer division, several times
+ * cheaper than a double's, and clock values are nearly always this small.
+ */
+function belowBillion(out: Uint8Array, pos: number, n: number, digits: number): number {
   for (let d = pos + digits - 1; d >= pos; d--) {
-    out[d] = 0x30 + (n % 10)
-    n = Math.floor(n / 10)
+    const q = (n / 10) | 0
+    out[d] = 0x30 + n - q * 10
+    n = q
   }
   return pos + digits
 }

@@ -28,7 +28,7 @@ import type { ReceiptInput } from './merge.js'
 import { REPLICAS, eventTime, type FrameEvent, type JournalEvent, type Replica } from './types.js'
 
 // ---------------------------------------------------------------------------------------------------------
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-16 over 32-bit little-endian reads.
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-16 (then by 4) over 32-bit little-endian reads.
 // zlib.crc32 is CRC-32 (not C) and arrives only in Node 22, so the journal carries its own.
 // Check value: crc32c("123456789") = 0xe3069283. About 1.8 GB/s on one core (byte-at-a-time: ~0.3 GB/s).
 
@@ -65,6 +65,12 @@ export function crc32cView(buf: Uint8Array, dv: DataView, start: number, end: nu
       f[1792 + (d & 0xff)]! ^ f[1536 + ((d >>> 8) & 0xff)]! ^ f[1280 + ((d >>> 16) & 0xff)]! ^ f[1024 + (d >>> 24)]! ^
       f[768 + (g & 0xff)]! ^ f[512 + ((g >>> 8) & 0xff)]! ^ f[256 + ((g >>> 16) & 0xff)]! ^ f[g >>> 24]!
     p += 16
+  }
+  // Four bytes at a time for the rest: a record header's 12 bytes, and most of a body's tail.
+  while (p <= end - 4) {
+    const a = c ^ dv.getInt32(p, true)
+    c = f[768 + (a & 0xff)]! ^ f[512 + ((a >>> 8) & 0xff)]! ^ f[256 + ((a >>> 16) & 0xff)]! ^ f[a >>> 24]!
+    p += 4
   }
   while (p < end) c = f[(c ^ buf[p++]!) & 0xff]! ^ (c >>> 8)
   return ~c >>> 0

@@ -808,19 +808,27 @@ function timeBefore(aHi: number, aLo: number, bHi: number, bLo: number): boolean
  */
 export class EventTape {
   length = 0
-  private capacity = 0
   private buffers: Buffer[] = []
   private views: DataView[] = []
   /** Where each frame's body and payload start and its body ends; unused for decoded events. */
-  private bodyStarts = new Int32Array(0)
-  private payloadStarts = new Int32Array(0)
-  private bodyEnds = new Int32Array(0)
+  private bodyStarts: Int32Array
+  private payloadStarts: Int32Array
+  private bodyEnds: Int32Array
   /** Event time as int64 halves. */
-  private timeHis = new Int32Array(0)
-  private timeLos = new Uint32Array(0)
+  private timeHis: Int32Array
+  private timeLos: Uint32Array
   private connections: string[] = []
   /** The event, for every entry that is not a frame. */
   private decoded: (JournalEvent | undefined)[] = []
+
+  /** `capacity`: the entries expected, when known (a merged batch's size), so that the tape need not grow. */
+  constructor(private capacity = 0) {
+    this.bodyStarts = new Int32Array(capacity)
+    this.payloadStarts = new Int32Array(capacity)
+    this.bodyEnds = new Int32Array(capacity)
+    this.timeHis = new Int32Array(capacity)
+    this.timeLos = new Uint32Array(capacity)
+  }
 
   /** A checked frame body. */
   addFrame(buf: Buffer, dv: DataView, s: number, payloadStart: number, e: number, connection: string): void {
@@ -1351,7 +1359,7 @@ export async function* readJournalRange(dir: string, opts: JournalRangeOptions =
   const size = opts.batchSize ?? 4096
   interface Head { it: AsyncGenerator<JournalBatch>; tape: EventTape; i: number; done: boolean }
   const heads: Head[] = replicas.map((r) => ({ it: replicaBatches(dir, r, opts), tape: new EventTape(), i: 0, done: false }))
-  let tape = new EventTape()
+  let tape = new EventTape(size)
   let problems: JournalProblem[] = []
   let bytes = 0
   const refill = async (h: Head) => {
@@ -1377,7 +1385,7 @@ export async function* readJournalRange(dir: string, opts: JournalRangeOptions =
       if (best.i >= best.tape.length) await refill(best)
       if (tape.length >= size) {
         yield new JournalBatch(tape, problems, bytes)
-        tape = new EventTape(); problems = []; bytes = 0
+        tape = new EventTape(size); problems = []; bytes = 0
       }
     }
     if (tape.length || problems.length) yield new JournalBatch(tape, problems, bytes)

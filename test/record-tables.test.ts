@@ -239,12 +239,13 @@ t.test('same rows, same bytes, however the rows were batched', async (t) => {
   t.same(await readAll(a), rows.map((x) => expectRead(x, 'trades')))
 })
 
-t.test("the bytes equal hyparquet-writer's own DECIMAL path on the same rows", async (t) => {
-  // TableWriter hands hyparquet-writer pre-encoded decimal and trade_id bytes and sets the decimal
-  // statistics itself; the file must be exactly what hyparquet-writer writes from bigint decimals.
-  const rows = tradeRowsMany(2500)
+// TableWriter hands hyparquet-writer pre-encoded decimal and trade_id bytes and states the decimal
+// statistics itself; the file must be exactly what hyparquet-writer writes from bigint decimals. 70,000
+// mostly distinct 16-byte values in one row group fill more than a 1 MiB page: chunks of several pages.
+for (const { rowCount, rowGroupRows } of [{ rowCount: 2500, rowGroupRows: 1000 }, { rowCount: 70_000, rowGroupRows: 70_000 }]) t.test(`the bytes equal hyparquet-writer's own DECIMAL path on the same rows (${rowCount} rows, groups of ${rowGroupRows})`, async (t) => {
+  const rows = tradeRowsMany(rowCount)
   const path = fresh('trades.parquet')
-  await writeTable(path, 'trades', rows, { rowGroupRows: 1000, batch: 333 })
+  await writeTable(path, 'trades', rows, { rowGroupRows, batch: 333 })
   const cols: Record<string, unknown[]> = { raw_index: [], instrument: [], trade_id: [], side: [], price: [], size: [], exchange_time: [], receive_time: [] }
   for (const r of rows) {
     cols.raw_index!.push(BigInt(r.raw_index))
@@ -263,7 +264,7 @@ t.test("the bytes equal hyparquet-writer's own DECIMAL path on the same rows", a
     schema: tableSchema('trades') as Parameters<typeof parquetWriteBuffer>[0]['schema'],
     codec: 'ZSTD',
     compressors: { ZSTD: (b: Uint8Array) => zstd.compress(b) },
-    rowGroupSize: 1000,
+    rowGroupSize: rowGroupRows,
     createdBy: CREATED_BY,
   })
   t.ok((await readFile(path)).equals(Buffer.from(reference)), 'byte-identical')

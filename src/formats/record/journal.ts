@@ -28,7 +28,7 @@ import type { ReceiptInput } from './merge.js'
 import { REPLICAS, eventTime, type FrameEvent, type JournalEvent, type Replica } from './types.js'
 
 // ---------------------------------------------------------------------------------------------------------
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-16 over 32-bit little-endian reads.
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-16 (then by 4) over 32-bit little-endian reads.
 // zlib.crc32 is CRC-32 (not C) and arrives only in Node 22, so the journal carries its own.
 // Check value: crc32c("123456789") = 0xe3069283. About 1.8 GB/s on one core (byte-at-a-time: ~0.3 GB/s).
 
@@ -65,6 +65,12 @@ export function crc32cView(buf: Uint8Array, dv: DataView, start: number, end: nu
       f[1792 + (d & 0xff)]! ^ f[1536 + ((d >>> 8) & 0xff)]! ^ f[1280 + ((d >>> 16) & 0xff)]! ^ f[1024 + (d >>> 24)]! ^
       f[768 + (g & 0xff)]! ^ f[512 + ((g >>> 8) & 0xff)]! ^ f[256 + ((g >>> 16) & 0xff)]! ^ f[g >>> 24]!
     p += 16
+  }
+  // Four bytes at a time for the rest: a record header's 12 bytes, and most of a body's tail.
+  while (p <= end - 4) {
+    const a = c ^ dv.getInt32(p, true)
+    c = f[768 + (a & 0xff)]! ^ f[512 + ((a >>> 8) & 0xff)]! ^ f[256 + ((a >>> 16) & 0xff)]! ^ f[a >>> 24]!
+    p += 4
   }
   while (p < end) c = f[(c ^ buf[p++]!) & 0xff]! ^ (c >>> 8)
   return ~c >>> 0
@@ -802,19 +808,27 @@ function timeBefore(aHi: number, aLo: number, bHi: number, bLo: number): boolean
  */
 export class EventTape {
   length = 0
-  private capacity = 0
   private buffers: Buffer[] = []
   private views: DataView[] = []
   /** Where each frame's body and payload start and its body ends; unused for decoded events. */
-  private bodyStarts = new Int32Array(0)
-  private payloadStarts = new Int32Array(0)
-  private bodyEnds = new Int32Array(0)
+  private bodyStarts: Int32Array
+  private payloadStarts: Int32Array
+  private bodyEnds: Int32Array
   /** Event time as int64 halves. */
-  private timeHis = new Int32Array(0)
-  private timeLos = new Uint32Array(0)
+  private timeHis: Int32Array
+  private timeLos: Uint32Array
   private connections: string[] = []
   /** The event, for every entry that is not a frame. */
   private decoded: (JournalEvent | undefined)[] = []
+
+  /** `capacity`: the entries expected, when known (a merged batch's size), so that the tape need not grow. */
+  constructor(private capacity = 0) {
+    this.bodyStarts = new Int32Array(capacity)
+    this.payloadStarts = new Int32Array(capacity)
+    this.bodyEnds = new Int32Array(capacity)
+    this.timeHis = new Int32Array(capacity)
+    this.timeLos = new Uint32Array(capacity)
+  }
 
   /** A checked frame body. */
   addFrame(buf: Buffer, dv: DataView, s: number, payloadStart: number, e: number, connection: string): void {
@@ -1345,7 +1359,7 @@ export async function* readJournalRange(dir: string, opts: JournalRangeOptions =
   const size = opts.batchSize ?? 4096
   interface Head { it: AsyncGenerator<JournalBatch>; tape: EventTape; i: number; done: boolean }
   const heads: Head[] = replicas.map((r) => ({ it: replicaBatches(dir, r, opts), tape: new EventTape(), i: 0, done: false }))
-  let tape = new EventTape()
+  let tape = new EventTape(size)
   let problems: JournalProblem[] = []
   let bytes = 0
   const refill = async (h: Head) => {
@@ -1371,7 +1385,7 @@ export async function* readJournalRange(dir: string, opts: JournalRangeOptions =
       if (best.i >= best.tape.length) await refill(best)
       if (tape.length >= size) {
         yield new JournalBatch(tape, problems, bytes)
-        tape = new EventTape(); problems = []; bytes = 0
+        tape = new EventTape(size); problems = []; bytes = 0
       }
     }
     if (tape.length || problems.length) yield new JournalBatch(tape, problems, bytes)

@@ -260,16 +260,18 @@ abstract class NumberLeaf<A extends NumberArray> extends DictionaryLeaf {
     this.forget()
     for (let i = 0; i < this.values && this.dictionary; i++) {
       const x = this.data[i]!
-      let index = this.find(x)
-      const isNew = index < 0
-      if (isNew) {
-        index = this.distinct
-        this.remember(x, index)
-        this.entries = grow(this.entries, index + 1)
-        this.entries[index] = x
-      }
-      this.noteIndex(i, index, isNew)
+      const index = this.find(x)
+      this.noteIndex(i, index < 0 ? this.newEntry(x) : index, index < 0)
     }
+  }
+
+  /** Makes `x` the dictionary's next entry; returns its index. */
+  protected newEntry(x: A[number]): number {
+    const index = this.distinct
+    this.remember(x, index)
+    this.entries = grow(this.entries, index + 1)
+    this.entries[index] = x
+    return index
   }
 
   override reset(): void {
@@ -312,6 +314,18 @@ class Int32Leaf extends NumberLeaf<Int32Array> {
 
   protected convert(v: unknown): number {
     return v as number
+  }
+
+  // NumberLeaf's loop with the small-integer table read in place: there, shared by three classes, the field
+  // reads and the find call are polymorphic, and int32 values (a pattern's cells) are most of the values.
+  override prepare(): void {
+    this.forget()
+    const { data, small } = this
+    for (let i = 0; i < this.values && this.dictionary; i++) {
+      const x = data[i]!
+      const index = x >= -SMALL_INT && x < SMALL_INT ? small[x + SMALL_INT]! - 1 : super.find(x)
+      this.noteIndex(i, index < 0 ? this.newEntry(x) : index, index < 0)
+    }
   }
 
   protected override find(x: number): number {

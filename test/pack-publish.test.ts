@@ -220,6 +220,7 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
   const rating = (verdict: string) => ({ rater: 'rater-0123456789abcdef', target: '@patterns:1', scale: 'stars-1-5 1', verdict, note: null, round: null, date: T0 })
   const cases: [string, string, number, Promise<string>][] = [
     ['a verdict off its scale', 'pack.rating-verdict-invalid', 2, records(dir(), [BLOCK], { ratings: [rating('4'), rating('keep')] })],
+    ['a range cell that is not canonical JSON', 'pack.json-cell-not-canonical', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), range: '{ }' }] })],
     ['a gun column on an oscillator', 'pack.pattern-gun-column', 2, records(dir(), [BLOCK, { ...BLINKER, gun: '{"per_period":1}' }])],
     ['an alias of another reason', 'pack.alias-reason-invalid', 1, records(dir(), [BLOCK], { aliases: [{ old_id: '0'.repeat(32), target: '@patterns:1', reason: 'renamed', date: T0 }] })],
     ['a sighting from no search and not unattributed', 'pack.column-value-invalid', 1, records(dir(), [BLOCK], { sightings: [{ pattern_id: '@patterns:1', rule: 'B3/S23', source: 'by hand', count: 1, soups: 1, first_seen: T0, last_seen: T0 }] })],

@@ -35,7 +35,7 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
-import { RaterBook, ROW_RULES, verificationSitesFinding } from './row-rules.js'
+import { JSON_CELL_COLUMNS, jsonCellChecker, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -407,7 +407,6 @@ async function eachPartRow(store: string, object: string, schema: TableSchema, e
   }
 }
 
-/** Reads, completes and checks one table's records, and gives them to be written. */
 /**
  * The ratings and raters rows of the parents and of this publish, for the rules across rows a check holds
  * them to (RaterBook): every rater the ratings name has a row, a note needs consent to share notes.
@@ -417,12 +416,15 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
   else if (table === 'raters') book.rater(row, at)
 }
 
+/** Reads, completes and checks one table's records, and gives them to be written. */
 async function stageTable(
   o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>,
   defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>,
 ): Promise<void> {
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
+  const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
+  const canonicalCell = jsonCellChecker()
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
   await eachRecord(o.records, `${name}.jsonl`, async (row, at) => {
     if (name === 'tilings') {
@@ -443,6 +445,13 @@ async function stageTable(
     if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
+    for (const column of jsonColumns) {
+      const cell = row[column]
+      if (typeof cell !== 'string') continue
+      const bytes = Buffer.from(cell)
+      const why = canonicalCell(bytes, 0, bytes.length)
+      if (why) throw recordError(ROW_RULE_CODES.jsonCell, at, `${column} is not RFC 8785 canonical JSON: ${why}`, column)
+    }
     const broken = ROW_RULES[name]?.check(row)[0]
     if (broken) throw recordError(broken.code, at, broken.detail)
     keepRaterRow(raters, name, row, at)

@@ -64,7 +64,6 @@ export function formatLocation(loc: Location | undefined): string {
   return parts.join(', ')
 }
 
-/** Wraps anything thrown into a PipeError, keeping a PipeError's code and adding the stage when missing. */
 /**
  * A step whose failure is a usage or environment error (exit 2), not data failing a check: a data error it
  * throws becomes a UsageError with the same code, its message after `prefix` (e.g. the option that named
@@ -78,6 +77,7 @@ export async function asUsage<T>(step: () => Promise<T>, prefix = '', location?:
   }
 }
 
+/** Wraps anything thrown into a PipeError, keeping a PipeError's code and adding the stage when missing. */
 export function asPipeError(err: unknown, stage?: string): PipeError {
   if (err instanceof PipeError) {
     if (stage && !err.stage) err.stage = stage

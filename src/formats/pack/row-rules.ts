@@ -150,12 +150,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * the JSON cell rule's finding, not this one's.
  */
 function scenePaletteFindings(scene: unknown): IdentityFinding[] {
-  let doc: unknown
-  try {
-    doc = JSON.parse(String(scene))
-  } catch {
-    return []
-  }
+  const doc = jsonCell(scene)
   if (!isObject(doc)) return []
   const own = new Set<string>()
   if (isObject(doc.palettes)) for (const name of Object.keys(doc.palettes)) own.add(name)

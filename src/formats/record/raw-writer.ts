@@ -103,14 +103,9 @@ class TimeWriter {
       this.secondPrefix.write(formatTime(start).slice(0, 20), 0, 'latin1')
     }
     pos = put(out, pos, this.secondPrefix)
-    // Below 10^9, so small-integer arithmetic, cheaper than a double's.
-    let fraction = ((hi - this.startHi) * TWO_32 + (lo - this.startLo)) | 0
-    for (let d = pos + 8; d >= pos; d--) {
-      out[d] = 0x30 + (fraction % 10)
-      fraction = (fraction / 10) | 0
-    }
-    out[pos + 9] = 0x5a // Z
-    return pos + 10
+    pos = belowBillion(out, pos, ((hi - this.startHi) * TWO_32 + (lo - this.startLo)) | 0, 9)
+    out[pos] = 0x5a // Z
+    return pos + 1
   }
 
   /** A bigint time (anything beyond int64 as formatTime writes it). */

@@ -14,13 +14,11 @@
  * JSONL there, for repeated runs while profiling), BENCH_SEAL_NODE_ARGS (extra node flags for the seal,
  * e.g. --cpu-prof).
  */
-import { spawnSync } from 'node:child_process'
 import { createWriteStream, existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
-import { fileURLToPath } from 'node:url'
 import { timedCli, type Timed } from './timed-cli.js'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { Decompressor } from 'zstd-napi'
@@ -35,7 +33,6 @@ const HOUR = '2026-10-03T14'
 const HOUR_START = BigInt(Date.UTC(2026, 9, 3, 14)) * 1_000_000n
 const HOUR_NS = 3_600_000_000_000n
 const INSTRUMENTS = ['BTCUSDT', 'ETHUSDT', 'SOLUSDT', 'BNBUSDT', 'XRPUSDT', 'ADAUSDT', 'DOGEUSDT', 'TRXUSDT', 'LINKUSDT', 'AVAXUSDT']
-const cli = fileURLToPath(new URL('../bin/pipe.js', import.meta.url))
 const sealNodeArgs = (process.env.BENCH_SEAL_NODE_ARGS ?? '').split(' ').filter((s) => s !== '')
 
 const keep = process.env.BENCH_DIR
@@ -81,8 +78,7 @@ try {
     out.end()
     await once(out, 'finish')
     await builder.commit()
-    const k = spawnSync(process.execPath, [cli, 'key', 'new', '--out', keys, '--valid-from', '2026-01-01T00:00:00.000000000Z'], { encoding: 'utf8' })
-    if (k.status !== 0) throw new Error(`pipe key new failed: ${k.stderr}`)
+    timedCli(['key', 'new', '--out', keys, '--valid-from', '2026-01-01T00:00:00.000000000Z'])
     await writeFile(ready, `${lines}\n`)
     console.log(`prepared in ${((performance.now() - t0) / 1000).toFixed(1)} s (not timed): ${builder.events} journal events, ${lines} trade frames as JSONL`)
   }

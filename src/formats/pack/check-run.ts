@@ -38,7 +38,7 @@ import {
   type MediaExtension,
   type MediaFile,
 } from './store.js'
-import { ROW_CODES, WRITE_CODES } from './table-schemas.js'
+import { FACT_CONFLICT, ROW_CODES, WRITE_CODES } from './table-schemas.js'
 
 export type CheckLevel = 0 | 1 | 2 | 3
 
@@ -83,7 +83,7 @@ export const CHECK_CODES = {
   /** A version that does not list a retraction of a parent (the same target and publisher). */
   retractsNotCumulative: 'pack.retracts-not-cumulative',
   /** Two different rows of a fact table with one key (the same code as the publisher's refusal). */
-  factConflict: 'pack.fact-conflict',
+  factConflict: FACT_CONFLICT,
   /** A pattern with no rule: its rule column is null and no verification of it is main. */
   replayRuleMissing: 'pack.replay-rule-missing',
   /** A pattern's rule has no rules row with its neighbourhood and steps per generation. */

@@ -20,12 +20,12 @@ import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
 import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
-import { canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
+import { FACT_CONFLICT, canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
 
 /** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
 
-export const ROWS_CODES = { factConflict: 'pack.fact-conflict' } as const
+export const ROWS_CODES = { factConflict: FACT_CONFLICT } as const
 
 /** Rows the caller gathers before they go to the thread. */
 const STAGE_ROWS = 4096

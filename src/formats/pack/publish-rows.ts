@@ -16,7 +16,6 @@ export const PUBLISH_CODES = {
   disagrees: 'pack.record-disagrees',
   reference: 'pack.record-reference',
   tiling: 'pack.record-unknown-tiling',
-  factConflict: 'pack.fact-conflict',
 } as const
 
 export type Row = Record<string, unknown>

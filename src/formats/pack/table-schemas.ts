@@ -299,6 +299,9 @@ export const SCHEMAS_BY_ID: ReadonlyMap<string, TableSchema> = new Map(
  * Stable codes of the writer's errors (row findings keep their own `pack.table-*` codes); a checker reports
  * `unsorted` too. Here rather than in parquet-write.ts, so that checking does not load the writer.
  */
+/** Two different rows of a fact table with one key ("a key's rows are the same wherever they appear"): the publisher's refusal and the checker's finding. */
+export const FACT_CONFLICT = 'pack.fact-conflict'
+
 export const WRITE_CODES = {
   /** A row that sorts before the row written before it. */
   unsorted: 'pack.parquet-rows-unsorted',

@@ -5,6 +5,7 @@
  * are produced, so a zstd bomb stops after one output buffer over the cap.
  */
 import { parentPort, workerData } from 'node:worker_threads'
+import { BufferPool } from '../core/buffer-pool.js'
 import { PipeError } from '../core/errors.js'
 import { ZstdDecoder, type DecodeCaps } from './zstd-core.js'
 
@@ -22,10 +23,10 @@ const port = parentPort!
 const decoder = new ZstdDecoder(limits)
 
 const inputs: Uint8Array[] = []
-const spare: Uint8Array[] = []
+const spare = new BufferPool(limits.outputChunkBytes, limits.credits)
 let ended = false
 let credits = limits.credits
-let out: Uint8Array = new Uint8Array(limits.outputChunkBytes)
+let out = new Uint8Array(spare.take())
 let outFill = 0
 let failed = false
 
@@ -36,7 +37,7 @@ function post(msg: FromWorker, transfer?: ArrayBuffer[]) {
 function flushOutput() {
   post({ type: 'output', buf: out.subarray(0, outFill) }, [out.buffer as ArrayBuffer])
   credits--
-  out = spare.pop() ?? new Uint8Array(limits.outputChunkBytes)
+  out = new Uint8Array(spare.take())
   outFill = 0
 }
 
@@ -76,7 +77,7 @@ port.on('message', (msg: ToWorker) => {
   else if (msg.type === 'end') ended = true
   else {
     credits++
-    if (msg.buf && msg.buf.byteLength === limits.outputChunkBytes) spare.push(msg.buf)
+    if (msg.buf) spare.give(msg.buf.buffer as ArrayBuffer)
   }
   try {
     pump()

@@ -7,6 +7,7 @@
  * A frame: u32 payload length, u32 tail length, u8 flags (1 binary, 2 in the hour), i64 frame time, then
  * the payload bytes and the tail's (none for a frame outside the hour).
  */
+import { BufferPool } from '../../core/buffer-pool.js'
 import type { FramePairing } from './merge.js'
 import { LineTailWriter } from './raw-writer.js'
 
@@ -30,14 +31,16 @@ const HEADER_BYTES = 17
 const BATCH_BYTES = 1 << 20
 /** Batch buffers kept for reuse: as many as can be in flight, and a few. */
 const SPARE_BATCHES = 8
+/** What the writer holds between a batch handed over and the next frame: any frame outgrows it. */
+const EMPTY = new Uint8Array(0)
 
 export class FrameBatchWriter {
-  private buf: Uint8Array = new Uint8Array(BATCH_BYTES)
-  private view: DataView = new DataView(this.buf.buffer)
+  private buf: Uint8Array = EMPTY
+  private view: DataView = new DataView(EMPTY.buffer)
   private pos = 0
   private frames = 0
   private readonly tails = new LineTailWriter()
-  private readonly spare: ArrayBuffer[] = []
+  private readonly pool = new BufferPool(BATCH_BYTES, SPARE_BATCHES)
 
   constructor(private readonly onBatch: (batch: FrameBatch) => void) {}
 
@@ -48,7 +51,8 @@ export class FrameBatchWriter {
     const need = HEADER_BYTES + length + (inHour ? LineTailWriter.maxBytes(length, pairing, 2 * slot, count) : 0)
     if (this.pos + need > this.buf.length) {
       this.end()
-      if (need > this.buf.length) this.use(new Uint8Array(need))
+      // A frame larger than a batch gets a buffer of its own; the pool keeps only batch-sized ones.
+      this.use(new Uint8Array(need > BATCH_BYTES ? new ArrayBuffer(need) : this.pool.take()))
     }
     const v = this.view
     const p = this.pos
@@ -72,14 +76,14 @@ export class FrameBatchWriter {
   end(): void {
     if (this.frames === 0) return
     this.onBatch({ bytes: this.buf.subarray(0, this.pos), frames: this.frames })
-    const spare = this.spare.pop()
-    this.use(spare ? new Uint8Array(spare) : new Uint8Array(BATCH_BYTES))
+    // The buffer is the receiver's now: never write into it again (an empty one until the next frame).
+    this.use(EMPTY)
     this.frames = 0
   }
 
   /** Takes back a batch's buffer that the receiver is done with, to fill again. */
   reuse(buffer: ArrayBuffer): void {
-    if (buffer.byteLength === BATCH_BYTES && this.spare.length < SPARE_BATCHES) this.spare.push(buffer)
+    this.pool.give(buffer)
   }
 
   private use(buf: Uint8Array): void {

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer'
+import { BufferPool } from '../../core/buffer-pool.js'
 import { int64Of, type MergedFrame, type Receipt } from './merge.js'
 import { formatTime } from './time.js'
 import type { Replica } from './types.js'
@@ -213,11 +214,12 @@ export class RawLineWriter {
   private buf: Buffer
   private pos = 0
   private readonly times = new TimeWriter()
-  private readonly spare: ArrayBuffer[] = []
+  private readonly pool: BufferPool
   lines = 0
 
-  constructor(private readonly onChunk: (chunk: Buffer) => void, private readonly chunkBytes = RAW_CHUNK_BYTES) {
-    this.buf = Buffer.allocUnsafe(chunkBytes)
+  constructor(private readonly onChunk: (chunk: Buffer) => void, chunkBytes = RAW_CHUNK_BYTES) {
+    this.pool = new BufferPool(chunkBytes, SPARE_CHUNKS)
+    this.buf = Buffer.from(this.pool.take())
   }
 
   /** Appends a line: `exchangeTime` is the venue's stated time, null when it states none; `tail` its tail. */
@@ -236,7 +238,7 @@ export class RawLineWriter {
 
   /** Takes back a chunk's buffer that its receiver is done with, to fill again. */
   reuse(buffer: ArrayBuffer): void {
-    if (buffer.byteLength === this.chunkBytes && this.spare.length < SPARE_CHUNKS) this.spare.push(buffer)
+    this.pool.give(buffer)
   }
 
   /** Hands over what is buffered (possibly nothing). */
@@ -250,8 +252,8 @@ export class RawLineWriter {
   private reserve(n: number): void {
     if (this.pos + n <= this.buf.length) return
     this.end()
-    const spare = n <= this.chunkBytes ? this.spare.pop() : undefined
-    this.buf = spare ? Buffer.from(spare) : Buffer.allocUnsafe(Math.max(this.chunkBytes, n))
+    // A line longer than a chunk gets a buffer of its own; the pool keeps only chunk-sized ones.
+    this.buf = Buffer.from(n > this.pool.bytes ? new ArrayBuffer(n) : this.pool.take())
   }
 }
 

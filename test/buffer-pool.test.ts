@@ -24,7 +24,7 @@ t.test("the raw line writer fills a chunk's buffer again once it is given back, 
   const writer = new RawLineWriter((chunk) => chunks.push(chunk), 256)
   const tail = Buffer.from('"x":1}\n')
   while (chunks.length < 1) writer.write(null, tail)
-  const first = chunks[0]!.buffer
+  const first = chunks[0]!.buffer as ArrayBuffer
   t.equal(first.byteLength, 256, 'a chunk is the pool size')
   writer.reuse(first) // the second chunk is already being filled, in a new buffer
   while (chunks.length < 3) writer.write(null, tail)
@@ -33,7 +33,7 @@ t.test("the raw line writer fills a chunk's buffer again once it is given back, 
 
   writer.write(null, Buffer.alloc(1000, 0x20)) // longer than a chunk: a buffer of its own
   writer.end()
-  const oversized = chunks.at(-1)!.buffer
+  const oversized = chunks.at(-1)!.buffer as ArrayBuffer
   t.ok(oversized.byteLength >= 1000 && chunks.at(-1)!.includes(0x20), 'the long line is whole in one chunk')
   writer.reuse(oversized)
   writer.write(null, tail)

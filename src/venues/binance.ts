@@ -68,8 +68,9 @@ function digitsBelow(a: string, b: string): boolean {
   return a.length !== b.length ? a.length < b.length : a < b
 }
 
-/** By nanoseconds per unit of E and T (the adapter's two units): the most units that fit int64 nanoseconds, as text. */
-const MAX_UNITS_TEXT = new Map([1_000n, 1_000_000n].map((mult) => [mult, (INT64_MAX / mult).toString()]))
+/** The unit of E and T: nanoseconds per unit, and the most units that fit int64 nanoseconds, as text. */
+interface TimeUnit { readonly mult: bigint; readonly maxUnitsText: string }
+const timeUnit = (mult: bigint): TimeUnit => ({ mult, maxUnitsText: (INT64_MAX / mult).toString() })
 const UINT_RE = /^(0|[1-9][0-9]*)$/
 /** Binance allows 1024 streams per connection. */
 const MAX_STREAMS = 1024
@@ -248,7 +249,7 @@ const PLAIN_TRADE_RE = /^\{"e":"trade","E":(0|[1-9][0-9]*),"s":"([A-Z0-9]+)","t"
  * general path. Gives exactly what the general path gives for such a payload; anything it would refuse
  * (a decimal DECIMAL(38, 18) cannot hold, a time beyond int64) goes the general path, which says why.
  */
-function plainTrade(text: string, mult: bigint): FrameClass | null {
+function plainTrade(text: string, unit: TimeUnit): FrameClass | null {
   const m = PLAIN_TRADE_RE.exec(text)
   if (m === null) return null
   const p = m[4]!
@@ -258,8 +259,8 @@ function plainTrade(text: string, mult: bigint): FrameClass | null {
   const E = m[1]!
   const T = m[6]!
   const earlier = digitsBelow(T, E) ? T : E
-  if (digitsBelow(MAX_UNITS_TEXT.get(mult)!, earlier === E ? T : E)) return null
-  const exchangeTime = BigInt(earlier) * mult
+  if (digitsBelow(unit.maxUnitsText, earlier === E ? T : E)) return null
+  const exchangeTime = BigInt(earlier) * unit.mult
   const s = m[2]!
   const tText = m[3]!
   const id = BigInt(tText)
@@ -272,12 +273,12 @@ function plainTrade(text: string, mult: bigint): FrameClass | null {
   }
 }
 
-function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean, mult: bigint): FrameClass {
+function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean, unit: TimeUnit): FrameClass {
   if (binary) return { kind: 'unrepresentable', code: 'not-json', reason: 'binary frame; Binance spot streams send JSON text frames' }
   const text = decodeUtf8(payload)
   if (text === null) return { kind: 'unrepresentable', code: 'not-json', reason: 'payload is not UTF-8' }
   if (channel === 'trades') {
-    const fast = plainTrade(text, mult)
+    const fast = plainTrade(text, unit)
     if (fast !== null) return fast
   }
   let v: JsonValue
@@ -313,11 +314,11 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
     let suffix: string
     if (channel === 'trades') {
       if (e !== 'trade') throw new Bad('structure', `event type ${JSON.stringify(e)} on channel trades`)
-      out = parseTrade(d, mult)
+      out = parseTrade(d, unit.mult)
       suffix = '@trade'
     } else if (channel === 'book') {
       if (e !== 'depthUpdate') throw new Bad('structure', `event type ${JSON.stringify(e)} on channel book`)
-      out = parseDepthUpdate(d, mult)
+      out = parseDepthUpdate(d, unit.mult)
       suffix = '@depth'
     } else {
       throw new RangeError(`binance spot serves no channel ${channel}`)
@@ -337,7 +338,7 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
 
 /** A Binance spot adapter. */
 export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAdapter {
-  const mult = opts.timeUnit === 'us' ? 1_000n : 1_000_000n
+  const unit = timeUnit(opts.timeUnit === 'us' ? 1_000n : 1_000_000n)
   const wsBase = opts.wsBase ?? 'wss://data-stream.binance.vision'
   const restBase = opts.restBase ?? 'https://api.binance.com'
   const limit = opts.snapshotLimit ?? 1000
@@ -350,7 +351,7 @@ export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAd
     channels,
     classify(channel, payload, binary) {
       check(channel)
-      return classifyBinance(channel, payload, binary, mult)
+      return classifyBinance(channel, payload, binary, unit)
     },
     sequence: binanceSequence,
     connect(channel, instruments): ConnectPlan {

@@ -880,10 +880,11 @@ export class EventTape {
     return !(range.start && timeBefore(hi, lo, range.start[0], range.start[1])) && !(range.end && !timeBefore(hi, lo, range.end[0], range.end[1]))
   }
 
-  /** Whether every entry's event time is in the range (as for all but the batches at a range's edges). */
-  allWithin(range: TimeRange): boolean {
-    for (let i = 0; i < this.length; i++) if (!this.within(i, range)) return false
-    return true
+  /** The first entry whose event time is outside the range, else the length (as for all but the batches at a range's edges). */
+  firstOutside(range: TimeRange): number {
+    let i = 0
+    while (i < this.length && this.within(i, range)) i++
+    return i
   }
 
   /** The event time of entry `i`. */
@@ -1332,9 +1333,11 @@ async function* replicaBatches(dir: string, replica: Replica, o: JournalRangeOpt
     if (o.end !== undefined && f.hour + HOUR_NS > o.end + slack) read.stopAt = o.end + slack
     for await (const b of readJournalFile(f.path, read)) {
       let tape = b.tape!
-      if ((o.start !== undefined || o.end !== undefined) && !tape.allWithin(range)) {
+      const outside = o.start !== undefined || o.end !== undefined ? tape.firstOutside(range) : tape.length
+      if (outside < tape.length) {
         const inRange = new EventTape()
-        for (let i = 0; i < tape.length; i++) if (tape.within(i, range)) inRange.copy(tape, i)
+        for (let i = 0; i < outside; i++) inRange.copy(tape, i)
+        for (let i = outside + 1; i < tape.length; i++) if (tape.within(i, range)) inRange.copy(tape, i)
         tape = inRange
       }
       yield new JournalBatch(tape, b.problems, b.bytes)

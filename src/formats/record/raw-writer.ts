@@ -170,15 +170,20 @@ export class LineTailWriter {
     // A text frame whose bytes are not UTF-8 cannot come from a conforming WebSocket peer; should a
     // journal hold one, it is kept as base64 so that no byte is lost.
     const start = text ? RECEIPTS_START.text : RECEIPTS_START.base64
-    pos = put(out, pos, receipts.hasClock(first) ? start.clock : start.none)
+    // Each receipt's clock decides how the one before it ends, so it is read once, a receipt ahead.
+    let hasClock = receipts.hasClock(first)
+    pos = put(out, pos, hasClock ? start.clock : start.none)
     const last = first + count - 1
     for (let r = first; r <= last; r++) {
-      const hasClock = receipts.hasClock(r)
       if (hasClock) pos = integer(out, pos, receipts.clockErrorBound(r))
       pos = put(out, pos, this.prefix(receipts.connection(r), hasClock, hasClock ? receipts.clockOffset(r) : 0))
       pos = this.times.write(out, pos, receipts.timeHi(r), receipts.timeLo(r))
       const end = RECEIPT_END[receipts.replica(r)]
-      pos = put(out, pos, r === last ? end.last : receipts.hasClock(r + 1) ? end.clock : end.none)
+      if (r === last) pos = put(out, pos, end.last)
+      else {
+        hasClock = receipts.hasClock(r + 1)
+        pos = put(out, pos, hasClock ? end.clock : end.none)
+      }
     }
     return pos
   }

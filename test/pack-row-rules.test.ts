@@ -222,6 +222,43 @@ t.test('a site is set only on patterns of aperiodic tilings, and sites only on t
   t.same(found.map((i) => `${i.level} ${i.code} ${i.target}`), [`1 pack.pattern-site-column pattern:${String(block.id)}`], 'a site on a square-grid pattern')
 })
 
+t.test('a range only in a rule some B/S or Generations rules row has, a mover only on an aperiodic pin: here and on threads', async (t) => {
+  const cyclic = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
+  const kept = () => {
+    const rows = cleanRows({ aperiodic: true })
+    // B3/S23 is B/S on touch and cyclic on edge: the pattern's neighbourhood, read later, picks the row, so its range stands.
+    rows.rules!.push(cyclic, { ...cyclic, notation: 'B3/S23' })
+    rows.verifications!.find((v) => v.rule === 'B3/S23')!.range = RANGE
+    // The Penrose pattern's main rule, B2/S1, has no rules row: left alone, as a pin no tiling has is.
+    Object.assign(rows.verifications!.find((v) => v.sites !== null)!, { range: RANGE, mover: '{"followed":100}' })
+    return rows
+  }
+  const run = async (rows: Record<string, Row[]>, threads: number) => {
+    const s = await buildStore(fresh(), { rows, search: false })
+    const issues: CheckIssue[] = []
+    for await (const i of checkPack(s.dir, { level: 1, threads, threadPartBytes: 0 })) issues.push(i)
+    return { s, found: failures(issues) }
+  }
+  for (const threads of [0, 2]) {
+    const { found } = await run(kept(), threads)
+    t.same(found, [], `kept, ${threads} threads: ${JSON.stringify(found)}`)
+  }
+  const broken: [string, (rows: Record<string, Row[]>) => Row, RegExp][] = [
+    ['a range in a rule whose rules rows are all cyclic', (rows) => Object.assign(rows.verifications!.find((v) => v.rule === 'B2/S345/4')!, { rule: 'C3', range: RANGE }), /range is set, but rule "C3" is a cyclic rule/],
+    ['a mover on a square-grid pattern\'s main verification', (rows) => Object.assign(rows.verifications!.find((v) => v.rule === 'B2/S345/4')!, { mover: '{"followed":100}' }), /mover is set, but its pin is a lattice tiling's/],
+  ]
+  for (const [what, change, detail] of broken) {
+    for (const threads of [0, 2]) {
+      const rows = kept()
+      const changed = change(rows)
+      const { s, found } = await run(rows, threads)
+      t.same(found.map((i) => `${i.level} ${i.code}`), ['1 pack.verification-range-invalid'], `${what}, ${threads} threads: ${JSON.stringify(found)}`)
+      t.equal(found[0]?.target, sortedRow('verifications', (v) => v === changed)(s, rows), `${what}: on its row`)
+      t.match(found[0]?.detail, detail)
+    }
+  }
+})
+
 t.test('rule and gun are set exactly for their classes, both ways', async (t) => {
   for (const cls of ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other']) {
     const withRule = ['puffer', 'mover', 'gun', 'other'].includes(cls)

@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
+import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -43,6 +43,8 @@ export interface PartContext {
   level: CheckLevel
   /** The tilings rows read before, by pin_key: what a record's pin_key must name. */
   tilings: ReadonlyMap<string, RecordTiling>
+  /** The rules rows read before: each notation's family, as a verification's rule sees it (keepRuleFamily). */
+  ruleFamilies: ReadonlyMap<string, string>
   signal?: AbortSignal
 }
 
@@ -156,7 +158,7 @@ class PartRows {
     this.validate = rowValidator(spec.schema, spec.partition)
     this.compare = sortColumnsComparator(spec.schema)
     this.sortColumns = spec.schema.sortColumns.map((name) => ({ name }))
-    this.records = this.at1 ? recordCheck(spec.schema.name, ctx.tilings, spec.rel) : undefined
+    this.records = this.at1 ? recordCheck(spec.schema.name, ctx, spec.rel) : undefined
   }
 
   async *batch(batch: RowBatch, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
@@ -269,8 +271,8 @@ interface RecordCheck {
 }
 
 /** A table's own checks (row-rules.ts, and a record table's ids and tilings), and its JSON cells'. */
-function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
-  return inTurn(tableCheck(table, tilings, rel), jsonCells(table, rel))
+function recordCheck(table: string, ctx: PartContext, rel: string): RecordCheck | undefined {
+  return inTurn(tableCheck(table, ctx, rel), jsonCells(table, rel))
 }
 
 /** Checks of a row group's rows, one after the other. */
@@ -287,7 +289,8 @@ function inTurn(...checks: (RecordCheck | undefined)[]): RecordCheck | undefined
   }
 }
 
-function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
+function tableCheck(table: string, ctx: PartContext, rel: string): RecordCheck | undefined {
+  const tilings = ctx.tilings
   const rowIds = (prefix: string, ids: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
     open: (batch) => (i, out) => {
       const row = batch.row(i)
@@ -313,7 +316,7 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
     case 'quickstart':
       return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!.check(row)])
     case 'verifications':
-      return inTurn(mainVerifications(rel), picked(ROW_RULES.verifications!), verificationSites(tilings, rel))
+      return inTurn(mainVerifications(rel), picked(ROW_RULES.verifications!), verificationFacts(ctx, rel))
     case 'annotations':
       return inTurn({
         open: (batch) => {
@@ -374,17 +377,24 @@ function mainVerifications(rel: string): RecordCheck {
   }
 }
 
-/** A verification's sites against the kind of the tiling its pin names. */
-function verificationSites(tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck {
-  const kindOfPin = new Map([...tilings.values()].map((t) => [t.pin, t.kind]))
+/** A verification's sites and mover against the kind of the tiling its pin names, and its range against its rule's family. */
+function verificationFacts(ctx: PartContext, rel: string): RecordCheck {
+  const kindOfPin = new Map([...ctx.tilings.values()].map((t) => [t.pin, t.kind]))
+  const isSet = (v: Vector | null, i: number): boolean => v !== null && (v.valid === null || v.valid[i] === 1)
   return {
     open: (batch) => {
-      const sites = batch.column('sites')
-      const pins = batch.column('pin') as StringVector
+      const [sites, mover, range] = [batch.column('sites'), batch.column('mover'), batch.column('range')]
+      const [pins, rules] = [batch.column('pin') as StringVector, batch.column('rule') as StringVector]
+      const main = batch.column('main') as Extract<Vector, { kind: 'bool' }>
       return (i, out) => {
-        if (sites === null || (sites.valid !== null && sites.valid[i] !== 1)) return
-        const f = verificationSitesFinding(kindOfPin.get(pins.text(i)), true)
-        if (f) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+        // A range or mover off the main row is the row rule's finding, once: here only a main row's are judged.
+        const onMain = main.values[i] === 1
+        const [hasSites, hasMover, hasRange] = [isSet(sites, i), onMain && isSet(mover, i), onMain && isSet(range, i)]
+        if (!hasSites && !hasMover && !hasRange) return
+        const kind = kindOfPin.get(pins.text(i))
+        const rule = hasRange ? rules.text(i) : undefined
+        const found = [verificationSitesFinding(kind, hasSites), verificationMoverFinding(kind, hasMover), verificationRangeFamilyFinding(rule, rule === undefined ? undefined : ctx.ruleFamilies.get(rule), hasRange)]
+        for (const f of found) if (f) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
       }
     },
   }

@@ -25,7 +25,7 @@ async function* runPartJob(job: PartJob): AsyncGenerator<CheckIssue, PartJobResu
   const schema = SCHEMAS_BY_ID.get(job.schemaId)
   if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
   const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
-  const outcome = yield* checkPart(spec, { level: job.level, tilings: new Map(job.tilings) })
+  const outcome = yield* checkPart(spec, { level: job.level, tilings: new Map(job.tilings), ruleFamilies: new Map(job.ruleFamilies) })
   return { objectChecked: job.verify, objectOk: true, outcome }
 }
 

@@ -34,6 +34,8 @@ export interface PartJob {
   verify: boolean
   /** The tilings a record's pin_key must name. */
   tilings: [string, RecordTiling][]
+  /** Each rule notation's family, as a verification's rule sees it. */
+  ruleFamilies: [string, string][]
 }
 
 export interface PartJobResult {

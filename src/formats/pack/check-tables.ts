@@ -6,9 +6,10 @@
  * ratings and groups need (row-rules.ts), and at level 3 the replay of periodic patterns (replay.ts).
  *
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
- * tiling, and a pattern's rule and main verification, are known when its row is read. What later rows need
- * is kept for the whole check (fact rows are the same wherever they appear): each tiling's pin, group and
- * a lattice's neighbour lists, and at level 3 the rules' masks and each pattern's main rules. Nothing else
+ * tiling, a verification's rule, and a pattern's rule and main verification, are known when its row is
+ * read. What later rows need is kept for the whole check (fact rows are the same wherever they appear): each
+ * tiling's pin, group and a lattice's neighbour lists, each rule notation's family, and at level 3 the
+ * rules' masks and each pattern's main rules. Nothing else
  * is held: rows stream a row group at a time, and only the rows of a reference patch are kept while its
  * pin is checked (at most its tilings row's reference_tiles, itself within the geometry limits).
  */
@@ -25,7 +26,7 @@ import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, canonica
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
-import { RaterBook } from './row-rules.js'
+import { keepRuleFamily, RaterBook } from './row-rules.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
@@ -65,6 +66,8 @@ const ruleKey = (notation: unknown, neighbourhood: unknown, stepsPerGen: unknown
 export class TableChecker {
   private readonly tilings = new Map<string, TilingFacts>()
   private readonly rules = new Map<string, RuleFacts>()
+  /** Each rule notation's family, as a verification's rule sees it (keepRuleFamily). */
+  private readonly ruleFamilies = new Map<string, string>()
   private readonly mainRules = new Map<string, string[]>()
   private readonly raterBook = new RaterBook()
   /** The tilings and rules rows read, by table and key, as RFC 8785 text. */
@@ -205,6 +208,7 @@ export class TableChecker {
       listing: { rows: part.rows, first: part.first, last: part.last },
       verify: run.objectKnown(rel) === undefined,
       tilings: withTilings ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
+      ruleFamilies: table === 'verifications' ? [...this.ruleFamilies] : [],
     }
   }
 
@@ -226,7 +230,7 @@ export class TableChecker {
     const run = this.run
     if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
     const spec = { rel: p.rel, file: run.file(p.rel), schema: p.schema, ...(p.partition ? { partition: p.partition } : {}), ...(p.listing ? { listing: p.listing } : {}) }
-    const outcome = yield* checkPart(spec, { level: run.level, tilings: this.tilings, ...(run.signal ? { signal: run.signal } : {}) }, hook)
+    const outcome = yield* checkPart(spec, { level: run.level, tilings: this.tilings, ruleFamilies: this.ruleFamilies, ...(run.signal ? { signal: run.signal } : {}) }, hook)
     if (outcome.opened) run.stats.parts++
     run.stats.rows += outcome.rows
     return outcome.complete
@@ -297,9 +301,10 @@ export class TableChecker {
     else if (before !== text) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
   }
 
-  /** A rules row: the same wherever it appears, and (level 3) its masks kept for replay. */
+  /** A rules row: the same wherever it appears, its family kept for the verifications' ranges, and (level 3) its masks kept for replay. */
   private *rulesRow(row: Row, at: string): Generator<CheckIssue> {
     yield* this.sameFact('rules', row, at)
+    keepRuleFamily(this.ruleFamilies, row.notation as string, row.family as string)
     if (this.run.at(3)) this.keepRule(row)
   }
 

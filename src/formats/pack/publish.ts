@@ -35,7 +35,7 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
-import { JSON_CELL_COLUMNS, jsonCellChecker, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationSitesFinding } from './row-rules.js'
+import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -305,6 +305,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     }
   }
   const tilings = new TilingBook()
+  const ruleFamilies = new Map<string, string>()
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()
@@ -319,11 +320,12 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       for (const part of kept) {
         await eachPartRow(o.store, part.object, schema, (row) => {
           if (name === 'tilings') tilings.add(row as never)
+          if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
           keepRaterRow(raters, name, row, undefined)
           return rows.parent(row)
         })
       }
-      await stageTable(o, name, rows, tilings, ids, defaults, raters)
+      await stageTable(o, name, rows, tilings, ruleFamilies, ids, defaults, raters)
       if (name === 'raters') {
         // What the parents' rows break is theirs; what a record breaks is refused at the record.
         const broken = [...raters.findings()].find((f) => f.at !== undefined)
@@ -418,7 +420,7 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
 
 /** Reads, completes and checks one table's records, and gives them to be written. */
 async function stageTable(
-  o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>,
+  o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ruleFamilies: Map<string, string>, ids: Partial<Record<PackTableName, IdBook>>,
   defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>,
 ): Promise<void> {
   const validate = rowValidator(rows.schema)
@@ -441,8 +443,18 @@ async function stageTable(
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
-    const sites = name === 'verifications' ? verificationSitesFinding(tilings.kindOfPin(row['pin']), row['sites'] !== undefined && row['sites'] !== null) : undefined
-    if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
+    if (name === 'verifications') {
+      const isSet = (column: string) => row[column] !== undefined && row[column] !== null
+      const kind = tilings.kindOfPin(row['pin'])
+      // A range or mover off the main row is the row rule's refusal: here only a main row's are judged.
+      const onMain = row['main'] === true
+      const placed = [
+        ['sites', verificationSitesFinding(kind, isSet('sites'))],
+        ['mover', verificationMoverFinding(kind, onMain && isSet('mover'))],
+        ['range', verificationRangeFamilyFinding(row['rule'], typeof row['rule'] === 'string' ? ruleFamilies.get(row['rule']) : undefined, onMain && isSet('range'))],
+      ] as const
+      for (const [column, f] of placed) if (f) throw recordError(f.code, at, f.detail, column)
+    }
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     for (const column of jsonColumns) {
@@ -456,6 +468,7 @@ async function stageTable(
     if (broken) throw recordError(broken.code, at, broken.detail)
     keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
+    if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     await rows.add(row, textBytes)
   })

@@ -50,7 +50,11 @@ export const ROW_RULE_CODES = {
   patternSite: 'pack.pattern-site-column',
   /** A gun cell without the members "Tables" lists for it, or with one of the wrong kind. */
   patternGunJson: 'pack.pattern-gun-json-invalid',
-  /** range or mover on a verification that is not main, or a range without its members. */
+  /**
+   * range or mover where "Tables" does not put them: on a verification that is not main, a range in a rule
+   * whose rules rows are all of another family than B/S and Generations, a mover on a lattice tiling's pin;
+   * or a range without its members.
+   */
   verificationRange: 'pack.verification-range-invalid',
   /** An annotation value that is not the JSON its field holds, or a score_model on a field other than score. */
   annotationValue: 'pack.annotation-value-invalid',
@@ -104,6 +108,36 @@ export function patternSiteFinding(tilingKind: string | undefined, hasSite: bool
 /** "sites: int32? aperiodic: the sites it was run at": a verification on a lattice tiling (its pin's) has none. A pin no tiling has is not this rule's. */
 export function verificationSitesFinding(tilingKind: string | undefined, hasSites: boolean): IdentityFinding | undefined {
   return hasSites && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationSites, detail: `sites is set, but its pin is a ${tilingKind} tiling's: only patterns on aperiodic tilings are run at sites` } : undefined
+}
+
+/**
+ * "mover: on the main row of aperiodic movers": a verification whose pin is a lattice tiling's has none. A
+ * pin no tiling has is not this rule's. (That the pattern is a mover needs its row, read after the
+ * verifications: docs/pack-format-notes.md.)
+ */
+export function verificationMoverFinding(tilingKind: string | undefined, hasMover: boolean): IdentityFinding | undefined {
+  return hasMover && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationRange, detail: `mover is set, but its pin is a ${tilingKind} tiling's: only aperiodic movers have a mover cell` } : undefined
+}
+
+/**
+ * "range: on the main row of B/S and Generations patterns": a verification's rule is a notation whose rules
+ * row the pattern's neighbourhood and steps per generation pick, and the pattern is read after it; so a
+ * range is refused only when no rules row of its notation is B/S or Generations (`family`, as
+ * keepRuleFamily keeps it). A notation no rules row has is not this rule's.
+ */
+export function verificationRangeFamilyFinding(rule: unknown, family: string | undefined, hasRange: boolean): IdentityFinding | undefined {
+  return hasRange && family !== undefined && !Object.hasOwn(MASKED_FAMILIES, family)
+    ? { code: ROW_RULE_CODES.verificationRange, detail: `range is set, but rule ${JSON.stringify(rule)} is a ${family} rule: only B/S and Generations patterns have a rule range` }
+    : undefined
+}
+
+/**
+ * Keeps a rules row's family as a verification's rule sees it (by notation alone): B/S or Generations when
+ * any row of the notation is, so that a range is refused only when every row of it is of another family.
+ */
+export function keepRuleFamily(families: Map<string, string>, notation: string, family: string): void {
+  const had = families.get(notation)
+  if (had === undefined || (!Object.hasOwn(MASKED_FAMILIES, had) && Object.hasOwn(MASKED_FAMILIES, family))) families.set(notation, family)
 }
 
 /** The counts a pattern row states, and those its typed phases give. */

@@ -233,6 +233,7 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
     ['a range on a verification that is not main', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), main: false, range: '{}' }] })],
     ['a mover on a main verification on the square grid', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), mover: '{"followed":100}' }] })],
     ['a range in a rule whose rules rows are all cyclic', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), CYCLIC], verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'C3', range: RANGE }] })],
+    ['a second main rule of one pattern by its publisher', 'pack.verification-main-duplicate', 2, records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] })],
   ]
   for (const [what, code, line, rec] of cases) {
     const store = dir()
@@ -241,7 +242,7 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
   }
 })
 
-t.test('a range in a rule some B/S rules row has, or one no rules row has, is published', async (t) => {
+t.test('a range in a rule some B/S rules row has, or one no rules row has, and main rules verified again or by others, are published', async (t) => {
   const other = { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', publisher: 'SHA256:Cq5cVSqJBAdxFfJPld1HSH/bAyUPSvZYbr+p0GAIh9g' }
   const kept = await records(dir(), [BLOCK, BLINKER], {
     rules: [ruleRecord(LIFE), CYCLIC, { ...CYCLIC, notation: 'B3/S23', neighbourhood: 'edge' }],
@@ -255,6 +256,8 @@ t.test('a range in a rule some B/S rules row has, or one no rules row has, is pu
   const issues: CheckIssue[] = []
   for await (const i of checkPack(store, { level: 1 })) issues.push(i)
   t.same(issues.filter((i) => !i.note), [], 'and the check finds nothing')
+  const second = await records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] })
+  await t.rejects(publishPack(opts(dir(), second)), { code: 'pack.verification-main-duplicate', exitCode: 2, location: { file: join(second, 'verifications.jsonl'), line: 2, field: 'main' }, message: /main rule "B36\/S23" .* and another on line 1/ })
 })
 
 t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {

@@ -11,7 +11,7 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
+import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationMainFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
@@ -371,7 +371,10 @@ function mainVerifications(rel: string): RecordCheck {
         const [publisher, rule] = [publishers.text(i), rules.text(i)]
         const before = mainRule.get(publisher)
         if (before === undefined) mainRule.set(publisher, rule)
-        else if (before !== rule) out.push(failure(ROW_RULE_CODES.verificationMain, `${rel} row ${batch.rowStart + i}`, `pattern ${id} has main rules ${quote(before)} and ${quote(rule)} by publisher ${publisher}: one per pattern and publisher`))
+        else if (before !== rule) {
+          const f = verificationMainFinding(id, publisher, rule, `(${quote(before)}) in an earlier row`)
+          out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+        }
       }
     },
   }

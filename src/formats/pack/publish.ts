@@ -35,7 +35,8 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
-import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
+import { MainRules } from './main-rules.js'
+import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -428,6 +429,7 @@ async function stageTable(
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
   const canonicalCell = jsonCellChecker()
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
+  const mainRules = name === 'verifications' ? new MainRules() : undefined
   await eachRecord(o.records, `${name}.jsonl`, async (row, at) => {
     if (name === 'tilings') {
       const done = completeTiling(row, at)
@@ -466,6 +468,12 @@ async function stageTable(
     }
     const broken = ROW_RULES[name]?.check(row)[0]
     if (broken) throw recordError(broken.code, at, broken.detail)
+    // After the row rules: pattern_id is a content id, publisher and rule are text.
+    const earlier = mainRules && row['main'] === true ? mainRules.add(row['pattern_id'] as string, row['publisher'] as string, row['rule'] as string, at.line) : undefined
+    if (earlier !== undefined) {
+      const f = verificationMainFinding(row['pattern_id'] as string, row['publisher'] as string, row['rule'] as string, `on line ${earlier}`)
+      throw recordError(f.code, at, f.detail, 'main')
+    }
     keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
     if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)

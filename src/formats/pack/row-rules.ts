@@ -38,7 +38,7 @@ export const ROW_RULE_CODES = {
   raterRowMissing: 'pack.rater-row-missing',
   /** A rating with a note by a rater none of whose raters rows shares notes. */
   ratingNoteWithoutConsent: 'pack.rating-note-without-consent',
-  /** Two main verifications of one pattern by one publisher in different rules, in one part. */
+  /** Two main verifications of one pattern by one publisher in different rules, in one part or one publish. */
   verificationMain: 'pack.verification-main-duplicate',
   /** A column holding a value outside the set "Tables" gives it (media kind, provenance kind, ants outcome...). */
   columnValue: 'pack.column-value-invalid',
@@ -138,6 +138,14 @@ export function verificationRangeFamilyFinding(rule: unknown, family: string | u
 export function keepRuleFamily(families: Map<string, string>, notation: string, family: string): void {
   const had = families.get(notation)
   if (had === undefined || (!Object.hasOwn(MASKED_FAMILIES, had) && Object.hasOwn(MASKED_FAMILIES, family))) families.set(notation, family)
+}
+
+/**
+ * "main: the rule the publisher runs the pattern in by default (one per pattern and publisher)", read as one
+ * main rule (the same rule verified again is fine): `rule` is this row's, `earlier` names the other's.
+ */
+export function verificationMainFinding(patternId: string, publisher: string, rule: string, earlier: string): IdentityFinding {
+  return { code: ROW_RULE_CODES.verificationMain, detail: `pattern ${patternId} has main rule ${JSON.stringify(rule)} by publisher ${publisher} here and another ${earlier}: one main rule per pattern and publisher` }
 }
 
 /** The counts a pattern row states, and those its typed phases give. */

@@ -339,12 +339,23 @@ function valueSetFindings(table: string, row: Record<string, unknown>): Identity
 type TargetKind = Target['kind']
 const RECORD_KINDS: readonly TargetKind[] = ['pattern', 'ant', 'quickstart']
 
-/** A column naming a target of one of `kinds` (a null one is left to the column's nullability). */
-function targetFindings(v: unknown, column: string, kinds: readonly TargetKind[]): IdentityFinding[] {
-  if (v === null || v === undefined) return []
+/**
+ * A column naming a target of one of `kinds` (a null one is left to the column's nullability): the target,
+ * or undefined with its finding appended to `out`.
+ */
+function targetOf(v: unknown, column: string, kinds: readonly TargetKind[], out: IdentityFinding[]): Target | undefined {
+  if (v === null || v === undefined) return undefined
   const t = parseTarget(v)
-  if (!t.ok) return [finding(ROW_RULE_CODES.rowTarget, `${column}: ${t.detail}`)]
-  return kinds.includes(t.value.kind) ? [] : [finding(ROW_RULE_CODES.rowTarget, `${column} ${JSON.stringify(v)} names a ${t.value.kind}; here it names ${kinds.join(', ')}`)]
+  if (!t.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `${column}: ${t.detail}`))
+  else if (!kinds.includes(t.value.kind)) out.push(finding(ROW_RULE_CODES.rowTarget, `${column} ${JSON.stringify(v)} names a ${t.value.kind}; here it names ${kinds.join(', ')}`))
+  else return t.value
+  return undefined
+}
+
+function targetFindings(v: unknown, column: string, kinds: readonly TargetKind[]): IdentityFinding[] {
+  const out: IdentityFinding[] = []
+  targetOf(v, column, kinds, out)
+  return out
 }
 
 function patternIdFindings(v: unknown): IdentityFinding[] {
@@ -472,13 +483,14 @@ function scoreModelFindings(row: Record<string, unknown>): IdentityFinding[] {
 
 /** An alias names a record, and its old id is an id of that record's kind other than the record's own. */
 function aliasFindings(row: Record<string, unknown>): IdentityFinding[] {
-  const out = targetFindings(row.target, 'target', RECORD_KINDS)
+  const out: IdentityFinding[] = []
+  const target = targetOf(row.target, 'target', RECORD_KINDS, out)
   if (!ALIAS_REASONS.has(row.reason as string)) out.push(finding(ROW_RULE_CODES.aliasReason, `reason ${JSON.stringify(row.reason)} is neither geometry-change nor scheme-change`))
-  const target = parseTarget(row.target)
-  if (!target.ok || !RECORD_KINDS.includes(target.value.kind)) return out
-  const old = parseTarget(`${target.value.kind}:${String(row.old_id)}`)
-  if (!old.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id ${JSON.stringify(row.old_id)} is not a ${target.value.kind}'s id, as its target is`))
-  else if (old.value.kind !== 'search_run' && target.value.kind !== 'search_run' && old.value.id === target.value.id) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id is its target's own id`))
+  if (target === undefined || target.kind === 'search_run') return out
+  // The old id is read as a target of its target's kind, so the two ids are of one form.
+  const old = parseTarget(`${target.kind}:${String(row.old_id)}`)
+  if (!old.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id ${JSON.stringify(row.old_id)} is not a ${target.kind}'s id, as its target is`))
+  else if (old.value.kind !== 'search_run' && old.value.id === target.id) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id is its target's own id`))
   return out
 }
 

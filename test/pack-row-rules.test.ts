@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { checkPack, levelOf, type CheckIssue } from '../src/formats/pack/check.js'
 import { quickstartId } from '../src/formats/pack/identity.js'
-import { patternClassColumnFinding, ROW_RULE_CODES } from '../src/formats/pack/row-rules.js'
+import { patternClassColumnFinding, RaterBook, ROW_RULE_CODES } from '../src/formats/pack/row-rules.js'
 import { objectPath } from '../src/formats/pack/store.js'
 import { PACK_TABLES, rowComparator } from '../src/formats/pack/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
@@ -257,6 +257,25 @@ t.test('a range only in a rule some B/S or Generations rules row has, a mover on
       t.match(found[0]?.detail, detail)
     }
   }
+})
+
+t.test('the raters book judges after each manifest only what its rows changed, each finding once', async (t) => {
+  const book = new RaterBook()
+  const [A, B, C, D] = ['rater-000000000000000a', 'rater-000000000000000b', 'rater-000000000000000c', 'rater-000000000000000d']
+  const rating = (r: string, note: string | null) => ({ rater: r, note })
+  const codes = () => book.findings().map((f) => `${f.code} ${f.at}`)
+  book.rating(rating(A, 'Small.'), 'ratings 0')
+  book.rater(rater(GROUP, { members: [B, C] }), 'raters 0')
+  book.rater(rater(B), 'raters 1')
+  t.same(codes(), ['pack.rater-row-missing ratings 0', 'pack.rater-row-missing raters 0'], 'A and C have no row; A\'s note waits for a row')
+  book.rater(rater(A), 'raters 2')
+  book.rater(rater(C, { members: [B] }), 'raters 3')
+  t.same(codes(), ['pack.rating-note-without-consent ratings 0', 'pack.rater-row-invalid raters 0'], 'A\'s rows do not share notes; C, a member of the group judged before, has become a group')
+  t.same(codes(), [], 'nothing new, nothing found')
+  book.rater(rater(A, { notes: true }), 'raters 4')
+  book.rating(rating(D, null), 'ratings 1')
+  book.rater(rater('rater-00000000000000ee', { members: [C] }), 'raters 5')
+  t.same(codes(), ['pack.rater-row-missing ratings 1', 'pack.rater-row-invalid raters 5'], 'each finding once: D\'s missing row, and a new group listing C')
 })
 
 t.test('rule and gun are set exactly for their classes, both ways', async (t) => {

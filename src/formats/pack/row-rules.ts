@@ -250,6 +250,10 @@ function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
  * (a later version holds its parents' parts, so a version's raters are among them), and what is still
  * missing is reported once, where it was first named. `At` is how the caller names a row: a part's row for
  * the checker, a record's file and line (or none, for a parent's row) for a publish.
+ *
+ * findings() runs after every manifest of a check, so it judges only what the rows given since its last
+ * run can have changed (raters named, noted or given a row; groups listed; raters that became groups):
+ * its cost follows the rows read, not the versions times the raters.
  */
 export class RaterBook<At = string> {
   /** Each rater with a row: whether some row shares notes, and whether it is a group. */
@@ -259,14 +263,24 @@ export class RaterBook<At = string> {
   /** Where each rater's first rating with a note is. */
   private readonly noted = new Map<string, At>()
   private readonly groups: { at: At; members: readonly string[] }[] = []
+  /** The groups (indexes in groups) listing each member: where a rater that becomes a group is nested. */
+  private readonly memberOf = new Map<string, number[]>()
   private readonly reported = new Set<string>()
+  // What findings() has still to judge.
+  private newlyNamed: string[] = []
+  private readonly notesToJudge = new Set<string>()
+  private newGroupRaters: string[] = []
+  private groupsJudged = 0
 
   // A malformed id is the id rule's finding alone: it is not looked for among the rows.
   rating(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     if (!RATER_ID.test(rater)) return undefined
-    if (!this.named.has(rater)) this.named.set(rater, at)
-    if (row.note !== null && !this.noted.has(rater)) this.noted.set(rater, at)
+    this.name(rater, at)
+    if (row.note !== null && !this.noted.has(rater)) {
+      this.noted.set(rater, at)
+      this.notesToJudge.add(rater)
+    }
     return undefined
   }
 
@@ -275,32 +289,54 @@ export class RaterBook<At = string> {
     const members = row.members as string[] | null
     const had = this.rows.get(rater)
     this.rows.set(rater, { notes: row.notes === true || had?.notes === true, group: members !== null || had?.group === true })
+    if (this.noted.has(rater)) this.notesToJudge.add(rater)
     if (members !== null) {
-      this.groups.push({ at, members })
-      for (const m of members) if (RATER_ID.test(m) && !this.named.has(m)) this.named.set(m, at)
+      if (had?.group !== true) this.newGroupRaters.push(rater)
+      const n = this.groups.push({ at, members }) - 1
+      for (const m of members) {
+        if (RATER_ID.test(m)) this.name(m, at)
+        const of = this.memberOf.get(m)
+        if (of) of.push(n)
+        else this.memberOf.set(m, [n])
+      }
     }
     return undefined
   }
 
-  /** What the rows read so far break; each rater's finding once per check. */
-  *findings(): Generator<IdentityFinding & { at: At }> {
+  private name(rater: string, at: At): void {
+    if (this.named.has(rater)) return
+    this.named.set(rater, at)
+    this.newlyNamed.push(rater)
+  }
+
+  /** What the rows given since the last call break; each rater's finding once per check. */
+  findings(): (IdentityFinding & { at: At })[] {
+    const out: (IdentityFinding & { at: At })[] = []
     const once = (key: string): boolean => {
       if (this.reported.has(key)) return false
       this.reported.add(key)
       return true
     }
-    for (const [rater, at] of this.named) {
-      if (!this.rows.has(rater) && once(`missing ${rater}`)) yield { code: ROW_RULE_CODES.raterRowMissing, at, detail: `rater ${rater} is named but has no raters row` }
+    // A rater named before had a row then, or was reported then.
+    for (const rater of this.newlyNamed) {
+      if (!this.rows.has(rater)) out.push({ code: ROW_RULE_CODES.raterRowMissing, at: this.named.get(rater)!, detail: `rater ${rater} is named but has no raters row` })
     }
-    for (const [rater, at] of this.noted) {
+    // A noted rater is judged again only when it is given a row (notes, once shared, stay shared).
+    for (const rater of this.notesToJudge) {
       const r = this.rows.get(rater)
-      if (r && !r.notes && once(`notes ${rater}`)) yield { code: ROW_RULE_CODES.ratingNoteWithoutConsent, at, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` }
+      if (r && !r.notes && once(`notes ${rater}`)) out.push({ code: ROW_RULE_CODES.ratingNoteWithoutConsent, at: this.noted.get(rater)!, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` })
     }
-    for (const [n, g] of this.groups.entries()) {
-      for (const m of g.members) {
-        if (this.rows.get(m)?.group && once(`nested ${n} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
-      }
+    const nested = (n: number, m: string): void => {
+      if (once(`nested ${n} ${m}`)) out.push({ code: ROW_RULE_CODES.raterRow, at: this.groups[n]!.at, detail: `member ${m} is itself a group: groups do not nest` })
     }
+    for (let n = this.groupsJudged; n < this.groups.length; n++) for (const m of this.groups[n]!.members) if (this.rows.get(m)?.group) nested(n, m)
+    // The groups judged before are judged again only for their members that have become groups since.
+    for (const m of this.newGroupRaters) for (const n of this.memberOf.get(m) ?? []) if (n < this.groupsJudged) nested(n, m)
+    this.newlyNamed = []
+    this.notesToJudge.clear()
+    this.newGroupRaters = []
+    this.groupsJudged = this.groups.length
+    return out
   }
 }
 

@@ -36,6 +36,8 @@ export interface PartJob {
   tilings: [string, RecordTiling][]
   /** Each rule notation's family, as a verification's rule sees it. */
   ruleFamilies: [string, string][]
+  /** A patterns part's: the words of the MoverPatterns read before, shared (not copied) with the threads. */
+  moverPatterns?: Uint32Array
 }
 
 export interface PartJobResult {

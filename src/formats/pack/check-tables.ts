@@ -27,6 +27,7 @@ import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
 import { keepRuleFamily, RaterBook } from './row-rules.js'
+import { MoverPatterns } from './mover-patterns.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
@@ -70,12 +71,18 @@ export class TableChecker {
   private readonly ruleFamilies = new Map<string, string>()
   private readonly mainRules = new Map<string, string[]>()
   private readonly raterBook = new RaterBook()
+  private readonly moverPatterns: MoverPatterns
+  /** The mover patterns' words as the threads share them, made again only when more were kept. */
+  private sharedMovers: { size: number; slots: Uint32Array } | undefined
+  private moversNoted = false
   /** The tilings and rules rows read, by table and key, as RFC 8785 text. */
   private readonly factRows = new Map<string, string>()
 
   private pool: CheckPool | undefined
 
-  constructor(private readonly run: CheckRun) {}
+  constructor(private readonly run: CheckRun) {
+    this.moverPatterns = new MoverPatterns(run.moverPatternCap)
+  }
 
   /** Stops or keeps (for the next check) the threads this check started. */
   async close(): Promise<void> {
@@ -209,6 +216,7 @@ export class TableChecker {
       verify: run.objectKnown(rel) === undefined,
       tilings: withTilings ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
       ruleFamilies: table === 'verifications' ? [...this.ruleFamilies] : [],
+      ...(table === 'patterns' && this.moverPatterns.size > 0 ? { moverPatterns: this.movers() } : {}),
     }
   }
 
@@ -220,6 +228,28 @@ export class TableChecker {
     if (result.objectChecked) run.objectChecked(part.job.rel, result.objectOk)
     if (result.outcome.opened) run.stats.parts++
     run.stats.rows += result.outcome.rows
+    yield* this.keepMovers(result.outcome.moverPatterns, part.job.rel)
+  }
+
+  /** A verifications part's patterns with a mover cell, kept for the pattern rows read later; a note once, when more are given than are kept. */
+  private *keepMovers(ids: readonly string[] | undefined, rel: string): Generator<CheckIssue> {
+    if (!ids) return
+    let kept = true
+    for (const id of ids) kept = this.moverPatterns.add(id) && kept
+    if (kept || this.moversNoted) return
+    this.moversNoted = true
+    yield this.run.note(CHECK_CODES.moverClassUnchecked, rel, `more patterns have a mover cell on a main verification than a check keeps (${this.moverPatterns.size}): the classes of the others are not checked`)
+  }
+
+  /** The mover patterns' words in shared memory, for the threads. */
+  private movers(): Uint32Array {
+    const words = this.moverPatterns.slots
+    if (this.sharedMovers?.size !== this.moverPatterns.size) {
+      const slots = new Uint32Array(new SharedArrayBuffer(words.byteLength))
+      slots.set(words)
+      this.sharedMovers = { size: this.moverPatterns.size, slots }
+    }
+    return this.sharedMovers.slots
   }
 
   /**
@@ -230,9 +260,11 @@ export class TableChecker {
     const run = this.run
     if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
     const spec = { rel: p.rel, file: run.file(p.rel), schema: p.schema, ...(p.partition ? { partition: p.partition } : {}), ...(p.listing ? { listing: p.listing } : {}) }
-    const outcome = yield* checkPart(spec, { level: run.level, tilings: this.tilings, ruleFamilies: this.ruleFamilies, ...(run.signal ? { signal: run.signal } : {}) }, hook)
+    const ctx = { level: run.level, tilings: this.tilings, ruleFamilies: this.ruleFamilies, ...(this.moverPatterns.size > 0 ? { moverPatterns: this.moverPatterns } : {}), ...(run.signal ? { signal: run.signal } : {}) }
+    const outcome = yield* checkPart(spec, ctx, hook)
     if (outcome.opened) run.stats.parts++
     run.stats.rows += outcome.rows
+    yield* this.keepMovers(outcome.moverPatterns, p.rel)
     return outcome.complete
   }
 

@@ -112,11 +112,15 @@ export function verificationSitesFinding(tilingKind: string | undefined, hasSite
 
 /**
  * "mover: on the main row of aperiodic movers": a verification whose pin is a lattice tiling's has none. A
- * pin no tiling has is not this rule's. (That the pattern is a mover needs its row, read after the
- * verifications: docs/pack-format-notes.md.)
+ * pin no tiling has is not this rule's. That the pattern is a mover is verificationMoverClassFinding's.
  */
 export function verificationMoverFinding(tilingKind: string | undefined, hasMover: boolean): IdentityFinding | undefined {
   return hasMover && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationRange, detail: `mover is set, but its pin is a ${tilingKind} tiling's: only aperiodic movers have a mover cell` } : undefined
+}
+
+/** The other half of the mover rule, on the pattern row read after its verifications (mover-patterns.ts). */
+export function verificationMoverClassFinding(cls: string): IdentityFinding {
+  return { code: ROW_RULE_CODES.verificationRange, detail: `a main verification of it has a mover cell, but it is a ${cls}: only aperiodic movers have one` }
 }
 
 /**

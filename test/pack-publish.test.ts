@@ -221,7 +221,7 @@ t.test('bad records are refused with the file, line and field, and nothing is pu
 
 t.test('a record breaking a row rule the check holds parts to is refused with its code, line and nothing published', async (t) => {
   const rating = (verdict: string) => ({ rater: 'rater-0123456789abcdef', target: '@patterns:1', scale: 'stars-1-5 1', verdict, note: null, round: null, date: T0 })
-  const cases: [string, string, number, Promise<string>][] = [
+  const cases: [string, string, number, Promise<string>, string?][] = [
     ['a verdict off its scale', 'pack.rating-verdict-invalid', 2, records(dir(), [BLOCK], { ratings: [rating('4'), rating('keep')] })],
     ['a range cell that is not canonical JSON', 'pack.json-cell-not-canonical', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), range: '{ }' }] })],
     ['a gun column on an oscillator', 'pack.pattern-gun-column', 2, records(dir(), [BLOCK, { ...BLINKER, gun: '{"per_period":1}' }])],
@@ -231,13 +231,13 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
     ['a site on a square-grid pattern', 'pack.pattern-site-column', 1, records(dir(), [{ ...BLOCK, site: { patch: { family: 'penrose-kd', level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0, 0], radius: 1, tiles: [] } }])],
     ['sites on a verification on the square grid', 'pack.verification-sites-column', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), sites: 3 }] })],
     ['a range on a verification that is not main', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), main: false, range: '{}' }] })],
-    ['a mover on a main verification on the square grid', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), mover: '{"followed":100}' }] })],
-    ['a range in a rule whose rules rows are all cyclic', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), CYCLIC], verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'C3', range: RANGE }] })],
-    ['a second main rule of one pattern by its publisher', 'pack.verification-main-duplicate', 2, records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] })],
+    ['a mover on a main verification on the square grid', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), mover: '{"followed":100}' }] }), 'mover'],
+    ['a range in a rule whose rules rows are all cyclic', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), CYCLIC], verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'C3', range: RANGE }] }), 'range'],
+    ['a second main rule of one pattern by its publisher', 'pack.verification-main-duplicate', 2, records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] }), 'main'],
   ]
-  for (const [what, code, line, rec] of cases) {
+  for (const [what, code, line, rec, field] of cases) {
     const store = dir()
-    await t.rejects(publishPack(opts(store, await rec)), { code, exitCode: 2, location: { line } }, what)
+    await t.rejects(publishPack(opts(store, await rec)), { code, exitCode: 2, location: { line, ...(field ? { field } : {}) } }, what)
     t.notOk(existsSync(join(store, 'refs')), `${what}: no ref`)
   }
 })

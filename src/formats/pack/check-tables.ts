@@ -8,10 +8,11 @@
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
  * tiling, a verification's rule, and a pattern's rule and main verification, are known when its row is
  * read. What later rows need is kept for the whole check (fact rows are the same wherever they appear): each
- * tiling's pin, group and a lattice's neighbour lists, each rule notation's family, and at level 3 the
- * rules' masks and each pattern's main rules. Nothing else
- * is held: rows stream a row group at a time, and only the rows of a reference patch are kept while its
- * pin is checked (at most its tilings row's reference_tiles, itself within the geometry limits).
+ * tiling's pin, group and a lattice's neighbour lists, each rule notation's family, the patterns whose
+ * main verifications carry a mover cell (capped, mover-patterns.ts), and at level 3 the rules' masks and
+ * each pattern's main rules. Nothing else is held: rows stream a row group at a time, and only the rows of
+ * a reference patch are kept while its pin is checked (at most its tilings row's reference_tiles, itself
+ * within the geometry limits).
  */
 import { hashRefusal, quote } from './documents.js'
 import { SEARCH_SCHEMA, type TablePart } from './doc-index.js'

@@ -445,18 +445,7 @@ async function stageTable(
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
-    if (name === 'verifications') {
-      const isSet = (column: string) => row[column] !== undefined && row[column] !== null
-      const kind = tilings.kindOfPin(row['pin'])
-      // A range or mover off the main row is the row rule's refusal: here only a main row's are judged.
-      const onMain = row['main'] === true
-      const placed = [
-        ['sites', verificationSitesFinding(kind, isSet('sites'))],
-        ['mover', verificationMoverFinding(kind, onMain && isSet('mover'))],
-        ['range', verificationRangeFamilyFinding(row['rule'], typeof row['rule'] === 'string' ? ruleFamilies.get(row['rule']) : undefined, onMain && isSet('range'))],
-      ] as const
-      for (const [column, f] of placed) if (f) throw recordError(f.code, at, f.detail, column)
-    }
+    if (name === 'verifications') refuseMisplacedCells(row, tilings.kindOfPin(row['pin']), ruleFamilies, at)
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     for (const column of jsonColumns) {
@@ -480,6 +469,22 @@ async function stageTable(
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     await rows.add(row, textBytes)
   })
+}
+
+/**
+ * A verification's sites and mover against its pin's tiling, and its range against its rule's family, as
+ * the checker holds them (row-rules.ts). A range or mover off the main row is the row rule's refusal: here
+ * only a main row's are judged.
+ */
+function refuseMisplacedCells(row: Row, kind: string | undefined, ruleFamilies: ReadonlyMap<string, string>, at: RecordPlace): void {
+  const isSet = (column: string) => row[column] !== undefined && row[column] !== null
+  const onMain = row['main'] === true
+  const sites = verificationSitesFinding(kind, isSet('sites'))
+  if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
+  const mover = verificationMoverFinding(kind, onMain && isSet('mover'))
+  if (mover) throw recordError(mover.code, at, mover.detail, 'mover')
+  const range = verificationRangeFamilyFinding(row['rule'], typeof row['rule'] === 'string' ? ruleFamilies.get(row['rule']) : undefined, onMain && isSet('range'))
+  if (range) throw recordError(range.code, at, range.detail, 'range')
 }
 
 /** A media record names its file (`file`, relative to the records folder): the file becomes an object of the store. */

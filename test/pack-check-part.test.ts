@@ -35,7 +35,7 @@ async function save(bytes: Uint8Array): Promise<{ file: string; hash: string; by
   return { file, hash: `sha256:${createHash('sha256').update(bytes).digest('hex')}`, bytes: bytes.length }
 }
 
-const job = (o: Partial<PartJob> & { file: string; hash: string }): PartJob => ({ rel: 'objects/part.parquet', schemaId: PACK_TABLES.rules.schemaId, level: 1, verify: true, tilings: [], ...o })
+const job = (o: Partial<PartJob> & { file: string; hash: string }): PartJob => ({ rel: 'objects/part.parquet', schemaId: PACK_TABLES.rules.schemaId, level: 1, verify: true, tilings: [], ruleFamilies: [], ...o })
 
 async function take(pool: CheckPool, j: PartJob): Promise<{ issues: CheckIssue[]; result: PartJobResult }> {
   const issues: CheckIssue[] = []
@@ -92,7 +92,7 @@ t.test('a part with a finding on each of 3,000 rows comes back whole and in orde
   }
   const inline: CheckIssue[] = []
   const spec = { rel: jobs[0]!.rel, file: part.file, schema: PACK_TABLES.patterns, partition: jobs[0]!.partition! }
-  for await (const i of checkPart(spec, { level: 1, tilings: new Map(tilings) })) inline.push(i)
+  for await (const i of checkPart(spec, { level: 1, tilings: new Map(tilings), ruleFamilies: new Map() })) inline.push(i)
   const threaded = await take(pool, jobs[0]!)
   t.same(threaded.issues, inline, 'what checkPart gives on this thread')
 })
@@ -148,7 +148,7 @@ t.test('rows whose times, floats or partition values break the row rules are fou
     rowGroupSize: 10,
   })))
   const issues: CheckIssue[] = []
-  for await (const i of checkPart({ rel: 'p', file: part.file, schema, partition: { g: 'one' } }, { level: 1, tilings: new Map() })) issues.push(i)
+  for await (const i of checkPart({ rel: 'p', file: part.file, schema, partition: { g: 'one' } }, { level: 1, tilings: new Map(), ruleFamilies: new Map() })) issues.push(i)
   t.same(issues.map((i) => [i.code, i.target]), [
     ['pack.table-time-invalid', 'p row 7'],
     ['pack.parquet-rows-unsorted', 'p row 12'],
@@ -168,7 +168,7 @@ t.test('rows out of order by their UTF-8 bytes are found within row groups and a
   const part = await save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 's', data: values, type: 'STRING', nullable: false }], rowGroupSize: 3 })))
   const issues: CheckIssue[] = []
   const listing = { rows: values.length, first: 'a', last: 'y' }
-  for await (const i of checkPart({ rel: 'p', file: part.file, schema, listing }, { level: 1, tilings: new Map() })) issues.push(i)
+  for await (const i of checkPart({ rel: 'p', file: part.file, schema, listing }, { level: 1, tilings: new Map(), ruleFamilies: new Map() })) issues.push(i)
   t.same(issues.map((i) => [i.code, i.target]), [
     ['pack.parquet-rows-unsorted', 'p row 3'],
     ['pack.parquet-rows-unsorted', 'p row 6'],

@@ -36,6 +36,9 @@ const statementA = keyStatementBytes(firstKeyStatement(keyA, { name: 'Publisher 
 const keyB = generateKey({ seed: Buffer.alloc(32, 2), comment: 'golden-b' })
 const statementB = keyStatementBytes(firstKeyStatement(keyB, { name: 'Publisher B', created: T0 }))
 
+const RANGE = '{"birth_max":11,"birth_min":8,"bits":9,"max_rule":"B013/S0123","min_rule":"B3/S23","states_max":2,"states_min":2,"survive_max":15,"survive_min":12}'
+const CYCLIC = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
+
 const BLOCK = patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1]])
 const BLINKER = patternRecord('square', LIFE, [[0, 1], [1, 1], [2, 1]])
 const GLIDER = patternRecord('square', LIFE, [[1, 0], [2, 1], [0, 2], [1, 2], [2, 2]], { speed: 'c/4 diagonal' })
@@ -218,7 +221,7 @@ t.test('bad records are refused with the file, line and field, and nothing is pu
 
 t.test('a record breaking a row rule the check holds parts to is refused with its code, line and nothing published', async (t) => {
   const rating = (verdict: string) => ({ rater: 'rater-0123456789abcdef', target: '@patterns:1', scale: 'stars-1-5 1', verdict, note: null, round: null, date: T0 })
-  const cases: [string, string, number, Promise<string>][] = [
+  const cases: [string, string, number, Promise<string>, string?][] = [
     ['a verdict off its scale', 'pack.rating-verdict-invalid', 2, records(dir(), [BLOCK], { ratings: [rating('4'), rating('keep')] })],
     ['a range cell that is not canonical JSON', 'pack.json-cell-not-canonical', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), range: '{ }' }] })],
     ['a gun column on an oscillator', 'pack.pattern-gun-column', 2, records(dir(), [BLOCK, { ...BLINKER, gun: '{"per_period":1}' }])],
@@ -228,12 +231,33 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
     ['a site on a square-grid pattern', 'pack.pattern-site-column', 1, records(dir(), [{ ...BLOCK, site: { patch: { family: 'penrose-kd', level: 4 }, anchor: 0, anchor_shape: 0, anchor_point: [0, 0], radius: 1, tiles: [] } }])],
     ['sites on a verification on the square grid', 'pack.verification-sites-column', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), sites: 3 }] })],
     ['a range on a verification that is not main', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), main: false, range: '{}' }] })],
+    ['a mover on a main verification on the square grid', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), mover: '{"followed":100}' }] }), 'mover'],
+    ['a range in a rule whose rules rows are all cyclic', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), CYCLIC], verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'C3', range: RANGE }] }), 'range'],
+    ['a second main rule of one pattern by its publisher', 'pack.verification-main-duplicate', 2, records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] }), 'main'],
   ]
-  for (const [what, code, line, rec] of cases) {
+  for (const [what, code, line, rec, field] of cases) {
     const store = dir()
-    await t.rejects(publishPack(opts(store, await rec)), { code, exitCode: 2, location: { line } }, what)
+    await t.rejects(publishPack(opts(store, await rec)), { code, exitCode: 2, location: { line, ...(field ? { field } : {}) } }, what)
     t.notOk(existsSync(join(store, 'refs')), `${what}: no ref`)
   }
+})
+
+t.test('a range in a rule some B/S rules row has, or one no rules row has, and main rules verified again or by others, are published', async (t) => {
+  const other = { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', publisher: 'SHA256:Cq5cVSqJBAdxFfJPld1HSH/bAyUPSvZYbr+p0GAIh9g' }
+  const kept = await records(dir(), [BLOCK, BLINKER], {
+    rules: [ruleRecord(LIFE), CYCLIC, { ...CYCLIC, notation: 'B3/S23', neighbourhood: 'edge' }],
+    verifications: [
+      { ...verificationRecord(1, LIFE, BLOCK, T0), range: RANGE }, { ...verificationRecord(1, LIFE, BLOCK, '2026-11-12T00:00:00Z') }, other,
+      { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', main: false }, { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B2/S7', range: RANGE },
+    ],
+  })
+  const store = dir()
+  await publishPack(opts(store, kept))
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(store, { level: 1 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'and the check finds nothing')
+  const second = await records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] })
+  await t.rejects(publishPack(opts(dir(), second)), { code: 'pack.verification-main-duplicate', exitCode: 2, location: { file: join(second, 'verifications.jsonl'), line: 2, field: 'main' }, message: /main rule "B36\/S23" .* and another on line 1/ })
 })
 
 t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { checkPack, levelOf, type CheckIssue } from '../src/formats/pack/check.js'
-import { quickstartId } from '../src/formats/pack/identity.js'
-import { patternClassColumnFinding, ROW_RULE_CODES } from '../src/formats/pack/row-rules.js'
+import { patternId, patternIdentity, quickstartId, type Cell } from '../src/formats/pack/identity.js'
+import { patternClassColumnFinding, RaterBook, ROW_RULE_CODES } from '../src/formats/pack/row-rules.js'
 import { objectPath } from '../src/formats/pack/store.js'
 import { PACK_TABLES, rowComparator } from '../src/formats/pack/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
@@ -220,6 +220,94 @@ t.test('a site is set only on patterns of aperiodic tilings, and sites only on t
   block.site = site
   const found = failures(await check(await buildStore(fresh(), { rows, search: false })))
   t.same(found.map((i) => `${i.level} ${i.code} ${i.target}`), [`1 pack.pattern-site-column pattern:${String(block.id)}`], 'a site on a square-grid pattern')
+})
+
+/** The Penrose pattern of the clean rows made a mover (in its main rule, B2/S1), with its verification's id. */
+function penroseMover(rows: Record<string, Row[]>): Row {
+  const p = rows.patterns!.find((x) => x.pin_key === 'penrose-kd')!
+  const verification = rows.verifications!.find((v) => v.pattern_id === p.id)!
+  const facts = { pinKey: 'penrose-kd', model: 'bs', neighbourhood: 'edge' as const, stepsPerGen: 1, class: 'mover' as const, period: 1, dx: 0, dy: 0, phases: p.phases as Cell[][], tileTypes: 1, rule: 'B2/S1' }
+  const { identity, canonical } = patternIdentity(facts)
+  Object.assign(p, { id: patternId(identity, p.pin as string), identity, canonical, class: 'mover', class_group: 'mover', rule: 'B2/S1' })
+  verification.pattern_id = p.id
+  return p
+}
+
+t.test('a range only in a rule some B/S or Generations rules row has, a mover only on an aperiodic mover: here and on threads', async (t) => {
+  const cyclic = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
+  const kept = () => {
+    const rows = cleanRows({ aperiodic: true })
+    penroseMover(rows)
+    // B3/S23 is B/S on touch and cyclic on edge: the pattern's neighbourhood, read later, picks the row, so its range stands.
+    rows.rules!.push(cyclic, { ...cyclic, notation: 'B3/S23' })
+    rows.verifications!.find((v) => v.rule === 'B3/S23')!.range = RANGE
+    // The Penrose pattern's main rule, B2/S1, has no rules row: left alone, as a pin no tiling has is.
+    Object.assign(rows.verifications!.find((v) => v.sites !== null)!, { range: RANGE, mover: '{"followed":100}' })
+    return rows
+  }
+  const run = async (rows: Record<string, Row[]>, threads: number, moverPatternCap?: number) => {
+    const s = await buildStore(fresh(), { rows, search: false })
+    const issues: CheckIssue[] = []
+    for await (const i of checkPack(s.dir, { level: 1, threads, threadPartBytes: 0, ...(moverPatternCap === undefined ? {} : { moverPatternCap }) })) issues.push(i)
+    return { s, found: failures(issues), notes: issues.filter((i) => i.note) }
+  }
+  for (const threads of [0, 2]) {
+    const { found } = await run(kept(), threads)
+    t.same(found, [], `kept, ${threads} threads: ${JSON.stringify(found)}`)
+  }
+  const broken: [string, (rows: Record<string, Row[]>) => Row, RegExp][] = [
+    ['a range in a rule whose rules rows are all cyclic', (rows) => Object.assign(rows.verifications!.find((v) => v.rule === 'B2/S345/4')!, { rule: 'C3', range: RANGE }), /range is set, but rule "C3" is a cyclic rule/],
+    ['a mover on a square-grid pattern\'s main verification', (rows) => Object.assign(rows.verifications!.find((v) => v.rule === 'B2/S345/4')!, { mover: '{"followed":100}' }), /mover is set, but its pin is a lattice tiling's/],
+  ]
+  for (const [what, change, detail] of broken) {
+    for (const threads of [0, 2]) {
+      const rows = kept()
+      const changed = change(rows)
+      const { s, found } = await run(rows, threads)
+      t.same(found.map((i) => `${i.level} ${i.code}`), ['1 pack.verification-range-invalid'], `${what}, ${threads} threads: ${JSON.stringify(found)}`)
+      t.equal(found[0]?.target, sortedRow('verifications', (v) => v === changed)(s, rows), `${what}: on its row`)
+      t.match(found[0]?.detail, detail)
+    }
+  }
+  // The pattern is read after its verification: the finding is on the pattern.
+  const stillLife = () => {
+    const rows = kept()
+    const block = rows.patterns!.find((p) => p.class === 'still_life' && p.pin_key === 'square')!
+    const p = rows.patterns!.find((x) => x.pin_key === 'penrose-kd')!
+    rows.verifications!.push({ ...verificationRow(block, LIFE), pin: p.pin, publisher: OTHER_PUBLISHER, mover: '{"followed":100}' })
+    return { rows, block }
+  }
+  for (const threads of [0, 2]) {
+    const { rows, block } = stillLife()
+    const { found, notes } = await run(rows, threads)
+    t.same(found.map((i) => `${i.level} ${i.code} ${i.target}`), [`1 pack.verification-range-invalid pattern:${String(block.id)}`], `a mover cell on a still life's main verification, ${threads} threads: ${JSON.stringify(found)}`)
+    t.match(found[0]?.detail, /a main verification of it has a mover cell, but it is a still_life/)
+    t.same(notes, [], 'no note: every mover pattern kept')
+    // One id kept: the first read (verifications sort by pattern_id); the other pattern's class is not checked.
+    const capped = await run(rows, threads, 1)
+    const blockFirst = String(block.id) < String(rows.patterns!.find((x) => x.pin_key === 'penrose-kd')!.id)
+    t.same(capped.found.map((i) => i.target), blockFirst ? [`pattern:${String(block.id)}`] : [], `${threads} threads, one id kept`)
+    t.same(capped.notes.map((i) => `${i.level} ${i.code}`), ['1 pack.mover-class-unchecked'], 'and a note says so')
+  }
+})
+
+t.test('the raters book judges after each manifest only what its rows changed, each finding once', async (t) => {
+  const book = new RaterBook()
+  const [A, B, C, D] = ['rater-000000000000000a', 'rater-000000000000000b', 'rater-000000000000000c', 'rater-000000000000000d']
+  const rating = (r: string, note: string | null) => ({ rater: r, note })
+  const codes = () => book.findings().map((f) => `${f.code} ${f.at}`)
+  book.rating(rating(A, 'Small.'), 'ratings 0')
+  book.rater(rater(GROUP, { members: [B, C] }), 'raters 0')
+  book.rater(rater(B), 'raters 1')
+  t.same(codes(), ['pack.rater-row-missing ratings 0', 'pack.rater-row-missing raters 0'], 'A and C have no row; A\'s note waits for a row')
+  book.rater(rater(A), 'raters 2')
+  book.rater(rater(C, { members: [B] }), 'raters 3')
+  t.same(codes(), ['pack.rating-note-without-consent ratings 0', 'pack.rater-row-invalid raters 0'], 'A\'s rows do not share notes; C, a member of the group judged before, has become a group')
+  t.same(codes(), [], 'nothing new, nothing found')
+  book.rater(rater(A, { notes: true }), 'raters 4')
+  book.rating(rating(D, null), 'ratings 1')
+  book.rater(rater('rater-00000000000000ee', { members: [C] }), 'raters 5')
+  t.same(codes(), ['pack.rater-row-missing ratings 1', 'pack.rater-row-invalid raters 5'], 'each finding once: D\'s missing row, and a new group listing C')
 })
 
 t.test('rule and gun are set exactly for their classes, both ways', async (t) => {

@@ -11,11 +11,12 @@
  * cells as they lie.
  */
 import { IDENTITY_CODES } from './identity.js'
-import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
+import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationMainFinding, verificationMoverClassFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
 import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
-import { quote } from './documents.js'
+import { isContentId, quote } from './documents.js'
+import { MOVER_PATTERNS_CAP, type MoverPatterns } from './mover-patterns.js'
 import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, WRITE_CODES, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { CHECK_CODES, failure, note, type CheckIssue, type CheckLevel } from './check-run.js'
 
@@ -43,6 +44,10 @@ export interface PartContext {
   level: CheckLevel
   /** The tilings rows read before, by pin_key: what a record's pin_key must name. */
   tilings: ReadonlyMap<string, RecordTiling>
+  /** The rules rows read before: each notation's family, as a verification's rule sees it (keepRuleFamily). */
+  ruleFamilies: ReadonlyMap<string, string>
+  /** The patterns whose main verifications, read before, carry a mover cell: a pattern row among them is a mover. */
+  moverPatterns?: MoverPatterns
   signal?: AbortSignal
 }
 
@@ -56,6 +61,11 @@ export interface PartOutcome {
   rows: number
   /** Whether every row was read and valid. */
   complete: boolean
+  /**
+   * A verifications part's: the patterns whose main rows carry a mover cell (and a pin not a lattice
+   * tiling's, which is refused there), each once, at most MOVER_PATTERNS_CAP and one (more would not be kept).
+   */
+  moverPatterns?: string[]
 }
 
 /**
@@ -82,7 +92,7 @@ export async function* checkPart(spec: PartSpec, ctx: PartContext, hook?: RowHoo
     await opened.part.close()
   }
   yield* rows.finish()
-  return { opened: true, rows: rows.rows, complete: rows.valid === rows.rows }
+  return { opened: true, rows: rows.rows, complete: rows.valid === rows.rows, ...(rows.moverPatterns.length > 0 ? { moverPatterns: rows.moverPatterns } : {}) }
 }
 
 /**
@@ -140,6 +150,7 @@ class PartRows {
   private readonly compare
   private readonly sortColumns: readonly { name: string }[]
   private readonly records: RecordCheck | undefined
+  readonly moverPatterns: string[] = []
   private readonly problems: RowFinding[] = []
   /** The sort columns of the last valid row of the row groups before this one, and the last valid row's index (-1: none yet). */
   private previous: Record<string, unknown> = {}
@@ -156,7 +167,7 @@ class PartRows {
     this.validate = rowValidator(spec.schema, spec.partition)
     this.compare = sortColumnsComparator(spec.schema)
     this.sortColumns = spec.schema.sortColumns.map((name) => ({ name }))
-    this.records = this.at1 ? recordCheck(spec.schema.name, ctx.tilings, spec.rel) : undefined
+    this.records = this.at1 ? recordCheck(spec.schema.name, ctx, spec.rel, this.moverPatterns) : undefined
   }
 
   async *batch(batch: RowBatch, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
@@ -269,8 +280,8 @@ interface RecordCheck {
 }
 
 /** A table's own checks (row-rules.ts, and a record table's ids and tilings), and its JSON cells'. */
-function recordCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
-  return inTurn(tableCheck(table, tilings, rel), jsonCells(table, rel))
+function recordCheck(table: string, ctx: PartContext, rel: string, moverPatterns: string[]): RecordCheck | undefined {
+  return inTurn(tableCheck(table, ctx, rel, moverPatterns), jsonCells(table, rel))
 }
 
 /** Checks of a row group's rows, one after the other. */
@@ -287,7 +298,8 @@ function inTurn(...checks: (RecordCheck | undefined)[]): RecordCheck | undefined
   }
 }
 
-function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck | undefined {
+function tableCheck(table: string, ctx: PartContext, rel: string, moverPatterns: string[]): RecordCheck | undefined {
+  const tilings = ctx.tilings
   const rowIds = (prefix: string, ids: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
     open: (batch) => (i, out) => {
       const row = batch.row(i)
@@ -307,13 +319,13 @@ function tableCheck(table: string, tilings: ReadonlyMap<string, RecordTiling>, r
   }
   switch (table) {
     case 'patterns':
-      return { open: (batch) => patternRows(batch, tilings) }
+      return { open: (batch) => patternRows(batch, tilings, ctx.moverPatterns) }
     case 'ants':
       return rowIds('ant', (row) => [...checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }), ...ROW_RULES.ants!.check(row)])
     case 'quickstart':
       return rowIds('quickstart', (row) => [...checkQuickstartRow({ id: row.id, scene: row.scene, pin: row.pin }), ...ROW_RULES.quickstart!.check(row)])
     case 'verifications':
-      return inTurn(mainVerifications(rel), picked(ROW_RULES.verifications!), verificationSites(tilings, rel))
+      return inTurn(mainVerifications(rel), picked(ROW_RULES.verifications!), verificationFacts(ctx, rel, moverPatterns))
     case 'annotations':
       return inTurn({
         open: (batch) => {
@@ -368,23 +380,41 @@ function mainVerifications(rel: string): RecordCheck {
         const [publisher, rule] = [publishers.text(i), rules.text(i)]
         const before = mainRule.get(publisher)
         if (before === undefined) mainRule.set(publisher, rule)
-        else if (before !== rule) out.push(failure(ROW_RULE_CODES.verificationMain, `${rel} row ${batch.rowStart + i}`, `pattern ${id} has main rules ${quote(before)} and ${quote(rule)} by publisher ${publisher}: one per pattern and publisher`))
+        else if (before !== rule) {
+          const f = verificationMainFinding(id, publisher, rule, `(${quote(before)}) in an earlier row`)
+          out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+        }
       }
     },
   }
 }
 
-/** A verification's sites against the kind of the tiling its pin names. */
-function verificationSites(tilings: ReadonlyMap<string, RecordTiling>, rel: string): RecordCheck {
-  const kindOfPin = new Map([...tilings.values()].map((t) => [t.pin, t.kind]))
+/**
+ * A verification's sites and mover against the kind of the tiling its pin names, and its range against its
+ * rule's family; the patterns of the other main rows with a mover cell are gathered in `moverPatterns`.
+ */
+function verificationFacts(ctx: PartContext, rel: string, moverPatterns: string[]): RecordCheck {
+  const kindOfPin = new Map([...ctx.tilings.values()].map((t) => [t.pin, t.kind]))
+  const isSet = (v: Vector | null, i: number): boolean => v !== null && (v.valid === null || v.valid[i] === 1)
   return {
     open: (batch) => {
-      const sites = batch.column('sites')
-      const pins = batch.column('pin') as StringVector
+      const [sites, mover, range] = [batch.column('sites'), batch.column('mover'), batch.column('range')]
+      const [pins, rules, patternIds] = [batch.column('pin') as StringVector, batch.column('rule') as StringVector, batch.column('pattern_id') as StringVector]
+      const main = batch.column('main') as Extract<Vector, { kind: 'bool' }>
       return (i, out) => {
-        if (sites === null || (sites.valid !== null && sites.valid[i] !== 1)) return
-        const f = verificationSitesFinding(kindOfPin.get(pins.text(i)), true)
-        if (f) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+        // A range or mover off the main row is the row rule's finding, once: here only a main row's are judged.
+        const onMain = main.values[i] === 1
+        const [hasSites, hasMover, hasRange] = [isSet(sites, i), onMain && isSet(mover, i), onMain && isSet(range, i)]
+        if (!hasSites && !hasMover && !hasRange) return
+        const kind = kindOfPin.get(pins.text(i))
+        const rule = hasRange ? rules.text(i) : undefined
+        const moverFinding = verificationMoverFinding(kind, hasMover)
+        const found = [verificationSitesFinding(kind, hasSites), moverFinding, verificationRangeFamilyFinding(rule, rule === undefined ? undefined : ctx.ruleFamilies.get(rule), hasRange)]
+        for (const f of found) if (f) out.push(failure(f.code, `${rel} row ${batch.rowStart + i}`, f.detail))
+        if (!hasMover || moverFinding || moverPatterns.length > MOVER_PATTERNS_CAP) return
+        // Rows are sorted by pattern_id: a pattern's rows are together, so it is kept once.
+        const id = patternIds.text(i)
+        if (isContentId(id) && id !== moverPatterns.at(-1)) moverPatterns.push(id)
       }
     },
   }
@@ -402,7 +432,7 @@ function tilingFindings(pinKey: unknown, pin: unknown, tilingGroup: unknown, til
 }
 
 /** A pattern row group's checks, on its cells as PatternCells (one object, refilled for each row). */
-function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>): (i: number, out: CheckIssue[]) => void {
+function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>, moverPatterns: MoverPatterns | undefined): (i: number, out: CheckIssue[]) => void {
   const text = (name: string): StringVector => batch.column(name) as StringVector
   const ints = (name: string): Int32Array => (batch.column(name) as Extract<Vector, { kind: 'int32' }>).values
   const columns = { id: text('id'), identity: text('identity'), pin: text('pin'), pinKey: text('pin_key'), model: text('model'), neighbourhood: text('neighbourhood'), class: text('class'), canonical: text('canonical') }
@@ -479,6 +509,10 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
       good[2] = right ? tg : -1
     }
     const cls = columns.class.text(i)
+    if (moverPatterns && cls !== 'mover') {
+      const id = columns.id.text(i)
+      if (isContentId(id) && moverPatterns.has(id)) found.push(verificationMoverClassFinding(cls))
+    }
     const ruleFinding = patternClassColumnFinding('rule', cls, rule !== null && (rule.valid === null || rule.valid[i] === 1))
     if (ruleFinding) found.push(ruleFinding)
     const hasGun = gun !== null && (gun.valid === null || gun.valid[i] === 1)

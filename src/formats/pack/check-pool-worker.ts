@@ -6,6 +6,7 @@ import { parentPort } from 'node:worker_threads'
 import { PipeError } from '../../core/errors.js'
 import { SCHEMAS_BY_ID } from './table-schemas.js'
 import { checkPart } from './check-part.js'
+import { MoverPatterns } from './mover-patterns.js'
 import { failure, objectProblem, type CheckIssue } from './check-run.js'
 import type { FromThread, PartJob, PartJobResult, ToThread } from './check-pool.js'
 
@@ -25,7 +26,9 @@ async function* runPartJob(job: PartJob): AsyncGenerator<CheckIssue, PartJobResu
   const schema = SCHEMAS_BY_ID.get(job.schemaId)
   if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
   const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
-  const outcome = yield* checkPart(spec, { level: job.level, tilings: new Map(job.tilings) })
+  const outcome = yield* checkPart(spec, {
+    level: job.level, tilings: new Map(job.tilings), ruleFamilies: new Map(job.ruleFamilies), ...(job.moverPatterns ? { moverPatterns: new MoverPatterns(undefined, job.moverPatterns) } : {}),
+  })
   return { objectChecked: job.verify, objectOk: true, outcome }
 }
 

@@ -7,9 +7,9 @@
  * them, and are kept, unref'd, for the next check in the process: starting one and loading the reader costs
  * a few hundred milliseconds.
  *
- * Only parts whose checks need nothing but the part and a snapshot of the tilings go to a thread: those of
- * tables with a row hook (tilings, rules, media, ratings, raters, and at level 3 verifications and patterns) are checked
- * where the hook's state is.
+ * Only parts whose checks need nothing but the part and a snapshot of the tilings, the rules' families and
+ * the mover patterns (shared, not copied) go to a thread: those of tables with a row hook (tilings, rules,
+ * media, ratings, raters, and at level 3 verifications and patterns) are checked where the hook's state is.
  *
  * A thread's side is check-pool-worker.ts. This module loads none of the checks, so that a caller can start
  * threads (startThreads) first and have them load the checker while it loads its own copy.
@@ -34,6 +34,10 @@ export interface PartJob {
   verify: boolean
   /** The tilings a record's pin_key must name. */
   tilings: [string, RecordTiling][]
+  /** Each rule notation's family, as a verification's rule sees it. */
+  ruleFamilies: [string, string][]
+  /** A patterns part's: the words of the MoverPatterns read before, shared (not copied) with the threads. */
+  moverPatterns?: Uint32Array
 }
 
 export interface PartJobResult {

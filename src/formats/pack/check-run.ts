@@ -88,6 +88,8 @@ export const CHECK_CODES = {
   replayRuleMissing: 'pack.replay-rule-missing',
   /** A pattern's rule has no rules row with its neighbourhood and steps per generation. */
   replayRuleUnknown: 'pack.replay-rule-unknown',
+  /** More patterns with a mover cell on a main verification than a check keeps: the classes of those beyond are not checked (note). */
+  moverClassUnchecked: 'pack.mover-class-unchecked',
 } as const
 
 const LEVEL_1: readonly string[] = [
@@ -95,7 +97,7 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict,
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
@@ -183,6 +185,8 @@ export interface CheckRunOptions {
   threads?: number
   /** The smallest part given to a thread: a smaller one is checked sooner than a thread would start. */
   threadPartBytes?: number
+  /** The most patterns with a mover cell kept for their class's check (default MOVER_PATTERNS_CAP). */
+  moverPatternCap?: number
 }
 
 /** A part of at least this many bytes goes to a thread, by default. */
@@ -196,6 +200,7 @@ export class CheckRun {
   /** Worker threads for parts, and the smallest part given to one. */
   readonly threads: number
   readonly threadPartBytes: number
+  readonly moverPatternCap: number | undefined
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -210,6 +215,7 @@ export class CheckRun {
     this.replayBudget = opts.replayBudget ?? {}
     this.threads = opts.threads ?? availableParallelism()
     this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
+    this.moverPatternCap = opts.moverPatternCap
     this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 

@@ -6,11 +6,13 @@
  * ratings and groups need (row-rules.ts), and at level 3 the replay of periodic patterns (replay.ts).
  *
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
- * tiling, and a pattern's rule and main verification, are known when its row is read. What later rows need
- * is kept for the whole check (fact rows are the same wherever they appear): each tiling's pin, group and
- * a lattice's neighbour lists, and at level 3 the rules' masks and each pattern's main rules. Nothing else
- * is held: rows stream a row group at a time, and only the rows of a reference patch are kept while its
- * pin is checked (at most its tilings row's reference_tiles, itself within the geometry limits).
+ * tiling, a verification's rule, and a pattern's rule and main verification, are known when its row is
+ * read. What later rows need is kept for the whole check (fact rows are the same wherever they appear): each
+ * tiling's pin, group and a lattice's neighbour lists, each rule notation's family, the patterns whose
+ * main verifications carry a mover cell (capped, mover-patterns.ts), and at level 3 the rules' masks and
+ * each pattern's main rules. Nothing else is held: rows stream a row group at a time, and only the rows of
+ * a reference patch are kept while its pin is checked (at most its tilings row's reference_tiles, itself
+ * within the geometry limits).
  */
 import { hashRefusal, quote } from './documents.js'
 import { SEARCH_SCHEMA, type TablePart } from './doc-index.js'
@@ -25,7 +27,8 @@ import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, canonica
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
-import { RaterBook } from './row-rules.js'
+import { keepRuleFamily, RaterBook } from './row-rules.js'
+import { MoverPatterns } from './mover-patterns.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
@@ -65,14 +68,22 @@ const ruleKey = (notation: unknown, neighbourhood: unknown, stepsPerGen: unknown
 export class TableChecker {
   private readonly tilings = new Map<string, TilingFacts>()
   private readonly rules = new Map<string, RuleFacts>()
+  /** Each rule notation's family, as a verification's rule sees it (keepRuleFamily). */
+  private readonly ruleFamilies = new Map<string, string>()
   private readonly mainRules = new Map<string, string[]>()
   private readonly raterBook = new RaterBook()
+  private readonly moverPatterns: MoverPatterns
+  /** The mover patterns' words as the threads share them, made again only when more were kept. */
+  private sharedMovers: { size: number; slots: Uint32Array } | undefined
+  private moversNoted = false
   /** The tilings and rules rows read, by table and key, as RFC 8785 text. */
   private readonly factRows = new Map<string, string>()
 
   private pool: CheckPool | undefined
 
-  constructor(private readonly run: CheckRun) {}
+  constructor(private readonly run: CheckRun) {
+    this.moverPatterns = new MoverPatterns(run.moverPatternCap)
+  }
 
   /** Stops or keeps (for the next check) the threads this check started. */
   async close(): Promise<void> {
@@ -205,6 +216,8 @@ export class TableChecker {
       listing: { rows: part.rows, first: part.first, last: part.last },
       verify: run.objectKnown(rel) === undefined,
       tilings: withTilings ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
+      ruleFamilies: table === 'verifications' ? [...this.ruleFamilies] : [],
+      ...(table === 'patterns' && this.moverPatterns.size > 0 ? { moverPatterns: this.movers() } : {}),
     }
   }
 
@@ -216,6 +229,28 @@ export class TableChecker {
     if (result.objectChecked) run.objectChecked(part.job.rel, result.objectOk)
     if (result.outcome.opened) run.stats.parts++
     run.stats.rows += result.outcome.rows
+    yield* this.keepMovers(result.outcome.moverPatterns, part.job.rel)
+  }
+
+  /** A verifications part's patterns with a mover cell, kept for the pattern rows read later; a note once, when more are given than are kept. */
+  private *keepMovers(ids: readonly string[] | undefined, rel: string): Generator<CheckIssue> {
+    if (!ids) return
+    let kept = true
+    for (const id of ids) kept = this.moverPatterns.add(id) && kept
+    if (kept || this.moversNoted) return
+    this.moversNoted = true
+    yield this.run.note(CHECK_CODES.moverClassUnchecked, rel, `more patterns have a mover cell on a main verification than a check keeps (${this.moverPatterns.size}): the classes of the others are not checked`)
+  }
+
+  /** The mover patterns' words in shared memory, for the threads. */
+  private movers(): Uint32Array {
+    const words = this.moverPatterns.slots
+    if (this.sharedMovers?.size !== this.moverPatterns.size) {
+      const slots = new Uint32Array(new SharedArrayBuffer(words.byteLength))
+      slots.set(words)
+      this.sharedMovers = { size: this.moverPatterns.size, slots }
+    }
+    return this.sharedMovers.slots
   }
 
   /**
@@ -226,9 +261,11 @@ export class TableChecker {
     const run = this.run
     if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
     const spec = { rel: p.rel, file: run.file(p.rel), schema: p.schema, ...(p.partition ? { partition: p.partition } : {}), ...(p.listing ? { listing: p.listing } : {}) }
-    const outcome = yield* checkPart(spec, { level: run.level, tilings: this.tilings, ...(run.signal ? { signal: run.signal } : {}) }, hook)
+    const ctx = { level: run.level, tilings: this.tilings, ruleFamilies: this.ruleFamilies, ...(this.moverPatterns.size > 0 ? { moverPatterns: this.moverPatterns } : {}), ...(run.signal ? { signal: run.signal } : {}) }
+    const outcome = yield* checkPart(spec, ctx, hook)
     if (outcome.opened) run.stats.parts++
     run.stats.rows += outcome.rows
+    yield* this.keepMovers(outcome.moverPatterns, p.rel)
     return outcome.complete
   }
 
@@ -297,9 +334,10 @@ export class TableChecker {
     else if (before !== text) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
   }
 
-  /** A rules row: the same wherever it appears, and (level 3) its masks kept for replay. */
+  /** A rules row: the same wherever it appears, its family kept for the verifications' ranges, and (level 3) its masks kept for replay. */
   private *rulesRow(row: Row, at: string): Generator<CheckIssue> {
     yield* this.sameFact('rules', row, at)
+    keepRuleFamily(this.ruleFamilies, row.notation as string, row.family as string)
     if (this.run.at(3)) this.keepRule(row)
   }
 

@@ -44,6 +44,8 @@ export interface CheckOptions {
   threads?: number
   /** The smallest part a thread checks (default 256 KiB; tests give threads every part with 0). */
   threadPartBytes?: number
+  /** The most patterns with a mover cell kept for their class's check (default MOVER_PATTERNS_CAP; tests give less). */
+  moverPatternCap?: number
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -84,6 +86,7 @@ export class PackChecker {
       ...(this.options.replayBudget ? { replayBudget: this.options.replayBudget } : {}),
       ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
       ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
+      ...(this.options.moverPatternCap !== undefined ? { moverPatternCap: this.options.moverPatternCap } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run)

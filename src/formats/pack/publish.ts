@@ -35,7 +35,8 @@ import {
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
-import { JSON_CELL_COLUMNS, jsonCellChecker, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationSitesFinding } from './row-rules.js'
+import { MainRules } from './main-rules.js'
+import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -305,6 +306,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     }
   }
   const tilings = new TilingBook()
+  const ruleFamilies = new Map<string, string>()
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()
@@ -319,11 +321,12 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       for (const part of kept) {
         await eachPartRow(o.store, part.object, schema, (row) => {
           if (name === 'tilings') tilings.add(row as never)
+          if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
           keepRaterRow(raters, name, row, undefined)
           return rows.parent(row)
         })
       }
-      await stageTable(o, name, rows, tilings, ids, defaults, raters)
+      await stageTable(o, name, rows, tilings, ruleFamilies, ids, defaults, raters)
       if (name === 'raters') {
         // What the parents' rows break is theirs; what a record breaks is refused at the record.
         const broken = [...raters.findings()].find((f) => f.at !== undefined)
@@ -418,7 +421,7 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
 
 /** Reads, completes and checks one table's records, and gives them to be written. */
 async function stageTable(
-  o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ids: Partial<Record<PackTableName, IdBook>>,
+  o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ruleFamilies: Map<string, string>, ids: Partial<Record<PackTableName, IdBook>>,
   defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>,
 ): Promise<void> {
   const validate = rowValidator(rows.schema)
@@ -426,6 +429,7 @@ async function stageTable(
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
   const canonicalCell = jsonCellChecker()
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
+  const mainRules = name === 'verifications' ? new MainRules() : undefined
   await eachRecord(o.records, `${name}.jsonl`, async (row, at) => {
     if (name === 'tilings') {
       const done = completeTiling(row, at)
@@ -441,8 +445,7 @@ async function stageTable(
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
-    const sites = name === 'verifications' ? verificationSitesFinding(tilings.kindOfPin(row['pin']), row['sites'] !== undefined && row['sites'] !== null) : undefined
-    if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
+    if (name === 'verifications') refuseMisplacedCells(row, tilings.kindOfPin(row['pin']), ruleFamilies, at)
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     for (const column of jsonColumns) {
@@ -454,11 +457,34 @@ async function stageTable(
     }
     const broken = ROW_RULES[name]?.check(row)[0]
     if (broken) throw recordError(broken.code, at, broken.detail)
+    // After the row rules: pattern_id is a content id, publisher and rule are text.
+    const earlier = mainRules && row['main'] === true ? mainRules.add(row['pattern_id'] as string, row['publisher'] as string, row['rule'] as string, at.line) : undefined
+    if (earlier !== undefined) {
+      const f = verificationMainFinding(row['pattern_id'] as string, row['publisher'] as string, row['rule'] as string, `on line ${earlier}`)
+      throw recordError(f.code, at, f.detail, 'main')
+    }
     keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
+    if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     await rows.add(row, textBytes)
   })
+}
+
+/**
+ * A verification's sites and mover against its pin's tiling, and its range against its rule's family, as
+ * the checker holds them (row-rules.ts). A range or mover off the main row is the row rule's refusal: here
+ * only a main row's are judged.
+ */
+function refuseMisplacedCells(row: Row, kind: string | undefined, ruleFamilies: ReadonlyMap<string, string>, at: RecordPlace): void {
+  const isSet = (column: string) => row[column] !== undefined && row[column] !== null
+  const onMain = row['main'] === true
+  const sites = verificationSitesFinding(kind, isSet('sites'))
+  if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
+  const mover = verificationMoverFinding(kind, onMain && isSet('mover'))
+  if (mover) throw recordError(mover.code, at, mover.detail, 'mover')
+  const range = verificationRangeFamilyFinding(row['rule'], typeof row['rule'] === 'string' ? ruleFamilies.get(row['rule']) : undefined, onMain && isSet('range'))
+  if (range) throw recordError(range.code, at, range.detail, 'range')
 }
 
 /** A media record names its file (`file`, relative to the records folder): the file becomes an object of the store. */

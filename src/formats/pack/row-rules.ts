@@ -38,7 +38,7 @@ export const ROW_RULE_CODES = {
   raterRowMissing: 'pack.rater-row-missing',
   /** A rating with a note by a rater none of whose raters rows shares notes. */
   ratingNoteWithoutConsent: 'pack.rating-note-without-consent',
-  /** Two main verifications of one pattern by one publisher in different rules, in one part. */
+  /** Two main verifications of one pattern by one publisher in different rules, in one part or one publish. */
   verificationMain: 'pack.verification-main-duplicate',
   /** A column holding a value outside the set "Tables" gives it (media kind, provenance kind, ants outcome...). */
   columnValue: 'pack.column-value-invalid',
@@ -50,7 +50,11 @@ export const ROW_RULE_CODES = {
   patternSite: 'pack.pattern-site-column',
   /** A gun cell without the members "Tables" lists for it, or with one of the wrong kind. */
   patternGunJson: 'pack.pattern-gun-json-invalid',
-  /** range or mover on a verification that is not main, or a range without its members. */
+  /**
+   * range or mover where "Tables" does not put them: on a verification that is not main, a range in a rule
+   * whose rules rows are all of another family than B/S and Generations, a mover on a lattice tiling's pin;
+   * or a range without its members.
+   */
   verificationRange: 'pack.verification-range-invalid',
   /** An annotation value that is not the JSON its field holds, or a score_model on a field other than score. */
   annotationValue: 'pack.annotation-value-invalid',
@@ -104,6 +108,48 @@ export function patternSiteFinding(tilingKind: string | undefined, hasSite: bool
 /** "sites: int32? aperiodic: the sites it was run at": a verification on a lattice tiling (its pin's) has none. A pin no tiling has is not this rule's. */
 export function verificationSitesFinding(tilingKind: string | undefined, hasSites: boolean): IdentityFinding | undefined {
   return hasSites && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationSites, detail: `sites is set, but its pin is a ${tilingKind} tiling's: only patterns on aperiodic tilings are run at sites` } : undefined
+}
+
+/**
+ * "mover: on the main row of aperiodic movers": a verification whose pin is a lattice tiling's has none. A
+ * pin no tiling has is not this rule's. That the pattern is a mover is verificationMoverClassFinding's.
+ */
+export function verificationMoverFinding(tilingKind: string | undefined, hasMover: boolean): IdentityFinding | undefined {
+  return hasMover && tilingKind !== undefined && tilingKind !== 'aperiodic' ? { code: ROW_RULE_CODES.verificationRange, detail: `mover is set, but its pin is a ${tilingKind} tiling's: only aperiodic movers have a mover cell` } : undefined
+}
+
+/** The other half of the mover rule, on the pattern row read after its verifications (mover-patterns.ts). */
+export function verificationMoverClassFinding(cls: string): IdentityFinding {
+  return { code: ROW_RULE_CODES.verificationRange, detail: `a main verification of it has a mover cell, but it is a ${cls}: only aperiodic movers have one` }
+}
+
+/**
+ * "range: on the main row of B/S and Generations patterns": a verification's rule is a notation whose rules
+ * row the pattern's neighbourhood and steps per generation pick, and the pattern is read after it; so a
+ * range is refused only when no rules row of its notation is B/S or Generations (`family`, as
+ * keepRuleFamily keeps it). A notation no rules row has is not this rule's.
+ */
+export function verificationRangeFamilyFinding(rule: unknown, family: string | undefined, hasRange: boolean): IdentityFinding | undefined {
+  return hasRange && family !== undefined && !Object.hasOwn(MASKED_FAMILIES, family)
+    ? { code: ROW_RULE_CODES.verificationRange, detail: `range is set, but rule ${JSON.stringify(rule)} is a ${family} rule: only B/S and Generations patterns have a rule range` }
+    : undefined
+}
+
+/**
+ * Keeps a rules row's family as a verification's rule sees it (by notation alone): B/S or Generations when
+ * any row of the notation is, so that a range is refused only when every row of it is of another family.
+ */
+export function keepRuleFamily(families: Map<string, string>, notation: string, family: string): void {
+  const had = families.get(notation)
+  if (had === undefined || (!Object.hasOwn(MASKED_FAMILIES, had) && Object.hasOwn(MASKED_FAMILIES, family))) families.set(notation, family)
+}
+
+/**
+ * "main: the rule the publisher runs the pattern in by default (one per pattern and publisher)", read as one
+ * main rule (the same rule verified again is fine): `rule` is this row's, `earlier` names the other's.
+ */
+export function verificationMainFinding(patternId: string, publisher: string, rule: string, earlier: string): IdentityFinding {
+  return { code: ROW_RULE_CODES.verificationMain, detail: `pattern ${patternId} has main rule ${JSON.stringify(rule)} by publisher ${publisher} here and another ${earlier}: one main rule per pattern and publisher` }
 }
 
 /** The counts a pattern row states, and those its typed phases give. */
@@ -208,6 +254,10 @@ function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
  * (a later version holds its parents' parts, so a version's raters are among them), and what is still
  * missing is reported once, where it was first named. `At` is how the caller names a row: a part's row for
  * the checker, a record's file and line (or none, for a parent's row) for a publish.
+ *
+ * findings() runs after every manifest of a check, so it judges only what the rows given since its last
+ * run can have changed (raters named, noted or given a row; groups listed; raters that became groups):
+ * its cost follows the rows read, not the versions times the raters.
  */
 export class RaterBook<At = string> {
   /** Each rater with a row: whether some row shares notes, and whether it is a group. */
@@ -217,14 +267,24 @@ export class RaterBook<At = string> {
   /** Where each rater's first rating with a note is. */
   private readonly noted = new Map<string, At>()
   private readonly groups: { at: At; members: readonly string[] }[] = []
+  /** The groups (indexes in groups) listing each member: where a rater that becomes a group is nested. */
+  private readonly memberOf = new Map<string, number[]>()
   private readonly reported = new Set<string>()
+  // What findings() has still to judge.
+  private newlyNamed: string[] = []
+  private readonly notesToJudge = new Set<string>()
+  private newGroupRaters: string[] = []
+  private groupsJudged = 0
 
   // A malformed id is the id rule's finding alone: it is not looked for among the rows.
   rating(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     if (!RATER_ID.test(rater)) return undefined
-    if (!this.named.has(rater)) this.named.set(rater, at)
-    if (row.note !== null && !this.noted.has(rater)) this.noted.set(rater, at)
+    this.name(rater, at)
+    if (row.note !== null && !this.noted.has(rater)) {
+      this.noted.set(rater, at)
+      this.notesToJudge.add(rater)
+    }
     return undefined
   }
 
@@ -233,32 +293,54 @@ export class RaterBook<At = string> {
     const members = row.members as string[] | null
     const had = this.rows.get(rater)
     this.rows.set(rater, { notes: row.notes === true || had?.notes === true, group: members !== null || had?.group === true })
+    if (this.noted.has(rater)) this.notesToJudge.add(rater)
     if (members !== null) {
-      this.groups.push({ at, members })
-      for (const m of members) if (RATER_ID.test(m) && !this.named.has(m)) this.named.set(m, at)
+      if (had?.group !== true) this.newGroupRaters.push(rater)
+      const n = this.groups.push({ at, members }) - 1
+      for (const m of members) {
+        if (RATER_ID.test(m)) this.name(m, at)
+        const of = this.memberOf.get(m)
+        if (of) of.push(n)
+        else this.memberOf.set(m, [n])
+      }
     }
     return undefined
   }
 
-  /** What the rows read so far break; each rater's finding once per check. */
-  *findings(): Generator<IdentityFinding & { at: At }> {
+  private name(rater: string, at: At): void {
+    if (this.named.has(rater)) return
+    this.named.set(rater, at)
+    this.newlyNamed.push(rater)
+  }
+
+  /** What the rows given since the last call break; each rater's finding once per check. */
+  findings(): (IdentityFinding & { at: At })[] {
+    const out: (IdentityFinding & { at: At })[] = []
     const once = (key: string): boolean => {
       if (this.reported.has(key)) return false
       this.reported.add(key)
       return true
     }
-    for (const [rater, at] of this.named) {
-      if (!this.rows.has(rater) && once(`missing ${rater}`)) yield { code: ROW_RULE_CODES.raterRowMissing, at, detail: `rater ${rater} is named but has no raters row` }
+    // A rater named before had a row then, or was reported then.
+    for (const rater of this.newlyNamed) {
+      if (!this.rows.has(rater)) out.push({ code: ROW_RULE_CODES.raterRowMissing, at: this.named.get(rater)!, detail: `rater ${rater} is named but has no raters row` })
     }
-    for (const [rater, at] of this.noted) {
+    // A noted rater is judged again only when it is given a row (notes, once shared, stay shared).
+    for (const rater of this.notesToJudge) {
       const r = this.rows.get(rater)
-      if (r && !r.notes && once(`notes ${rater}`)) yield { code: ROW_RULE_CODES.ratingNoteWithoutConsent, at, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` }
+      if (r && !r.notes && once(`notes ${rater}`)) out.push({ code: ROW_RULE_CODES.ratingNoteWithoutConsent, at: this.noted.get(rater)!, detail: `a rating by ${rater} has a note, but no raters row of ${rater} shares notes` })
     }
-    for (const [n, g] of this.groups.entries()) {
-      for (const m of g.members) {
-        if (this.rows.get(m)?.group && once(`nested ${n} ${m}`)) yield { code: ROW_RULE_CODES.raterRow, at: g.at, detail: `member ${m} is itself a group: groups do not nest` }
-      }
+    const nested = (n: number, m: string): void => {
+      if (once(`nested ${n} ${m}`)) out.push({ code: ROW_RULE_CODES.raterRow, at: this.groups[n]!.at, detail: `member ${m} is itself a group: groups do not nest` })
     }
+    for (let n = this.groupsJudged; n < this.groups.length; n++) for (const m of this.groups[n]!.members) if (this.rows.get(m)?.group) nested(n, m)
+    // The groups judged before are judged again only for their members that have become groups since.
+    for (const m of this.newGroupRaters) for (const n of this.memberOf.get(m) ?? []) if (n < this.groupsJudged) nested(n, m)
+    this.newlyNamed = []
+    this.notesToJudge.clear()
+    this.newGroupRaters = []
+    this.groupsJudged = this.groups.length
+    return out
   }
 }
 
@@ -297,12 +379,23 @@ function valueSetFindings(table: string, row: Record<string, unknown>): Identity
 type TargetKind = Target['kind']
 const RECORD_KINDS: readonly TargetKind[] = ['pattern', 'ant', 'quickstart']
 
-/** A column naming a target of one of `kinds` (a null one is left to the column's nullability). */
-function targetFindings(v: unknown, column: string, kinds: readonly TargetKind[]): IdentityFinding[] {
-  if (v === null || v === undefined) return []
+/**
+ * A column naming a target of one of `kinds` (a null one is left to the column's nullability): the target,
+ * or undefined with its finding appended to `out`.
+ */
+function targetOf(v: unknown, column: string, kinds: readonly TargetKind[], out: IdentityFinding[]): Target | undefined {
+  if (v === null || v === undefined) return undefined
   const t = parseTarget(v)
-  if (!t.ok) return [finding(ROW_RULE_CODES.rowTarget, `${column}: ${t.detail}`)]
-  return kinds.includes(t.value.kind) ? [] : [finding(ROW_RULE_CODES.rowTarget, `${column} ${JSON.stringify(v)} names a ${t.value.kind}; here it names ${kinds.join(', ')}`)]
+  if (!t.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `${column}: ${t.detail}`))
+  else if (!kinds.includes(t.value.kind)) out.push(finding(ROW_RULE_CODES.rowTarget, `${column} ${JSON.stringify(v)} names a ${t.value.kind}; here it names ${kinds.join(', ')}`))
+  else return t.value
+  return undefined
+}
+
+function targetFindings(v: unknown, column: string, kinds: readonly TargetKind[]): IdentityFinding[] {
+  const out: IdentityFinding[] = []
+  targetOf(v, column, kinds, out)
+  return out
 }
 
 function patternIdFindings(v: unknown): IdentityFinding[] {
@@ -430,13 +523,14 @@ function scoreModelFindings(row: Record<string, unknown>): IdentityFinding[] {
 
 /** An alias names a record, and its old id is an id of that record's kind other than the record's own. */
 function aliasFindings(row: Record<string, unknown>): IdentityFinding[] {
-  const out = targetFindings(row.target, 'target', RECORD_KINDS)
+  const out: IdentityFinding[] = []
+  const target = targetOf(row.target, 'target', RECORD_KINDS, out)
   if (!ALIAS_REASONS.has(row.reason as string)) out.push(finding(ROW_RULE_CODES.aliasReason, `reason ${JSON.stringify(row.reason)} is neither geometry-change nor scheme-change`))
-  const target = parseTarget(row.target)
-  if (!target.ok || !RECORD_KINDS.includes(target.value.kind)) return out
-  const old = parseTarget(`${target.value.kind}:${String(row.old_id)}`)
-  if (!old.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id ${JSON.stringify(row.old_id)} is not a ${target.value.kind}'s id, as its target is`))
-  else if (old.value.kind !== 'search_run' && target.value.kind !== 'search_run' && old.value.id === target.value.id) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id is its target's own id`))
+  if (target === undefined || target.kind === 'search_run') return out
+  // The old id is read as a target of its target's kind, so the two ids are of one form.
+  const old = parseTarget(`${target.kind}:${String(row.old_id)}`)
+  if (!old.ok) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id ${JSON.stringify(row.old_id)} is not a ${target.kind}'s id, as its target is`))
+  else if (old.value.kind !== 'search_run' && old.value.id === target.id) out.push(finding(ROW_RULE_CODES.rowTarget, `old_id is its target's own id`))
   return out
 }
 

@@ -1,0 +1,63 @@
+/**
+ * The main rule of each pattern and publisher across one publish, for "main: ... (one per pattern and
+ * publisher)", which we read as one main *rule* (docs/pack-format-notes.md, "Row rules"). A publish may
+ * hold a million patterns: a JS map of their main rules took about 100 bytes an entry, so this is an
+ * IdTable (id-table.ts) of 28 bytes a slot: about 60 MB at a million main verifications, half as much
+ * again while it doubles, 15 MB at a quarter million.
+ *
+ * A slot holds the pattern's whole content id (16 bytes, so two patterns never share a slot's key), a
+ * 32-bit hash of the publisher id and of the rule notation, and the line of the first record. Two
+ * publishers of one pattern whose ids hash alike would be taken for one (a refusal of a record that keeps
+ * the rule), two rules of one pattern that hash alike for one rule (a second main rule let through): each
+ * one chance in 2^32, and only where one pattern has two publishers or two main rules in one publish.
+ */
+
+import { IdTable, idWords } from './id-table.js'
+
+/** A slot's words: the pattern id's four, the publisher's hash, the rule's hash, and the record's line (from 1, so never 0). */
+const [PUBLISHER, RULE, LINE, SLOT_WORDS] = [4, 5, 6, 7]
+
+/** 32-bit FNV-1a of a string's UTF-16 code units. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return h >>> 0
+}
+
+export class MainRules {
+  private readonly table = new IdTable(SLOT_WORDS, PUBLISHER + 1, LINE)
+  /** The slot being looked up, as its words. */
+  private readonly probe = new Uint32Array(SLOT_WORDS)
+  /** The last publisher and rule hashed: most records of a publish share them, and hashing them was a third of add's time. */
+  private readonly last = { publisher: '', publisherHash: fnv1a(''), rule: '', ruleHash: fnv1a('') }
+
+  /** Main verifications kept. */
+  get size(): number {
+    return this.table.count
+  }
+
+  /**
+   * Keeps the main rule of a main verification on `line` (from 1) of a content id's pattern; returns the
+   * line of an earlier one of the same pattern and publisher in another rule, if any (the first is kept).
+   */
+  add(patternId: string, publisher: string, rule: string, line: number): number | undefined {
+    const { probe, last, table } = this
+    idWords(patternId, probe)
+    if (publisher !== last.publisher) {
+      last.publisher = publisher
+      last.publisherHash = fnv1a(publisher)
+    }
+    if (rule !== last.rule) {
+      last.rule = rule
+      last.ruleHash = fnv1a(rule)
+    }
+    probe[PUBLISHER] = last.publisherHash
+    probe[RULE] = last.ruleHash
+    probe[LINE] = line
+    const at = table.find(probe)
+    const slots = table.slots
+    if (slots[at + LINE] !== 0) return slots[at + RULE] === probe[RULE] ? undefined : slots[at + LINE]
+    table.insert(probe, at)
+    return undefined
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Tables keyed by pattern id (src/formats/pack/id-table.ts): the main rules of a publish (main-rules.ts),
+ * one main rule per pattern and publisher kept across the table's growth with the line of the first; and
+ * the check's mover patterns (mover-patterns.ts), capped, and read on a thread from shared words.
+ */
+import { createHash } from 'node:crypto'
+import t from 'tap'
+import { MainRules } from '../src/formats/pack/main-rules.js'
+import { MoverPatterns } from '../src/formats/pack/mover-patterns.js'
+
+const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
+const [A, B] = ['SHA256:publisher-a', 'SHA256:publisher-b']
+
+t.test('a second main rule of a pattern and publisher names the first line; the same rule again and other publishers do not', async (t) => {
+  const rules = new MainRules()
+  // Enough patterns for the table to double several times from its first 1,024 slots.
+  const n = 5000
+  let quiet = true
+  for (let i = 0; i < n; i++) quiet &&= rules.add(id(i), A, 'B3/S23', i + 1) === undefined
+  t.ok(quiet, 'a main rule of each pattern')
+  t.equal(rules.size, n)
+  for (let i = 0; i < n; i++) {
+    quiet &&= rules.add(id(i), A, 'B3/S23', n + i + 1) === undefined && rules.add(id(i), B, 'B36/S23', 2 * n + i + 1) === undefined
+  }
+  t.ok(quiet, 'the same rule again, and another publisher\'s own rule, after growing')
+  t.equal(rules.size, 2 * n, 'each pattern and publisher kept once')
+  t.equal(rules.add(id(1234), A, 'B36/S23', 9 * n), 1235, 'another rule by the same publisher: the first line')
+  t.equal(rules.add(id(1234), B, 'B3/S23', 9 * n), 2 * n + 1235, 'and by the other')
+  t.equal(rules.add('f'.repeat(32), A, 'B3/S23', 1), undefined, 'an id of all f')
+  t.equal(rules.add('0'.repeat(32), A, 'B3/S23', 2), undefined, 'an id of all 0')
+  t.equal(rules.add('0'.repeat(32), A, 'B2/S', 3), 2)
+})
+
+t.test('mover patterns: kept up to the cap, across growth, and read from a copy of their words', async (t) => {
+  const movers = new MoverPatterns(3000)
+  let kept = true
+  for (let i = 0; i < 3000; i++) kept &&= movers.add(id(i))
+  t.ok(kept, 'every id up to the cap')
+  t.ok(movers.add(id(7)), 'an id kept already')
+  t.notOk(movers.add(id(3000)), 'a new id beyond the cap')
+  t.equal(movers.size, 3000)
+  const shared = new Uint32Array(new SharedArrayBuffer(movers.slots.byteLength))
+  shared.set(movers.slots)
+  const thread = new MoverPatterns(undefined, shared)
+  let found = true
+  for (let i = 0; i < 3000; i++) found &&= thread.has(id(i))
+  t.ok(found, 'each kept id, on the copy')
+  t.notOk(thread.has(id(3000)), 'not the one beyond the cap')
+  t.notOk(thread.has('0'.repeat(32)), 'nor an id of all 0 (a slot is marked full, not known by its id)')
+})

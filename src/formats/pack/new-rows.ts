@@ -246,6 +246,14 @@ class Staging {
   constructor(private readonly schema: TableSchema, readonly batch: RowBatchBuilder) {
   }
 
+  private isLastPartition(row: Record<string, unknown>): boolean {
+    const last = this.partitions[this.lastPartition]
+    if (!last) return false
+    // A loop: a closure a row (columns.every) cost as much as the lookup.
+    for (const c of this.schema.partitionColumns) if (last[c] !== row[c]) return false
+    return true
+  }
+
   partitionIndex(row: Record<string, unknown>): number {
     const columns = this.schema.partitionColumns
     if (columns.length === 0) {
@@ -253,8 +261,7 @@ class Staging {
       return 0
     }
     // Rows mostly come in runs of one partition: the last one is tried first.
-    const last = this.partitions[this.lastPartition]
-    if (last && columns.every((c) => last[c] === row[c])) return this.lastPartition
+    if (this.isLastPartition(row)) return this.lastPartition
     const values = columns.map((c) => String(row[c]))
     const folder = values.join('/')
     let at = this.folders.get(folder)

@@ -116,37 +116,51 @@ export class PatternRecordParser {
   private b: Buffer = Buffer.alloc(0)
   private p = 0
   private end = 0
-  /** The value just read. */
+  /** The value just read: a string, null or phases; an integer is `n`. */
   private v: unknown = undefined
+  private n = 0
   /** Whether a string read holds `/` or `~`, which a local path needs (publish-rows.ts scrubRecordPaths). */
   private pathMark = false
   /** Each member's last string, and its bytes: most records repeat a pin key, model, class or family. */
   private readonly lastText: string[] = PATTERN_MEMBERS.map(() => '')
   private readonly lastBytes: Buffer[] = PATTERN_MEMBERS.map(() => Buffer.alloc(0))
+  /** The member that followed each member (and, last, the first member) in the last record: records mostly keep one order. */
+  private readonly next = new Int32Array(PATTERN_MEMBERS.length + 1)
+  private readonly values: unknown[] = PATTERN_MEMBERS.map(() => undefined)
 
   readonly parse: ShapeParser = (bytes, start, end) => {
     this.b = bytes
     this.p = start
     this.end = end
     this.pathMark = false
-    const values: unknown[] = new Array(PATTERN_MEMBERS.length)
+    const values = this.values
+    for (let m = 0; m < values.length; m++) values[m] = undefined
     let seen = 0
+    let previous: number = PATTERN_MEMBERS.length
     if (bytes[this.p++] !== OPEN_OBJECT) return undefined
     for (;;) {
-      const m = this.member()
+      const m = this.member(this.next[previous]!)
       if (m < 0 || (seen & (1 << m)) !== 0 || bytes[this.p++] !== COLON) return undefined
       seen |= 1 << m
+      this.next[previous] = m
+      previous = m
       const c = bytes[this.p]
       if (c === QUOTE) {
         if (!this.text(m)) return undefined
+        values[m] = this.v
       } else if (c === 0x6e) {
         if (bytes[this.p + 1] !== 0x75 || bytes[this.p + 2] !== 0x6c || bytes[this.p + 3] !== 0x6c) return undefined // null
         this.p += 4
-        this.v = null
+        values[m] = null
       } else if (c === OPEN_LIST) {
         if (m !== PHASES || !this.phases()) return undefined
-      } else if (!this.integer()) return undefined
-      values[m] = this.v
+        values[m] = this.v
+      } else {
+        const p = this.integer(this.p)
+        if (p < 0) return undefined
+        this.p = p
+        values[m] = this.n
+      }
       const d = bytes[this.p++]
       if (d === CLOSE_OBJECT) break
       if (d !== COMMA) return undefined
@@ -159,22 +173,16 @@ export class PatternRecordParser {
     return this.pathMark ? scrubLocalPaths(record) : record
   }
 
-  /** Reads `"name"` and gives its member's number, or -1. */
-  private member(): number {
+  /** Reads `"name"` and gives its member's number, or -1; `guess` is tried first. */
+  private member(guess: number): number {
     const b = this.b
     if (b[this.p] !== QUOTE) return -1
     const from = this.p + 1
     let to = from
     while (to < this.end && b[to] !== QUOTE) to++
     this.p = to + 1
-    const length = to - from
-    for (let m = 0; m < MEMBER_BYTES.length; m++) {
-      const name = MEMBER_BYTES[m]!
-      if (name.length !== length) continue
-      let k = 0
-      while (k < length && b[from + k] === name[k]) k++
-      if (k === length) return m
-    }
+    if (sameBytes(b, from, to, MEMBER_BYTES[guess]!)) return guess
+    for (let m = 0; m < MEMBER_BYTES.length; m++) if (sameBytes(b, from, to, MEMBER_BYTES[m]!)) return m
     return -1
   }
 
@@ -191,10 +199,7 @@ export class PatternRecordParser {
     }
     if (to >= this.end) return false
     this.p = to + 1
-    const last = this.lastBytes[m]!
-    let k = 0
-    if (last.length === to - from) while (k < last.length && b[from + k] === last[k]) k++
-    if (k === last.length && last.length === to - from) this.v = this.lastText[m]
+    if (sameBytes(b, from, to, this.lastBytes[m]!)) this.v = this.lastText[m]
     else {
       const text = b.toString('latin1', from, to)
       this.lastText[m] = text
@@ -204,73 +209,78 @@ export class PatternRecordParser {
     return true
   }
 
-  /** Reads an integer as JSON.parse reads it exactly: -?(0|[1-9][0-9]{0,8}), not -0, not followed by a fraction or exponent. */
-  private integer(): boolean {
+  /**
+   * Reads an integer at `p` as JSON.parse reads it exactly: -?(0|[1-9][0-9]{0,8}), not -0, not followed by
+   * a fraction or exponent. Gives the position after it (the value in `n`), or -1.
+   */
+  private integer(p: number): number {
     const b = this.b
-    let p = this.p
     let c = b[p]!
     const negative = c === MINUS
     if (negative) c = b[++p]!
     let x: number
     if (c === ZERO) {
-      if (negative) return false
+      if (negative) return -1
       x = 0
       c = b[++p]!
     } else {
-      if (c < 0x31 || c > NINE) return false
+      if (c < 0x31 || c > NINE) return -1
       x = c - ZERO
       let digits = 1
       for (c = b[++p]!; c >= ZERO && c <= NINE; c = b[++p]!) {
-        if (++digits > 9) return false
+        if (++digits > 9) return -1
         x = x * 10 + c - ZERO
       }
     }
-    if ((c >= ZERO && c <= NINE) || c === 0x2e || c === 0x65 || c === 0x45) return false
-    this.p = p
-    this.v = negative ? -x : x
-    return true
+    if ((c >= ZERO && c <= NINE) || c === 0x2e || c === 0x65 || c === 0x45) return -1
+    this.n = negative ? -x : x
+    return p
   }
 
   /** Reads `[[{"i":n,"j":n,"k":n,"s":n},...],...]`. */
   private phases(): boolean {
     const b = this.b
     const phases: { i: number; j: number; k: number; s: number }[][] = []
-    this.p++
+    let p = this.p + 1
     for (;;) {
-      if (b[this.p++] !== OPEN_LIST) return false
+      if (b[p++] !== OPEN_LIST) return false
       const cells: { i: number; j: number; k: number; s: number }[] = []
-      if (b[this.p] === CLOSE_LIST) this.p++
+      if (b[p] === CLOSE_LIST) p++
       else {
         for (;;) {
-          if (b[this.p++] !== OPEN_OBJECT || !this.cellMember(0x69) || !this.integer()) return false
-          const i = this.v as number
-          if (b[this.p++] !== COMMA || !this.cellMember(0x6a) || !this.integer()) return false
-          const j = this.v as number
-          if (b[this.p++] !== COMMA || !this.cellMember(0x6b) || !this.integer()) return false
-          const k = this.v as number
-          if (b[this.p++] !== COMMA || !this.cellMember(0x73) || !this.integer()) return false
-          if (b[this.p++] !== CLOSE_OBJECT) return false
-          cells.push({ i, j, k, s: this.v as number })
-          const c = b[this.p++]
+          if (b[p] !== OPEN_OBJECT || !cellMember(b, p + 1, 0x69) || (p = this.integer(p + 5)) < 0) return false
+          const i = this.n
+          if (b[p] !== COMMA || !cellMember(b, p + 1, 0x6a) || (p = this.integer(p + 5)) < 0) return false
+          const j = this.n
+          if (b[p] !== COMMA || !cellMember(b, p + 1, 0x6b) || (p = this.integer(p + 5)) < 0) return false
+          const k = this.n
+          if (b[p] !== COMMA || !cellMember(b, p + 1, 0x73) || (p = this.integer(p + 5)) < 0) return false
+          if (b[p++] !== CLOSE_OBJECT) return false
+          cells.push({ i, j, k, s: this.n })
+          const c = b[p++]
           if (c === CLOSE_LIST) break
           if (c !== COMMA) return false
         }
       }
       phases.push(cells)
-      const c = b[this.p++]
+      const c = b[p++]
       if (c === CLOSE_LIST) break
       if (c !== COMMA) return false
     }
+    this.p = p
     this.v = phases
     return true
   }
+}
 
-  /** Reads `"x":` for the one-letter member x. */
-  private cellMember(x: number): boolean {
-    const b = this.b
-    const p = this.p
-    if (b[p] !== QUOTE || b[p + 1] !== x || b[p + 2] !== QUOTE || b[p + 3] !== COLON) return false
-    this.p = p + 4
-    return true
-  }
+/** Whether b[from, to) holds `bytes`. */
+function sameBytes(b: Buffer, from: number, to: number, bytes: Buffer): boolean {
+  if (to - from !== bytes.length) return false
+  for (let k = 0; k < bytes.length; k++) if (b[from + k] !== bytes[k]) return false
+  return true
+}
+
+/** Whether b[p, p + 4) is `"x":` for the one-letter member x. */
+function cellMember(b: Buffer, p: number, x: number): boolean {
+  return b[p] === QUOTE && b[p + 1] === x && b[p + 2] === QUOTE && b[p + 3] === COLON
 }

@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { PUBLISH_CODES, recordError, scrubLocalPaths, scrubRecordPaths, type RecordPlace, type Row } from './publish-rows.js'
+import { PATTERN_STATED, PUBLISH_CODES, recordError, scrubLocalPaths, scrubRecordPaths, type RecordPlace, type Row } from './publish-rows.js'
 
 /**
  * Reads the record in `bytes[start, end)` (a line without its \n), or gives undefined for the general path
@@ -85,8 +85,8 @@ function parseRecord(text: string, at: RecordPlace): Row {
   return value as Row
 }
 
-/** The members a patterns record states (publish-rows.ts completePattern), in the order its object has them. */
-const PATTERN_MEMBERS = ['pin_key', 'model', 'neighbourhood', 'steps_per_gen', 'class', 'period', 'dx', 'dy', 'speed', 'phases', 'rule', 'site', 'gun', 'family', 'semantics'] as const
+/** The members a patterns record states, in the order the parser's record has them. */
+const PATTERN_MEMBERS = PATTERN_STATED
 const PHASES = PATTERN_MEMBERS.indexOf('phases')
 const MEMBER_BYTES = PATTERN_MEMBERS.map((m) => Buffer.from(m, 'latin1'))
 
@@ -166,6 +166,7 @@ export class PatternRecordParser {
       if (d !== COMMA) return undefined
     }
     if (this.p !== end) return undefined
+    // A literal in PATTERN_MEMBERS' order: one shape for every record, made at once.
     const record: Row = {
       pin_key: values[0], model: values[1], neighbourhood: values[2], steps_per_gen: values[3], class: values[4], period: values[5], dx: values[6], dy: values[7],
       speed: values[8], phases: values[9], rule: values[10], site: values[11], gun: values[12], family: values[13], semantics: values[14],

@@ -155,8 +155,9 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
   let unknown: Row | undefined
   let statesComputed = false
   for (const k in input) {
-    if (!PATTERN_COLUMNS.has(k)) (unknown ??= {})[k] = input[k]
-    else if (PATTERN_COMPUTED_SET.has(k)) statesComputed = true
+    const column = PATTERN_COLUMNS.get(k)
+    if (column === undefined) (unknown ??= {})[k] = input[k]
+    else if (column === 'computed') statesComputed = true
   }
   if (statesComputed) for (const c of PATTERN_COMPUTED) agree(input[c], c, out[c], at)
   return unknown ? Object.assign(out, unknown) : out
@@ -164,9 +165,15 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
 
 /** The columns a pattern's facts give, in the order a record that states them is checked. */
 const PATTERN_COMPUTED = ['id', 'identity', 'pin', 'canonical', 'cells', 'min_cells', 'max_cells', 'class_group', 'tiling_group'] as const
-const PATTERN_COMPUTED_SET: ReadonlySet<string> = new Set(PATTERN_COMPUTED)
 
-const PATTERN_COLUMNS = new Set(['id', 'identity', 'pin_key', 'pin', 'model', 'neighbourhood', 'steps_per_gen', 'class', 'period', 'dx', 'dy', 'speed', 'cells', 'min_cells', 'max_cells', 'phases', 'canonical', 'rule', 'site', 'gun', 'family', 'semantics', 'class_group', 'tiling_group'])
+/** The columns a patterns record states (the facts above). */
+export const PATTERN_STATED = ['pin_key', 'model', 'neighbourhood', 'steps_per_gen', 'class', 'period', 'dx', 'dy', 'speed', 'phases', 'rule', 'site', 'gun', 'family', 'semantics'] as const
+
+/** Each column of a patterns row: stated by the record, or computed from its facts (one lookup a member). */
+const PATTERN_COLUMNS: ReadonlyMap<string, 'stated' | 'computed'> = new Map([
+  ...PATTERN_STATED.map((c) => [c, 'stated'] as const),
+  ...PATTERN_COMPUTED.map((c) => [c, 'computed'] as const),
+])
 
 /** An ants record: its id, identity, pin and partition column follow from its rule, kind, states, colors, start and tiling. */
 export function completeAnt(input: Row, tilings: TilingBook, at: RecordPlace): Row {

@@ -400,7 +400,9 @@ async function stageTable(
     keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
-    await rows.add(row, textBytes)
+    // Awaited only when rows went to the thread: an await a record (of undefined) cost a promise a record.
+    const sent = rows.add(row, textBytes)
+    if (sent) await sent
   }, shape)
 }
 

@@ -51,7 +51,7 @@ async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
  * order; `shape` reads the lines it can. A record is parsed when its turn comes, so that a block of lines
  * never becomes thousands of live objects.
  */
-export async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void>, shape?: ShapeParser): Promise<void> {
+export async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void> | undefined, shape?: ShapeParser): Promise<void> {
   const path = join(dir, file)
   if (!(await stat(path).then(() => true, () => false))) return
   let line = 0
@@ -60,11 +60,15 @@ export async function eachRecord(dir: string, file: string, each: (record: Row, 
       let end = block.indexOf(0x0a, start)
       if (end < 0) end = block.length
       const record = shape?.(block, start, end)
-      if (record) await each(record, { file: path, line: ++line })
-      else {
+      if (record) {
+        // Awaited only when `each` waits: an await a record cost a promise and a microtask.
+        const waits = each(record, { file: path, line: ++line })
+        if (waits) await waits
+      } else {
         for (const text of linesOf(block.toString('utf8', start, end))) {
           const at = { file: path, line: ++line }
-          await each(scrubRecordPaths(parseRecord(text, at), text), at)
+          const waits = each(scrubRecordPaths(parseRecord(text, at), text), at)
+          if (waits) await waits
         }
       }
       start = end + 1

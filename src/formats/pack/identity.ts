@@ -64,8 +64,12 @@ export const quickstartId = (scene: string, pin: string) => `qs-${contentHash(sc
 
 const compareCells = (x: Cell, y: Cell) => x.i - y.i || x.j - y.j || x.k - y.k
 
-/** The phases moved so that phase 0's least i and least j are 0, each phase's cells sorted by i, j, k. */
-export function normalisePhases(phases: readonly (readonly Cell[])[]): Cell[][] {
+/**
+ * The phases moved so that phase 0's least i and least j are 0, each phase's cells sorted by i, j, k.
+ * `inPlace`: the phases' lists and cells are moved and sorted themselves (a parsed record's, which nothing
+ * else holds: copying them was a sixth of a publish's garbage); else they are copied.
+ */
+export function normalisePhases(phases: readonly (readonly Cell[])[], inPlace = false): Cell[][] {
   const first = phases[0] ?? []
   let di = first.length > 0 ? Infinity : 0
   let dj = di
@@ -74,10 +78,22 @@ export function normalisePhases(phases: readonly (readonly Cell[])[]): Cell[][] 
     if (c.j < dj) dj = c.j
   }
   return phases.map((p) => {
-    const out = new Array<Cell>(p.length)
-    for (let n = 0; n < p.length; n++) {
-      const c = p[n]!
-      out[n] = { i: c.i - di, j: c.j - dj, k: c.k, s: c.s }
+    let out: Cell[]
+    if (inPlace) {
+      out = p as Cell[]
+      if (di !== 0 || dj !== 0) {
+        for (let n = 0; n < out.length; n++) {
+          const c = out[n]!
+          c.i -= di
+          c.j -= dj
+        }
+      }
+    } else {
+      out = new Array<Cell>(p.length)
+      for (let n = 0; n < p.length; n++) {
+        const c = p[n]!
+        out[n] = { i: c.i - di, j: c.j - dj, k: c.k, s: c.s }
+      }
     }
     if (out.length > 32) return out.sort(compareCells)
     // A short phase by insertion, which is stable like Array#sort (equal cells keep their order) and, without
@@ -228,6 +244,8 @@ export interface PatternFacts {
   rule?: string | null
   /** In one frame; normalised here. */
   phases: readonly (readonly Cell[])[]
+  /** Whether `phases` may be normalised in place (see normalisePhases). */
+  phasesOwned?: boolean
   tileTypes: number
 }
 
@@ -260,7 +278,7 @@ export function identifiedPattern(f: PatternFacts, pin: string): { identity: str
 
 /** Writes a pattern's identity at the scratch's start; `bytes` is its length. */
 function writePatternIdentity(f: PatternFacts): { bytes: number; phases: Cell[][]; canonical: string } {
-  const phases = normalisePhases(f.phases)
+  const phases = normalisePhases(f.phases, f.phasesOwned)
   const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
   let at = writeHead(f)
   at = writePhases(at, phases)

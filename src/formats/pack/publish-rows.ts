@@ -110,7 +110,8 @@ function isPhaseList(phases: unknown): phases is Cell[][] {
 /**
  * A patterns record states its facts: pin_key, model, neighbourhood, steps_per_gen, class, period, dx, dy,
  * phases (in one frame), family, semantics, and rule / speed / site / gun where they apply. The identity,
- * id, pin, normalised phases, canonical picture, cell counts and partition columns follow.
+ * id, pin, normalised phases, canonical picture, cell counts and partition columns follow. The record is a
+ * parsed one that nothing else holds: its phases are normalised in place and become the row's.
  */
 export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace): Row {
   const row = input
@@ -128,7 +129,7 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
     made = identifiedPattern({
       pinKey: tiling.pin_key, model: row['model'] as string, neighbourhood: row['neighbourhood'] as 'touch' | 'edge', stepsPerGen: row['steps_per_gen'] as number,
       class: cls as PatternClass, period: row['period'] as number, dx: row['dx'] as number, dy: row['dy'] as number, rule: (row['rule'] as string | null | undefined) ?? null,
-      phases, tileTypes: tilings.tileTypes(tiling, phases),
+      phases, phasesOwned: true, tileTypes: tilings.tileTypes(tiling, phases),
     }, tiling.pin)
   } catch (err) {
     throw recordError(PUBLISH_CODES.record, at, (err as Error).message)

@@ -411,8 +411,9 @@ class NewRows implements PartsWork<NewRowsItem> {
     }
     order.sort((i, j) => {
       if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
-      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! - prefix[j]!
-      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! - prefix2[j]!
+      // -1 or 1, not the difference: a double returned to the sort is a heap number a comparison.
+      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! < prefix[j]! ? -1 : 1
+      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! < prefix2[j]! ? -1 : 1
       for (let c = 0; c < n; c++) {
         const d = columns[c]!(keys[i * n + c], keys[j * n + c])
         if (d !== 0) return d

@@ -124,6 +124,8 @@ t.test('a file read with the parser gives the same records and refusals on the s
   const texts = [
     `${g}\n${LINES[1]}\n`, `${g}\r\n${LINES[1]}\r${g}`, `${g}\n\n${g}\n`, `${g}\r\n\r\n${g}`, `${g}\r`, `${g}\n\r`, `${g}\r\r\n${g}\n`,
     `${g}\n${g.replace('"dx":1', '"dx":1.5')}\n`, `${g}\n${g.slice(0, 30)}\n${g}\n`, `${g}\n[]\n`, `\uFEFF${g}\n`, `${g}\n${g.replace('"square"', '"squ\\u0061re"')}`,
+    // Lines longer than a read chunk (1 MiB), one ending with \r\n across chunks.
+    `${g}\n${g.replace('"c/4 diagonal"', `"${'x'.repeat(3 << 20)}"`)}\r\n${g.replace('"c/4 diagonal"', `"${'ä'.repeat(1 << 20)}"`)}\n${g}`,
   ]
   let n = 0
   for (const text of texts) {

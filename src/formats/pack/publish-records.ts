@@ -29,21 +29,22 @@ function linesOf(text: string): string[] {
 
 /**
  * The file in blocks of whole lines: each but the last ends with \n. A \n byte is never part of another
- * character's UTF-8, so a line decoded alone reads as it does in the whole file.
+ * character's UTF-8, so a line decoded alone reads as it does in the whole file. The chunks of a line longer
+ * than a chunk are joined once, when it ends.
  */
 async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
-  let carry: Buffer | undefined
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
-    const block = carry ? Buffer.concat([carry, chunk as Buffer]) : (chunk as Buffer)
-    const last = block.lastIndexOf(0x0a)
+  let pending: Buffer[] = []
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+    const last = chunk.lastIndexOf(0x0a)
     if (last < 0) {
-      carry = block
+      pending.push(chunk)
       continue
     }
-    carry = last + 1 < block.length ? Buffer.from(block.subarray(last + 1)) : undefined
-    yield block.subarray(0, last + 1)
+    const lines = chunk.subarray(0, last + 1)
+    yield pending.length > 0 ? Buffer.concat([...pending, lines]) : lines
+    pending = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : []
   }
-  if (carry) yield carry
+  if (pending.length > 0) yield Buffer.concat(pending)
 }
 
 /**
@@ -114,13 +115,13 @@ const TILDE = 0x7e
  * as JSON.parse reads them exactly (no -0), null, and phases as lists of cells {"i","j","k","s"} in that
  * order. Anything else (whitespace, escapes, other members or number forms, a site) is the general path's.
  * JSON.parse was a fifth of the main thread's time at a million patterns, most of it the decoding and the
- * cells' objects; bytes read here need neither a string a line nor a lookup a member.
+ * JSON.parse's own objects; bytes read here need no string a line, and repeated strings are not made again.
  */
 export class PatternRecordParser {
   private b: Buffer = Buffer.alloc(0)
   private p = 0
   private end = 0
-  /** The value just read: a string, null or phases; an integer is `n`. */
+  /** The string or phases just read; an integer is `n`. */
   private v: unknown = undefined
   private n = 0
   /** Whether a string read holds `/` or `~`, which a local path needs (publish-rows.ts scrubRecordPaths). */

@@ -55,6 +55,12 @@ t.test('pictures and phases of unusual cells: repeated, out of order, k past the
   const many = Array.from({ length: 100 }, (_, n) => cell((n * 37) % 11, (n * 13) % 7, n))
   const sorted = normalisePhases([many])[0]!
   t.ok(sorted.every((c, n) => n === 0 || c.i > sorted[n - 1]!.i || (c.i === sorted[n - 1]!.i && (c.j > sorted[n - 1]!.j || (c.j === sorted[n - 1]!.j && c.s > sorted[n - 1]!.s)))), 'a long phase: by i, j, k, same cells in their order')
+  for (const phases of [[[cell(3, 4), cell(2, 5, 2), cell(2, 5, 3), cell(2, 4)], [cell(9, 9)]], [many], [[cell(0, 0), cell(0, 1)]], [[]]]) {
+    const own = phases.map((p) => p.map((c) => ({ ...c })))
+    const moved = normalisePhases(own, true)
+    t.same(moved, normalisePhases(phases), 'in place: the same phases as a copy')
+    t.ok(moved.every((p, n) => p === own[n]), 'in place: the lists given, moved and sorted')
+  }
 })
 
 /** A pattern row's cells as a decoded part holds them: text as UTF-8 bytes (each cell in a buffer of its own, at an offset), phases flat. */

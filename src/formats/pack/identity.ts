@@ -64,8 +64,12 @@ export const quickstartId = (scene: string, pin: string) => `qs-${contentHash(sc
 
 const compareCells = (x: Cell, y: Cell) => x.i - y.i || x.j - y.j || x.k - y.k
 
-/** The phases moved so that phase 0's least i and least j are 0, each phase's cells sorted by i, j, k. */
-export function normalisePhases(phases: readonly (readonly Cell[])[]): Cell[][] {
+/**
+ * The phases moved so that phase 0's least i and least j are 0, each phase's cells sorted by i, j, k.
+ * `inPlace`: the phases' lists and cells are moved and sorted themselves (a parsed record's, which nothing
+ * else holds: copying them was a sixth of a publish's garbage); else they are copied.
+ */
+export function normalisePhases(phases: readonly (readonly Cell[])[], inPlace = false): Cell[][] {
   const first = phases[0] ?? []
   let di = first.length > 0 ? Infinity : 0
   let dj = di
@@ -74,7 +78,23 @@ export function normalisePhases(phases: readonly (readonly Cell[])[]): Cell[][] 
     if (c.j < dj) dj = c.j
   }
   return phases.map((p) => {
-    const out = p.map((c) => ({ i: c.i - di, j: c.j - dj, k: c.k, s: c.s }))
+    let out: Cell[]
+    if (inPlace) {
+      out = p as Cell[]
+      if (di !== 0 || dj !== 0) {
+        for (let n = 0; n < out.length; n++) {
+          const c = out[n]!
+          c.i -= di
+          c.j -= dj
+        }
+      }
+    } else {
+      out = new Array<Cell>(p.length)
+      for (let n = 0; n < p.length; n++) {
+        const c = p[n]!
+        out[n] = { i: c.i - di, j: c.j - dj, k: c.k, s: c.s }
+      }
+    }
     if (out.length > 32) return out.sort(compareCells)
     // A short phase by insertion, which is stable like Array#sort (equal cells keep their order) and, without
     // a call per comparison, several times faster on a pattern's few cells.
@@ -97,17 +117,25 @@ const STATE_CHARS = '.o23456789abcdefghijklmnopqrstuvwxyz'
 /** A cell's character: `undefined` for a state below 0, which a picture leaves out. */
 const stateChar = (s: number): string | undefined => (s < STATE_CHARS.length ? STATE_CHARS[s] : `(${s})`)
 
+/** canonicalPicture's row offsets for pictures of up to ROW_SCRATCH - 1 rows: where each row's cells start, and where its next cell goes. */
+const ROW_SCRATCH = 4096
+const rowStarts = new Int32Array(ROW_SCRATCH)
+const rowNext = new Int32Array(ROW_SCRATCH)
+
 /** Phase 0's picture (module comment); `tileTypes` is the tiling's number of tile types. */
 export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): string {
   let maxJ = -1
   for (const c of phase0) if (c.j > maxJ) maxJ = c.j
   // The picture starts at i = j = 0. Row j's cells are byRow[start[j], start[j + 1]), in phase 0's order (a
   // stable counting sort), which for a normalised phase 0 is by i, then k.
-  const start = new Int32Array(maxJ + 2)
+  // Offsets in scratch arrays while they fit: two typed arrays made a picture were a fifth of its time.
+  const fits = maxJ + 2 <= ROW_SCRATCH
+  const start = fits ? rowStarts.fill(0, 0, maxJ + 2) : new Int32Array(maxJ + 2)
+  const next = fits ? rowNext : new Int32Array(maxJ + 1)
   for (const c of phase0) if (c.i >= 0 && c.j >= 0) start[c.j + 1]!++
   for (let j = 0; j <= maxJ; j++) start[j + 1]! += start[j]!
   const byRow = new Array<Cell>(start[maxJ + 1]!)
-  const next = start.slice(0, maxJ + 1)
+  for (let j = 0; j <= maxJ; j++) next[j] = start[j]!
   for (const c of phase0) if (c.i >= 0 && c.j >= 0) byRow[next[c.j]!++] = c
   const dead = '.'.repeat(tileTypes)
   let picture = ''
@@ -126,7 +154,7 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
     let reached = 0 // the next i the text is at
     for (let n = from; n < to; ) {
       const c = row[n]!
-      text += dead.repeat(c.i - reached)
+      if (c.i > reached) text += dead.repeat(c.i - reached)
       if (tileTypes === 1 && c.k === 0 && (n + 1 === to || row[n + 1]!.i !== c.i)) {
         text += stateChar(c.s) ?? ''
         n++
@@ -216,6 +244,8 @@ export interface PatternFacts {
   rule?: string | null
   /** In one frame; normalised here. */
   phases: readonly (readonly Cell[])[]
+  /** Whether `phases` may be normalised in place (see normalisePhases). */
+  phasesOwned?: boolean
   tileTypes: number
 }
 
@@ -248,7 +278,7 @@ export function identifiedPattern(f: PatternFacts, pin: string): { identity: str
 
 /** Writes a pattern's identity at the scratch's start; `bytes` is its length. */
 function writePatternIdentity(f: PatternFacts): { bytes: number; phases: Cell[][]; canonical: string } {
-  const phases = normalisePhases(f.phases)
+  const phases = normalisePhases(f.phases, f.phasesOwned)
   const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
   let at = writeHead(f)
   at = writePhases(at, phases)

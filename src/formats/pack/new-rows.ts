@@ -10,10 +10,11 @@
  * this are 128-bit hashes of keys and rows: 32 bytes a row of the feed.
  *
  * Two threads share the work. The caller's (`NewRowsJob`) encodes each checked row (row-bytes.ts) into a
- * batch with its sort values and partition, and hashes the parents' rows; the part writer's encoding
- * thread (`newRowsWork`, run by parquet-write-worker.ts) hashes each row by its bytes (the same exactly
- * when its RFC 8785 texts are), leaves out what is known, keeps a chunk's batches, sorts the chunk and
- * writes it. Only event rows carry their text, which breaks ties between rows equal on the sort columns
+ * batch with its sort values and partition, and hashes each row by its bytes (the same exactly when its
+ * RFC 8785 texts are) and a fact row's key, as it does the parents' rows; the part writer's encoding
+ * thread (`newRowsWork`, run by parquet-write-worker.ts) leaves out what is known, keeps a chunk's
+ * batches, sorts the chunk and writes it. Hashing is the caller's because compressing makes the
+ * thread's share the larger. Only event rows carry their text, which breaks ties between rows equal on the sort columns
  * (a fact table has none: its sort columns are its key).
  */
 import { hash } from 'node:crypto'
@@ -51,8 +52,8 @@ export interface StagedRows {
   partitions: Readonly<Record<string, string>>[]
   /** Each row's RFC 8785 text, for an event table (ties); none for a fact table. */
   texts: string[]
-  /** For rows holding a float64 -0, by row: the bytes they are hashed by (zeros +0, as the text has them). */
-  hashBytes: Map<number, Uint8Array>
+  /** Each row's entry (HashTable128), eight words: its key's hash (a fact's; an event's is unused), then its own. */
+  hashes: Uint32Array
 }
 
 /**
@@ -180,12 +181,17 @@ export class NewRowsJob {
     if (r === s.textUnits.length) {
       s.textUnits = grown(s.textUnits)
       s.partitionOf = grown(s.partitionOf)
+      s.hashes = grown(s.hashes)
     }
     s.textUnits[r] = textUnits
-    for (const c of this.schema.sortColumns) s.sortValues.push(row[c])
+    const columns = this.schema.sortColumns
+    // Indexed loops here: an iterator a row showed as a twentieth of the main thread's garbage.
+    for (let c = 0; c < columns.length; c++) s.sortValues.push(row[columns[c]!])
     s.partitionOf[r] = s.partitionIndex(row)
-    if (!this.fact) s.texts.push(canonicalRowText(this.schema, row))
-    if (negativeZero) s.hashBytes.set(r, this.hashBytes.of(row).slice())
+    // A row holding a float64 -0 is hashed by its bytes with zeros +0, as its text has them.
+    hash16(negativeZero ? this.hashBytes.of(row) : s.batch.lastRow(), s.hashes, r * 8 + 4)
+    if (this.fact) hash16(columns.length === 1 ? String(row[columns[0]!]) : keyText(columns.map((c) => row[c])), s.hashes, r * 8)
+    else s.texts.push(canonicalRowText(this.schema, row))
     return s.batch.rows >= STAGE_ROWS ? this.post() : undefined
   }
 
@@ -202,8 +208,8 @@ export class NewRowsJob {
     if (s.parentCount > 0) await this.job.post({ kind: 'parents', hashes: s.parentHashes, count: s.parentCount }, [s.parentHashes.buffer as ArrayBuffer])
     if (!taken) return
     const { batch, transfer } = taken
-    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashBytes: s.hashBytes }
-    await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer])
+    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashes: s.hashes }
+    await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer, s.hashes.buffer as ArrayBuffer])
   }
 
   /** Writes what is staged and gives the parts written, in order. */
@@ -230,15 +236,24 @@ class Staging {
   parentCount = 0
   textUnits = new Float64Array(1024)
   partitionOf = new Int32Array(1024)
+  hashes = new Uint32Array(8 * 1024)
   readonly sortValues: unknown[] = []
   readonly partitions: Readonly<Record<string, string>>[] = []
   private readonly folders = new Map<string, number>()
   private lastPartition = 0
   readonly texts: string[] = []
-  readonly hashBytes = new Map<number, Uint8Array>()
 
   /** `batch`: the job's builder, which take() leaves empty, its buffers as large as they grew. */
   constructor(private readonly schema: TableSchema, readonly batch: RowBatchBuilder) {
+  }
+
+  private isLastPartition(row: Record<string, unknown>): boolean {
+    const last = this.partitions[this.lastPartition]
+    if (!last) return false
+    // A loop: a closure a row (columns.every) cost as much as the lookup.
+    const columns = this.schema.partitionColumns
+    for (let c = 0; c < columns.length; c++) if (last[columns[c]!] !== row[columns[c]!]) return false
+    return true
   }
 
   partitionIndex(row: Record<string, unknown>): number {
@@ -248,8 +263,7 @@ class Staging {
       return 0
     }
     // Rows mostly come in runs of one partition: the last one is tried first.
-    const last = this.partitions[this.lastPartition]
-    if (last && columns.every((c) => last[c] === row[c])) return this.lastPartition
+    if (this.isLastPartition(row)) return this.lastPartition
     const values = columns.map((c) => String(row[c]))
     const folder = values.join('/')
     let at = this.folders.get(folder)
@@ -320,8 +334,6 @@ class NewRows implements PartsWork<NewRowsItem> {
   private readonly columns: ((a: unknown, b: unknown) => number)[]
   /** Whether the first sort column is text, whose chunk is sorted by utf8OrderPrefix first. */
   private readonly textFirst: boolean
-  /** A row's entry: its key's hash (a fact's), then its own. */
-  private readonly entry = new Uint32Array(8)
 
   constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
     this.fact = schema.kind === 'fact'
@@ -339,24 +351,21 @@ class NewRows implements PartsWork<NewRowsItem> {
     const s = item.rows
     const { batch } = s
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
-    const entry = this.entry
+    const entries = s.hashes
     const n = this.schema.sortColumns.length
     const folders = s.partitions.map((p) => this.folderNumber(p))
     let source = -1
     for (let r = 0; r < batch.rows; r++) {
-      const start = r === 0 ? 0 : batch.ends[r - 1]!
-      // A plain view: a Buffer's subarray a row cost more than the table's lookups.
-      hash16(s.hashBytes.get(r) ?? new Uint8Array(bytes.buffer, bytes.byteOffset + start, batch.ends[r]! - start), entry, 4)
+      const entry = r * 8
       if (this.fact) {
-        hash16(n === 1 ? String(s.sortValues[r]) : keyText(s.sortValues.slice(r * n, r * n + n)), entry, 0)
-        const same = this.seen.holds(entry, 0)
+        const same = this.seen.holds(entries, entry)
         if (same === false) {
           const key = s.sortValues.slice(r * n, r * n + n)
           throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
         }
         if (same) continue // the table has it already: from a parent, or earlier in this publish
-        this.seen.add(entry, 0)
-      } else if (this.seen.has(entry, 4)) continue
+        this.seen.add(entries, entry)
+      } else if (this.seen.has(entries, entry + 4)) continue
       const chunk = this.chunk
       if (source < 0) source = chunk.sources.push({ staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }) - 1
       chunk.push(source, r, folders[s.partitionOf[r]!]!)
@@ -402,8 +411,9 @@ class NewRows implements PartsWork<NewRowsItem> {
     }
     order.sort((i, j) => {
       if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
-      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! - prefix[j]!
-      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! - prefix2[j]!
+      // -1 or 1, not the difference: a double returned to the sort is a heap number a comparison.
+      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! < prefix[j]! ? -1 : 1
+      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! < prefix2[j]! ? -1 : 1
       for (let c = 0; c < n; c++) {
         const d = columns[c]!(keys[i * n + c], keys[j * n + c])
         if (d !== 0) return d

@@ -531,6 +531,17 @@ function appendByteArray(w: ByteWriter, src: Buffer, start: number, end: number)
   w.offset += 4 + n
 }
 
+/** Writes src[start, end) as a PLAIN byte array at `out[at]` (room made); gives the end. */
+function putByteArray(out: Uint8Array, view: DataView, at: number, src: Buffer, start: number, end: number): number {
+  const n = end - start
+  view.setUint32(at, n, true)
+  at += 4
+  // Short values byte by byte, as StringLeaf copies them; longer ones natively, without a view.
+  if (n <= 64) for (let k = 0; k < n; k++) out[at + k] = src[start + k]!
+  else src.copy(out, at, start, end)
+  return at + n
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Shredder: a row's bytes (row-bytes.ts) to the leaves' levels and values (Dremel), compiled from the schema
 // ---------------------------------------------------------------------------------------------------
@@ -818,15 +829,22 @@ class ChunkEncoder {
       return
     }
     if (leaf instanceof StringLeaf) {
+      // The page's room at once and one view of it: two views a value (appendByteArray's) were half of the
+      // part writer's garbage.
+      w.ensure(leaf.plainBytes(p.v0, p.v1))
+      const out = new Uint8Array(w.buffer)
+      let at = w.index
       // A chunk that kept its dictionary while filling but is written PLAIN has its strings there.
       if (leaf.dictionary) {
         for (let i = p.v0; i < p.v1; i++) {
           const e = leaf.indexes[i]!
-          appendByteArray(w, leaf.dictBytes, leaf.entryStart(e), leaf.dictEnds[e]!)
+          at = putByteArray(out, w.view, at, leaf.dictBytes, leaf.entryStart(e), leaf.dictEnds[e]!)
         }
       } else {
-        for (let i = p.v0; i < p.v1; i++) appendByteArray(w, leaf.bytes, leaf.valueStart(i), leaf.ends[i]!)
+        for (let i = p.v0; i < p.v1; i++) at = putByteArray(out, w.view, at, leaf.bytes, leaf.valueStart(i), leaf.ends[i]!)
       }
+      w.offset += at - w.index
+      w.index = at
     } else if (leaf instanceof BooleanLeaf) {
       const n = p.v1 - p.v0
       const packed = new Uint8Array(Math.ceil(n / 8))

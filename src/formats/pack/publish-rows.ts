@@ -110,7 +110,8 @@ function isPhaseList(phases: unknown): phases is Cell[][] {
 /**
  * A patterns record states its facts: pin_key, model, neighbourhood, steps_per_gen, class, period, dx, dy,
  * phases (in one frame), family, semantics, and rule / speed / site / gun where they apply. The identity,
- * id, pin, normalised phases, canonical picture, cell counts and partition columns follow.
+ * id, pin, normalised phases, canonical picture, cell counts and partition columns follow. The record is a
+ * parsed one that nothing else holds: its phases are normalised in place and become the row's.
  */
 export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace): Row {
   const row = input
@@ -128,7 +129,7 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
     made = identifiedPattern({
       pinKey: tiling.pin_key, model: row['model'] as string, neighbourhood: row['neighbourhood'] as 'touch' | 'edge', stepsPerGen: row['steps_per_gen'] as number,
       class: cls as PatternClass, period: row['period'] as number, dx: row['dx'] as number, dy: row['dy'] as number, rule: (row['rule'] as string | null | undefined) ?? null,
-      phases, tileTypes: tilings.tileTypes(tiling, phases),
+      phases, phasesOwned: true, tileTypes: tilings.tileTypes(tiling, phases),
     }, tiling.pin)
   } catch (err) {
     throw recordError(PUBLISH_CODES.record, at, (err as Error).message)
@@ -155,8 +156,9 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
   let unknown: Row | undefined
   let statesComputed = false
   for (const k in input) {
-    if (!PATTERN_COLUMNS.has(k)) (unknown ??= {})[k] = input[k]
-    else if (PATTERN_COMPUTED_SET.has(k)) statesComputed = true
+    const column = PATTERN_COLUMNS.get(k)
+    if (column === undefined) (unknown ??= {})[k] = input[k]
+    else if (column === 'computed') statesComputed = true
   }
   if (statesComputed) for (const c of PATTERN_COMPUTED) agree(input[c], c, out[c], at)
   return unknown ? Object.assign(out, unknown) : out
@@ -164,9 +166,15 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
 
 /** The columns a pattern's facts give, in the order a record that states them is checked. */
 const PATTERN_COMPUTED = ['id', 'identity', 'pin', 'canonical', 'cells', 'min_cells', 'max_cells', 'class_group', 'tiling_group'] as const
-const PATTERN_COMPUTED_SET: ReadonlySet<string> = new Set(PATTERN_COMPUTED)
 
-const PATTERN_COLUMNS = new Set(['id', 'identity', 'pin_key', 'pin', 'model', 'neighbourhood', 'steps_per_gen', 'class', 'period', 'dx', 'dy', 'speed', 'cells', 'min_cells', 'max_cells', 'phases', 'canonical', 'rule', 'site', 'gun', 'family', 'semantics', 'class_group', 'tiling_group'])
+/** The columns a patterns record states (the facts above). */
+export const PATTERN_STATED = ['pin_key', 'model', 'neighbourhood', 'steps_per_gen', 'class', 'period', 'dx', 'dy', 'speed', 'phases', 'rule', 'site', 'gun', 'family', 'semantics'] as const
+
+/** Each column of a patterns row: stated by the record, or computed from its facts (one lookup a member). */
+const PATTERN_COLUMNS: ReadonlyMap<string, 'stated' | 'computed'> = new Map([
+  ...PATTERN_STATED.map((c) => [c, 'stated'] as const),
+  ...PATTERN_COMPUTED.map((c) => [c, 'computed'] as const),
+])
 
 /** An ants record: its id, identity, pin and partition column follow from its rule, kind, states, colors, start and tiling. */
 export function completeAnt(input: Row, tilings: TilingBook, at: RecordPlace): Row {

@@ -14,7 +14,6 @@
 import { createReadStream } from 'node:fs'
 import { mkdir, readFile, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { StringDecoder } from 'node:string_decoder'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
 import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from './doc-index.js'
@@ -25,7 +24,7 @@ import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js
 import { PackPartWriter, type WrittenPart } from './parquet-write.js'
 import { openPart } from './parquet-read.js'
 import {
-  PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths, scrubRecordPaths,
+  PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
   type RecordPlace, type Row,
 } from './publish-rows.js'
 import { fingerprint, signerName, signerNameFromFingerprint, type SshPrivateKey } from './ssh-key.js'
@@ -36,6 +35,7 @@ import {
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
 import { MainRules } from './main-rules.js'
+import { eachRecord, PatternRecordParser } from './publish-records.js'
 import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
@@ -209,64 +209,6 @@ class IdBook {
   }
 }
 
-/** What ends a line, as readline reads it: \r\n, \n or a lone \r. */
-const LINE_END = /\r\n|\n|\r/
-
-/** A text's lines (a split on a plain \n, when that is the only ending, is several times faster). */
-const splitLines = (text: string) => (text.includes('\r') ? text.split(LINE_END) : text.split('\n'))
-
-/**
- * The lines of a file as readline gives them (every line ending ends a line; a last line without one
- * counts, an empty one after the last ending does not), a chunk's lines at a time: a promise a line cost
- * more than the JSON.parse of a record.
- */
-async function* lineBatches(path: string): AsyncGenerator<string[]> {
-  const decoder = new StringDecoder('utf8')
-  let carry = ''
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) {
-    let text = carry + decoder.write(chunk as Buffer)
-    // A \r at the end may be the first half of a \r\n.
-    const held = text.endsWith('\r')
-    if (held) text = text.slice(0, -1)
-    const lines = splitLines(text)
-    carry = lines.pop()! + (held ? '\r' : '')
-    if (lines.length > 0) yield lines
-  }
-  const lines = splitLines(carry + decoder.end())
-  if (lines.at(-1) === '') lines.pop()
-  if (lines.length > 0) yield lines
-}
-
-/**
- * Calls `each` with every record of `<records>/<table>.jsonl` (if the file is there), local paths scrubbed,
- * and its place (lines from 1), in order. A record is parsed when its turn comes, so that a chunk of lines
- * never becomes thousands of live objects.
- */
-async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void>): Promise<void> {
-  const path = join(dir, file)
-  if (!(await exists(path))) return
-  let line = 0
-  for await (const texts of lineBatches(path)) {
-    for (const text of texts) {
-      const at = { file: path, line: ++line }
-      await each(scrubRecordPaths(parseRecord(text, at), text), at)
-    }
-  }
-}
-
-/** A line's record: refused when blank, not JSON, or not an object. */
-function parseRecord(text: string, at: RecordPlace): Row {
-  if (text.trim() === '') throw recordError(PUBLISH_CODES.record, at, 'blank line')
-  let value: unknown
-  try {
-    value = JSON.parse(text)
-  } catch (err) {
-    throw recordError(PUBLISH_CODES.record, at, `not JSON: ${(err as Error).message}`)
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw recordError(PUBLISH_CODES.record, at, 'a record is a JSON object')
-  return value as Row
-}
-
 function firstFinding(findings: RowFinding[], at: RecordPlace): PipeError {
   const f = findings[0]!
   return recordError(f.code, at, f.detail, f.column ?? undefined)
@@ -430,15 +372,10 @@ async function stageTable(
   const canonicalCell = jsonCellChecker()
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
   const mainRules = name === 'verifications' ? new MainRules() : undefined
-  await eachRecord(o.records, `${name}.jsonl`, async (row, at) => {
-    if (name === 'tilings') {
-      const done = completeTiling(row, at)
-      row = done.row
-      if (done.patch) row['reference'] = await writePatch(o.store, done.patch)
-    } else if (name === 'patterns') row = completePattern(row, tilings, at)
-    else if (name === 'ants') row = completeAnt(row, tilings, at)
-    else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
-    if (name === 'media') await storeMedia(o, row, at)
+  const shape = name === 'patterns' ? new PatternRecordParser().parse : undefined
+  // Not async, nor the record's callback below unless its table waits (a tiling's patch, a media file): a
+  // promise and a microtask a record were a tenth of the main thread's garbage.
+  const stage = (row: Row, at: RecordPlace): Promise<void> | undefined => {
     const pin = resolveReferences(name, row, lookup, at)
     // A publish adds this version's rows only: an annotation's rev is its ref seq, never an earlier one.
     if (name === 'annotations' && row['rev'] !== undefined && row['rev'] !== null && row['rev'] !== defaults.seq) {
@@ -467,8 +404,23 @@ async function stageTable(
     if (name === 'tilings') tilings.add(row as never)
     if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
-    await rows.add(row, textBytes)
-  })
+    return rows.add(row, textBytes)
+  }
+  await eachRecord(o.records, `${name}.jsonl`, (row, at) => {
+    if (name === 'tilings') {
+      const done = completeTiling(row, at)
+      if (!done.patch) return stage(done.row, at)
+      return writePatch(o.store, done.patch).then((reference) => {
+        done.row['reference'] = reference
+        return stage(done.row, at)
+      })
+    }
+    if (name === 'patterns') row = completePattern(row, tilings, at)
+    else if (name === 'ants') row = completeAnt(row, tilings, at)
+    else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
+    if (name === 'media') return storeMedia(o, row, at).then(() => stage(row, at))
+    return stage(row, at)
+  }, shape)
 }
 
 /**

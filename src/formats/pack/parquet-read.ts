@@ -31,17 +31,7 @@
 import type { FileHandle } from 'node:fs/promises'
 import { open } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import {
-  parquetMetadata,
-  parquetSchema,
-  readColumnIndex,
-  readOffsetIndex,
-  type ColumnMetaData,
-  type FileMetaData,
-  type PageHeader,
-  type SchemaElement,
-  type SchemaTree,
-} from 'hyparquet'
+import type { ColumnMetaData, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet'
 import { READ_CODES, READ_LIMITS, refuse, toFinding, type ParquetFinding, type ReadLimits } from './parquet-limits.js'
 import { compileColumns, decodeRowGroup, giveArena, takeArena, type Arena, type ChunkScan, type ChunkSource, type ColumnPlan, type DecodedMeter, type PageInfo, type RowBatch } from './parquet-vectors.js'
 import type { TableSchema } from './table-schemas.js'
@@ -49,9 +39,12 @@ import type { TableSchema } from './table-schemas.js'
 export { READ_CODES, READ_LIMITS, type ParquetFinding, type ReadCode, type ReadLimits } from './parquet-limits.js'
 export { RowBatch, StringVector, type ChunkScan, type PageInfo, type Vector } from './parquet-vectors.js'
 
-// A deep module through require(), as parquet-write.ts explains.
+// Deep modules through require(), as parquet-write.ts explains. Not the package's index: it loads all of
+// hyparquet (its readers, query, geometry), ~8 ms more of start-up on each check thread.
 const require = createRequire(import.meta.url)
 const { parquetHeader } = require('hyparquet/src/column.js') as typeof import('hyparquet/src/column.js')
+const { parquetMetadata, parquetSchema } = require('hyparquet/src/metadata.js') as typeof import('hyparquet/src/metadata.js')
+const { readColumnIndex, readOffsetIndex } = require('hyparquet/src/indexes.js') as typeof import('hyparquet/src/indexes.js')
 
 // ---------------------------------------------------------------------------------------------------
 // Thrift compact pre-scan

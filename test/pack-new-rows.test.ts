@@ -10,6 +10,7 @@ import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { PACK_TABLES, canonicalRowText, rowComparator, validateRow, rowValidator, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { latticeTilingRows } from '../src/formats/pack/tilings.js'
 import { seededRandom } from '../src/sim/random.js'
+import { patternRows } from './pack-parquet-fixtures.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-new-rows-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -50,6 +51,19 @@ t.test('each chunk is sorted as a part must be; rows the parents have are left o
   t.same(written.sort(), all.map((r) => canonicalRowText(schema, r)).filter((x) => !parentTexts.has(x)).sort(), 'every new event row, none a parent has')
   const threaded = await collect(schema, all, parents, { maxChunkBytes: 20_000, encodeOnThread: true })
   t.same(threaded.map((p) => p.sha256), parts.map((p) => p.sha256), 'on the encoding thread, the same parts')
+})
+
+t.test('patterns: a key is its content id\'s own bits, as a hash of it would be', async (t) => {
+  const schema = PACK_TABLES.patterns
+  const rows = patternRows(6) as Record<string, unknown>[]
+  const out = (await collect(schema, [...rows, ...rows], [rows[0]!, rows[3]!])).flatMap((p) => p.rows)
+  t.same(out.map((r) => r['id']), [1, 2, 4, 5].map((i) => rows[i]!['id']), 'once each, and not the parents\'')
+  await t.rejects(collect(schema, [{ ...rows[1]!, identity: 'another' }], [rows[1]!]), { code: 'pack.fact-conflict' }, 'against a parent\'s row')
+  await t.rejects(collect(schema, [rows[2]!, { ...rows[2]!, identity: 'another' }]), { code: 'pack.fact-conflict' }, 'twice in this publish')
+  const odd = { ...rows[4]!, id: (rows[4]!['id'] as string).toUpperCase() }
+  const kept = (await collect(schema, [rows[4]!], [odd])).flatMap((p) => p.rows)
+  t.same(kept.map((r) => r['id']), [rows[4]!['id']], 'a parent\'s id that is not a content id keeps out no row')
+  await t.rejects(collect(schema, [odd]), /not a content id/, 'a new row\'s id is always a content id')
 })
 
 t.test('a chunk ends once its rows\' texts reach the limit in UTF-16 units, 64 more a row', async (t) => {

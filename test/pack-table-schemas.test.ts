@@ -136,7 +136,7 @@ t.test('sample rows of every schema are valid, and their text length is measured
 t.test('text length counts every escape as RFC 8785 writes it', async (t) => {
   const rows = sampleRows(PACK_TABLES.ratings)
   const validate = rowValidator(PACK_TABLES.ratings)
-  const notes: [string, string][] = [['short escapes', '"\\\b\f\n\r\t'], ['other controls', '\u0000\u0001\u001f\u007f'], ['non-ASCII, U+2028 unescaped', 'é𝔾\u2028 ✨'], ['escapes among non-ASCII', 'é\n𝔾"\u0001✨\\'], ['empty', '']]
+  const notes: [string, string][] = [['short escapes', '"\\\b\f\n\r\t'], ['other controls', '\u0000\u0001\u001f\u007f'], ['non-ASCII, U+2028 unescaped', 'é𝔾\u2028 ✨'], ['escapes among non-ASCII', 'é\n𝔾"\u0001✨\\'], ['empty', ''], ['printable ASCII, short', 'square-k1 ~'], ['longer than the by-hand count takes', `${'x'.repeat(70)}\n"`]]
   for (const [what, note] of notes) {
     const row = { ...rows[0]!, note }
     t.equal(validate(row, 0, []), Buffer.byteLength(canonicalRowText(PACK_TABLES.ratings, row)), what)

@@ -138,6 +138,38 @@ function hash16(data: string | Uint8Array, into: Uint32Array, at: number): void 
   for (let i = 0; i < 4; i++) into[at + i] = (h.charCodeAt(4 * i) | (h.charCodeAt(4 * i + 1) << 8) | (h.charCodeAt(4 * i + 2) << 16) | (h.charCodeAt(4 * i + 3) << 24)) >>> 0
 }
 
+/**
+ * Tables whose fact key is one id column of bare content ids (identity.ts: 32 hex digits of a SHA-256), so
+ * that the id's own 128 bits serve as its key's hash, with no hash a row. Every key the table's `seen`
+ * holds is then such an id (this publish's ids are made so; a parent's id that is not one is left out, as
+ * no new row can have it), so a key is never compared with the SHA-256 of another kind of key.
+ */
+const CONTENT_ID_KEYED: ReadonlySet<string> = new Set(['patterns'])
+
+/** Each ASCII unit's hex digit value (lower case, as content ids are written), -1 for any other. */
+const HEX_DIGIT = new Int8Array(128).fill(-1)
+for (let d = 0; d < 16; d++) HEX_DIGIT['0123456789abcdef'.charCodeAt(d)] = d
+
+/**
+ * Puts a content id's 128 bits (its 32 hex digits) in `into[at, at + 4)`, as four words; false when `id`
+ * is not one (documents.ts isContentId's form), which reads it a second time. A fifth of a SHA-256's cost.
+ */
+function contentIdWords(id: unknown, into: Uint32Array, at: number): boolean {
+  if (typeof id !== 'string' || id.length !== 32) return false
+  let bad = 0
+  for (let w = 0; w < 4; w++) {
+    let v = 0
+    for (let d = 8 * w; d < 8 * w + 8; d++) {
+      const unit = id.charCodeAt(d)
+      const digit = HEX_DIGIT[unit & 127]!
+      bad |= digit | (unit >> 7)
+      v = (v << 4) | (digit & 15)
+    }
+    into[at + w] = v >>> 0
+  }
+  return bad >= 0
+}
+
 const partitionFolder = (schema: TableSchema, partition: Readonly<Record<string, string>>) => schema.partitionColumns.map((c) => `${c}=${partition[c]}`).join('/')
 
 /** The text a fact key is hashed by: its sort columns' values. */
@@ -151,12 +183,15 @@ const keyText = (values: readonly unknown[]) => values.map(String).join('\u0000'
 export class NewRowsJob {
   private readonly job: PartsJob<NewRowsItem>
   private readonly fact: boolean
+  /** Whether the table's key is a content id (CONTENT_ID_KEYED), hashed as its own bits. */
+  private readonly idKeyed: boolean
   private readonly hashBytes: RowHashBytes
   private staged: Staging
 
   constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
     this.job = new PartsJob(schema, { maxInFlight: STAGED_IN_FLIGHT, ...opts }, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
     this.fact = schema.kind === 'fact'
+    this.idKeyed = CONTENT_ID_KEYED.has(schema.name)
     this.hashBytes = new RowHashBytes(schema)
     this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))
   }
@@ -164,12 +199,15 @@ export class NewRowsJob {
   /** A row of a parent's part: the same row (by key for a fact, by text for an event) is not written again. */
   parent(row: Record<string, unknown>): Promise<void> | undefined {
     const s = this.staged
-    const at = s.parentCount++ * 8
+    const at = s.parentCount * 8
     if (at === s.parentHashes.length) s.parentHashes = grown(s.parentHashes)
     const h = s.parentHashes
+    // A parent's id that is not a content id is left out: no row of this publish has it.
+    if (this.idKeyed && !contentIdWords(row[this.schema.sortColumns[0]!], h, at)) return undefined
+    s.parentCount++
     hash16(this.hashBytes.of(row), h, at + 4)
-    if (this.fact) hash16(keyText(this.schema.sortColumns.map((c) => row[c])), h, at)
-    else h.copyWithin(at, at + 4, at + 8)
+    if (!this.fact) h.copyWithin(at, at + 4, at + 8)
+    else if (!this.idKeyed) hash16(keyText(this.schema.sortColumns.map((c) => row[c])), h, at)
     return s.parentCount >= STAGE_ROWS ? this.post() : undefined
   }
 
@@ -190,7 +228,9 @@ export class NewRowsJob {
     s.partitionOf[r] = s.partitionIndex(row)
     // A row holding a float64 -0 is hashed by its bytes with zeros +0, as its text has them.
     hash16(negativeZero ? this.hashBytes.of(row) : s.batch.lastRow(), s.hashes, r * 8 + 4)
-    if (this.fact) hash16(columns.length === 1 ? String(row[columns[0]!]) : keyText(columns.map((c) => row[c])), s.hashes, r * 8)
+    if (this.idKeyed) {
+      if (!contentIdWords(row[columns[0]!], s.hashes, r * 8)) throw new Error(`${this.schema.name}: id ${JSON.stringify(row[columns[0]!])} is not a content id`)
+    } else if (this.fact) hash16(columns.length === 1 ? String(row[columns[0]!]) : keyText(columns.map((c) => row[c])), s.hashes, r * 8)
     else s.texts.push(canonicalRowText(this.schema, row))
     return s.batch.rows >= STAGE_ROWS ? this.post() : undefined
   }

@@ -366,6 +366,17 @@ const NEEDS_ESCAPE = /["\\\u0000-\u001f]/
  * JSON.stringify's UTF-16 length plus its UTF-8 bytes beyond one a unit, cheaper than a loop over it.
  */
 function jsonStringLength(s: string): number {
+  // A short string of ASCII that NEEDS_ESCAPE leaves alone (most of a row's cells: ids, names, groups) is
+  // measured by hand, cheaper than the native byte count and the regex scan a call each.
+  const units = s.length
+  if (units <= 64) {
+    let n = 0
+    for (; n < units; n++) {
+      const c = s.charCodeAt(n)
+      if (c < 0x20 || c >= 0x80 || c === 0x22 || c === 0x5c) break
+    }
+    if (n === units) return units + 2
+  }
   const bytes = Buffer.byteLength(s, 'utf8')
   if (!NEEDS_ESCAPE.test(s)) return bytes + 2
   return JSON.stringify(s).length + bytes - s.length

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { eachRecord, PatternRecordParser } from '../src/formats/pack/publish-records.js'
+import { eachRecord, MAX_RECORD_LINE_BYTES, PatternRecordParser } from '../src/formats/pack/publish-records.js'
 import { scrubRecordPaths, type Row } from '../src/formats/pack/publish-rows.js'
 import { LIFE, patternRecord } from '../src/sim/pack-records.js'
 
@@ -140,4 +140,25 @@ t.test('a file read with the parser gives the same records and refusals on the s
     const [withShape, without] = [await read(true), await read(false)]
     t.ok(sameRecord(withShape, without), `the same records and refusal: ${JSON.stringify(text.slice(0, 60))}`)
   }
+})
+
+t.test('a line longer than the cap is refused at its line before it is gathered, ended or not', async (t) => {
+  const g = LINES[0]!
+  const long = 'x'.repeat(MAX_RECORD_LINE_BYTES + 1)
+  for (const [name, text] of [['unended', `${g}\n${g}\n${long}`], ['ended', `${g}\n${g}\n${long}\n${g}\n`]] as const) {
+    const file = `long-${name}.jsonl`
+    await writeFile(join(base, file), text)
+    const lines: number[] = []
+    const error = await eachRecord(base, file, async (_, at) => { lines.push(at.line) }, new PatternRecordParser().parse)
+      .then(() => undefined, (e: { code?: string; location?: { line?: number }; message?: string }) => e)
+    t.same(lines, [1, 2], `${name}: the lines before it are read`)
+    t.equal(error?.code, 'pack.record-invalid', name)
+    t.equal(error?.location?.line, 3, `${name}: the long line's number`)
+    t.match(error?.message, /longer than 64 MiB/)
+    await rm(join(base, file))
+  }
+  await writeFile(join(base, 'at-cap.jsonl'), `${g}\n${'x'.repeat(MAX_RECORD_LINE_BYTES)}\n`)
+  const error = await eachRecord(base, 'at-cap.jsonl', async () => {}).then(() => undefined, (e: { message?: string }) => e)
+  t.match(error?.message, /not JSON/, 'a line of exactly the cap is read (and refused only as what it holds)')
+  await rm(join(base, 'at-cap.jsonl'))
 })

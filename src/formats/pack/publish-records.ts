@@ -28,21 +28,35 @@ function linesOf(text: string): string[] {
 }
 
 /**
+ * The longest records line read: well past any row a part can hold (a row group is at most 32 MiB of row
+ * text), so that a file without line breaks is refused instead of gathered into memory without bound.
+ */
+export const MAX_RECORD_LINE_BYTES = 64 << 20
+
+/** A line longer than MAX_RECORD_LINE_BYTES, found before it is gathered; the reader knows its place. */
+class LineTooLong extends Error {}
+
+/**
  * The file in blocks of whole lines: each but the last ends with \n. A \n byte is never part of another
  * character's UTF-8, so a line decoded alone reads as it does in the whole file. The chunks of a line longer
  * than a chunk are joined once, when it ends.
  */
 async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
   let pending: Buffer[] = []
+  let pendingBytes = 0
   for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     const last = chunk.lastIndexOf(0x0a)
     if (last < 0) {
+      pendingBytes += chunk.length
+      if (pendingBytes > MAX_RECORD_LINE_BYTES) throw new LineTooLong()
       pending.push(chunk)
       continue
     }
+    if (pendingBytes + chunk.indexOf(0x0a) > MAX_RECORD_LINE_BYTES) throw new LineTooLong()
     const lines = chunk.subarray(0, last + 1)
     yield pending.length > 0 ? Buffer.concat([...pending, lines]) : lines
     pending = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : []
+    pendingBytes = chunk.length - last - 1
   }
   if (pending.length > 0) yield Buffer.concat(pending)
 }
@@ -56,24 +70,30 @@ export async function eachRecord(dir: string, file: string, each: (record: Row, 
   const path = join(dir, file)
   if (!(await stat(path).then(() => true, () => false))) return
   let line = 0
-  for await (const block of lineBlocks(path)) {
-    for (let start = 0; start < block.length; ) {
-      let end = block.indexOf(0x0a, start)
-      if (end < 0) end = block.length
-      const record = shape?.(block, start, end)
-      if (record) {
-        // Awaited only when `each` waits: an await a record cost a promise and a microtask.
-        const waits = each(record, { file: path, line: ++line })
-        if (waits) await waits
-      } else {
-        for (const text of linesOf(block.toString('utf8', start, end))) {
-          const at = { file: path, line: ++line }
-          const waits = each(scrubRecordPaths(parseRecord(text, at), text), at)
+  try {
+    for await (const block of lineBlocks(path)) {
+      for (let start = 0; start < block.length; ) {
+        let end = block.indexOf(0x0a, start)
+        if (end < 0) end = block.length
+        const record = shape?.(block, start, end)
+        if (record) {
+          // Awaited only when `each` waits: an await a record cost a promise and a microtask.
+          const waits = each(record, { file: path, line: ++line })
           if (waits) await waits
+        } else {
+          for (const text of linesOf(block.toString('utf8', start, end))) {
+            const at = { file: path, line: ++line }
+            const waits = each(scrubRecordPaths(parseRecord(text, at), text), at)
+            if (waits) await waits
+          }
         }
+        start = end + 1
       }
-      start = end + 1
     }
+  } catch (err) {
+    // The line being gathered is the one after the last read.
+    if (err instanceof LineTooLong) throw recordError(PUBLISH_CODES.record, { file: path, line: line + 1 }, `a line longer than ${MAX_RECORD_LINE_BYTES >> 20} MiB`)
+    throw err
   }
 }
 

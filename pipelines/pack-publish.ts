@@ -46,7 +46,7 @@ export const packPublishStage = defineStage({
         feed: o.feed, store: o.to, records: o.records, key: publisher.key, statements: publisher.statements, publisherId: publisher.publisherId,
         created: o.created ?? publisherKeys.packTimeNow(), merge: o.merge, retract, engineVersion: VERSION,
       })
-      Object.assign(ctx.summary, { manifest: r.manifest, seq: r.seq, parents: r.parents, new_parts: r.newParts, stats: r.stats })
+      Object.assign(ctx.summary, { manifest: r.manifest, seq: r.seq, parents: r.parents, new_parts: r.newParts, stats: r.stats, ...(r.notes.length > 0 ? { notes: r.notes } : {}) })
       yield r.manifest
     })()
   },

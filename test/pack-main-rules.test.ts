@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { MainRules } from '../src/formats/pack/main-rules.js'
+import { MAIN_RULES_CAP, MainRules } from '../src/formats/pack/main-rules.js'
 import { MoverPatterns } from '../src/formats/pack/mover-patterns.js'
 
 const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
@@ -29,6 +29,18 @@ t.test('a second main rule of a pattern and publisher names the first line; the 
   t.equal(rules.add('f'.repeat(32), A, 'B3/S23', 1), undefined, 'an id of all f')
   t.equal(rules.add('0'.repeat(32), A, 'B3/S23', 2), undefined, 'an id of all 0')
   t.equal(rules.add('0'.repeat(32), A, 'B2/S', 3), 2)
+})
+
+t.test('main rules: patterns beyond the cap are counted, not kept; those kept are still held to one main rule', async (t) => {
+  const rules = new MainRules(3)
+  for (let i = 0; i < 5; i++) t.equal(rules.add(id(i), A, 'B3/S23', i + 1), undefined)
+  t.equal(rules.size, 3, 'three patterns kept')
+  t.equal(rules.unheld, 2, 'two main verifications counted as not held')
+  t.equal(rules.add(id(1), A, 'B36/S23', 6), 2, 'a kept pattern in another rule: the first line')
+  t.equal(rules.add(id(4), A, 'B36/S23', 7), undefined, 'a pattern beyond the cap is not judged')
+  t.equal(rules.unheld, 3)
+  t.equal(new MainRules().add(id(0), A, 'B3/S23', 1), undefined, 'the default cap keeps the first')
+  t.ok(MAIN_RULES_CAP >= 1_000_000, `the default cap (${MAIN_RULES_CAP}) holds a million-pattern publish whole`)
 })
 
 t.test('mover patterns: kept up to the cap, across growth, and read from a copy of their words', async (t) => {

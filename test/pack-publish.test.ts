@@ -260,6 +260,15 @@ t.test('a range in a rule some B/S rules row has, or one no rules row has, and m
   await t.rejects(publishPack(opts(dir(), second)), { code: 'pack.verification-main-duplicate', exitCode: 2, location: { file: join(second, 'verifications.jsonl'), line: 2, field: 'main' }, message: /main rule "B36\/S23" .* and another on line 1/ })
 })
 
+t.test('main verifications beyond the main-rules cap are published with a note saying they were not held to one main rule', async (t) => {
+  const rec = await records(dir(), [BLOCK, BLINKER], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), verificationRecord(2, LIFE, BLINKER, T0), { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B36/S23' }] })
+  const r = await publishPack(opts(dir(), rec, { mainRulesCap: 1 }))
+  t.same(r.notes.map((n) => n.code), ['pack.verification-main-unchecked'])
+  t.match(r.notes[0]!.detail, /^2 main verifications of patterns beyond the first 1 were not held/)
+  const whole = await publishPack(opts(dir(), await records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0)] })))
+  t.same(whole.notes, [], 'no note when every pattern is held')
+})
+
 t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {
   const [SELF, OTHER_RATER] = ['rater-5a1e0f00d1a2b3c4', 'rater-9c0ffee1234abcd0']
   const raterRow = (rater: string, notes: boolean) => ({ rater, consent_date: T0, consent_scope: 'public-permanent', display_name: null, orcid: null, members: null, notes })

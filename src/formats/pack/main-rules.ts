@@ -10,6 +10,10 @@
  * publishers of one pattern whose ids hash alike would be taken for one (a refusal of a record that keeps
  * the rule), two rules of one pattern that hash alike for one rule (a second main rule let through): each
  * one chance in 2^32, and only where one pattern has two publishers or two main rules in one publish.
+ *
+ * Memory stays bounded whatever the publish's size: at most MAIN_RULES_CAP patterns are kept (the table
+ * then stays at 2^21 slots, 59 MB). A main verification of a pattern beyond them is not held to the rule
+ * and is counted (`unheld`), for the publish to say so; pack-check still holds each part's rows to it.
  */
 
 import { IdTable, idWords } from './id-table.js'
@@ -24,8 +28,15 @@ function fnv1a(text: string): number {
   return h >>> 0
 }
 
+/** Three quarters of 2^21 slots: one more would double the table (IdTable grows at three quarters full). */
+export const MAIN_RULES_CAP = 3 * 2 ** 19
+
 export class MainRules {
   private readonly table = new IdTable(SLOT_WORDS, PUBLISHER + 1, LINE)
+  /** Main verifications of patterns beyond the cap, not held to one main rule. */
+  unheld = 0
+
+  constructor(private readonly cap = MAIN_RULES_CAP) {}
   /** The slot being looked up, as its words. */
   private readonly probe = new Uint32Array(SLOT_WORDS)
   /** The last publisher and rule hashed: most records of a publish share them, and hashing them was a third of add's time. */
@@ -57,7 +68,8 @@ export class MainRules {
     const at = table.find(probe)
     const slots = table.slots
     if (slots[at + LINE] !== 0) return slots[at + RULE] === probe[RULE] ? undefined : slots[at + LINE]
-    table.insert(probe, at)
+    if (table.count >= this.cap) this.unheld++
+    else table.insert(probe, at)
     return undefined
   }
 }

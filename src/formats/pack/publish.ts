@@ -65,7 +65,17 @@ export interface PublishOptions {
   /** Records to withdraw: a target and a reason. */
   retract?: { target: string; reason: string }[]
   engineVersion: string
+  /** The most patterns whose main rule is kept across the publish (default MAIN_RULES_CAP; tests give less). */
+  mainRulesCap?: number
 }
+
+/** What a publish did not hold its records to, and why; the publish still succeeds. */
+export interface PublishNote { code: string; detail: string }
+
+export const PUBLISH_NOTE_CODES = {
+  /** Main verifications of patterns beyond MAIN_RULES_CAP, not held to one main rule across the publish. */
+  mainRulesUnheld: 'pack.verification-main-unchecked',
+} as const
 
 export interface PublishResult {
   manifest: string
@@ -74,6 +84,7 @@ export interface PublishResult {
   /** New parts written, by table. */
   newParts: Record<string, number>
   stats: Manifest['stats']
+  notes: PublishNote[]
 }
 
 interface Parent { hash: string; manifest: Manifest; store: string; seq?: number }
@@ -253,6 +264,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()
   const newParts: Record<string, number> = {}
+  const notes: PublishNote[] = []
   const tables: Record<string, string> = {}
   for (const name of TABLE_ORDER) {
     const schema = PACK_TABLES[name]
@@ -268,7 +280,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
           return rows.parent(row)
         })
       }
-      await stageTable(o, name, rows, tilings, ruleFamilies, ids, defaults, raters)
+      await stageTable(o, name, rows, tilings, ruleFamilies, ids, defaults, raters, notes)
       if (name === 'raters') {
         // What the parents' rows break is theirs; what a record breaks is refused at the record.
         const broken = [...raters.findings()].find((f) => f.at !== undefined)
@@ -328,7 +340,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   }
   const ref = signRef(buildRef({ feed: o.feed, manifest: manifest.hash, publisher: publisherKey, seq, updated: o.created }), o.key)
   await writeStoreFile(o.store, refPath(o.feed), ref.bytes)
-  return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats }
+  return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats, notes }
 }
 
 async function readMetadata(dir: string): Promise<PackMetadata> {
@@ -364,14 +376,14 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
 /** Reads, completes and checks one table's records, and gives them to be written. */
 async function stageTable(
   o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ruleFamilies: Map<string, string>, ids: Partial<Record<PackTableName, IdBook>>,
-  defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>,
+  defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>, notes: PublishNote[],
 ): Promise<void> {
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
   const canonicalCell = jsonCellChecker()
   const lookup = (table: string, line: number) => ids[table as PackTableName]?.get(line)
-  const mainRules = name === 'verifications' ? new MainRules() : undefined
+  const mainRules = name === 'verifications' ? new MainRules(o.mainRulesCap) : undefined
   const shape = name === 'patterns' ? new PatternRecordParser().parse : undefined
   // Not async, nor the record's callback below unless its table waits (a tiling's patch, a media file): a
   // promise and a microtask a record were a tenth of the main thread's garbage.
@@ -421,6 +433,12 @@ async function stageTable(
     if (name === 'media') return storeMedia(o, row, at).then(() => stage(row, at))
     return stage(row, at)
   }, shape)
+  if (mainRules && mainRules.unheld > 0) {
+    notes.push({
+      code: PUBLISH_NOTE_CODES.mainRulesUnheld,
+      detail: `${mainRules.unheld} main verifications of patterns beyond the first ${mainRules.size} were not held to one main rule across the publish (memory stays bounded); pack-check holds each part's rows to it`,
+    })
+  }
 }
 
 /**

@@ -16,7 +16,7 @@
  * and is counted (`unheld`), for the publish to say so; pack-check still holds each part's rows to it.
  */
 
-import { IdTable, idWords } from './id-table.js'
+import { contentIdWords, IdTable } from './id-table.js'
 
 /** A slot's words: the pattern id's four, the publisher's hash, the rule's hash, and the record's line (from 1, so never 0). */
 const [PUBLISHER, RULE, LINE, SLOT_WORDS] = [4, 5, 6, 7]
@@ -53,7 +53,7 @@ export class MainRules {
    */
   add(patternId: string, publisher: string, rule: string, line: number): number | undefined {
     const { probe, last, table } = this
-    idWords(patternId, probe)
+    contentIdWords(patternId, probe)
     if (publisher !== last.publisher) {
       last.publisher = publisher
       last.publisherHash = fnv1a(publisher)

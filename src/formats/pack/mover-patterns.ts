@@ -5,7 +5,7 @@
  * read later to it (check-part.ts). A hostile pack could carry a mover cell on every verification, so the
  * ids kept are capped: beyond the cap a pattern is not checked, and the check says so in a note.
  */
-import { IdTable, idWords } from './id-table.js'
+import { contentIdWords, IdTable } from './id-table.js'
 
 /** A slot's words: the pattern id's four, and a 1 that marks it full (a content id may be all zeros). */
 const [MARK, SLOT_WORDS] = [4, 5]
@@ -52,7 +52,7 @@ export class MoverPatterns {
   }
 
   private find(patternId: string): number {
-    idWords(patternId, this.probe)
+    contentIdWords(patternId, this.probe)
     return this.table.find(this.probe)
   }
 }

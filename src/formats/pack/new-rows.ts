@@ -19,6 +19,7 @@
  */
 import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
+import { contentIdWords } from './id-table.js'
 import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
 import { FACT_CONFLICT, canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
@@ -146,29 +147,6 @@ function hash16(data: string | Uint8Array, into: Uint32Array, at: number): void 
  */
 const CONTENT_ID_KEYED: ReadonlySet<string> = new Set(['patterns'])
 
-/** Each ASCII unit's hex digit value (lower case, as content ids are written), -1 for any other. */
-const HEX_DIGIT = new Int8Array(128).fill(-1)
-for (let d = 0; d < 16; d++) HEX_DIGIT['0123456789abcdef'.charCodeAt(d)] = d
-
-/**
- * Puts a content id's 128 bits (its 32 hex digits) in `into[at, at + 4)`, as four words; false when `id`
- * is not one (documents.ts isContentId's form), which reads it a second time. A fifth of a SHA-256's cost.
- */
-function contentIdWords(id: unknown, into: Uint32Array, at: number): boolean {
-  if (typeof id !== 'string' || id.length !== 32) return false
-  let bad = 0
-  for (let w = 0; w < 4; w++) {
-    let v = 0
-    for (let d = 8 * w; d < 8 * w + 8; d++) {
-      const unit = id.charCodeAt(d)
-      const digit = HEX_DIGIT[unit & 127]!
-      bad |= digit | (unit >> 7)
-      v = (v << 4) | (digit & 15)
-    }
-    into[at + w] = v >>> 0
-  }
-  return bad >= 0
-}
 
 const partitionFolder = (schema: TableSchema, partition: Readonly<Record<string, string>>) => schema.partitionColumns.map((c) => `${c}=${partition[c]}`).join('/')
 

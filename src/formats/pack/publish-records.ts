@@ -41,6 +41,11 @@ class LineTooLong extends Error {}
  * character's UTF-8, so a line decoded alone reads as it does in the whole file. The chunks of a line longer
  * than a chunk are joined once, when it ends.
  */
+/** Whether anything is at `path`. */
+export async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, () => false)
+}
+
 async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
   let pending: Buffer[] = []
   let pendingBytes = 0
@@ -68,7 +73,7 @@ async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
  */
 export async function eachRecord(dir: string, file: string, each: (record: Row, at: RecordPlace) => Promise<void> | undefined, shape?: ShapeParser): Promise<void> {
   const path = join(dir, file)
-  if (!(await stat(path).then(() => true, () => false))) return
+  if (!(await exists(path))) return
   let line = 0
   try {
     for await (const block of lineBlocks(path)) {

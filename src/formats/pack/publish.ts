@@ -12,7 +12,7 @@
  * - Deterministic: the same records, keys and `created` give the same bytes.
  */
 import { createReadStream } from 'node:fs'
-import { mkdir, readFile, readdir, stat } from 'node:fs/promises'
+import { mkdir, readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
@@ -35,7 +35,7 @@ import {
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
 import { MainRules } from './main-rules.js'
-import { eachRecord, PatternRecordParser } from './publish-records.js'
+import { eachRecord, exists, PatternRecordParser } from './publish-records.js'
 import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
@@ -93,10 +93,6 @@ interface Parent { hash: string; manifest: Manifest; store: string; seq?: number
 interface PackMetadata { title?: string; description?: string; version_label?: string; licence?: string; creators?: Creator[]; doi?: string; related?: RelatedIdentifier[] }
 
 const usage = (code: string, message: string, file?: string) => new UsageError(code, message, file ? { location: { file } } : {})
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(() => true, () => false)
-}
 
 async function readDocument(path: string): Promise<Buffer> {
   const r = await readDocumentFile(path)

@@ -162,6 +162,7 @@ const cases: Case[] = [
   ['a rule on a neighbourhood other than touch and edge', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.neighbourhood = 'vertex' }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
   ['a rule applied 0 times a generation', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.steps_per_gen = 0 }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
   ['a semantics version that is not a positive integer', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.semantics = '01' }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
+  ['a semantics version of ten digits, which no manifest can state', (r) => { r.rules!.find((x) => x.family === 'cyclic')!.semantics = '1000000000' }, 'pack.column-value-invalid', sortedRow('rules', (x) => x.family === 'cyclic')],
   ['a range on a verification that is not main', (r) => { r.verifications!.find((v) => v.main === false)!.range = RANGE }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.main === false)],
   ['a mover cell on a verification that is not main', (r) => { r.verifications!.find((v) => v.main === false)!.mover = '{"followed":100}' }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.main === false)],
   ['a range without its min_rule', (r) => { r.verifications!.find((v) => v.range !== null)!.range = RANGE.replace('"min_rule":"B3/S23",', '') }, 'pack.verification-range-invalid', sortedRow('verifications', (v) => v.range !== null)],

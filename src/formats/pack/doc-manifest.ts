@@ -28,6 +28,7 @@ import {
   parseWith,
   quote,
   refuse,
+  SEMANTICS_VERSION_RE,
   writeChecked,
   type BuiltDocument,
   type JsonObject,
@@ -195,7 +196,6 @@ const INVALID = MANIFEST_CODES.invalid
 const ORCID_RE = /^[0-9]{4}-[0-9]{4}-[0-9]{4}-[0-9]{3}[0-9X]$/
 const SPDX_ID_RE = /^[A-Za-z0-9][A-Za-z0-9.+-]{0,63}$/
 const FAMILY_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/
-const SEMANTICS_VERSION_RE = /^[1-9][0-9]{0,8}$/
 
 function readManifest(d: JsonObject): Manifest {
   const requires = expectArray(member(d, 'requires', []), INVALID, 'requires')

@@ -331,6 +331,9 @@ const FEED_RE = /^[A-Za-z0-9-]{1,64}$/
 const TABLE_NAME_RE = /^[a-z][a-z0-9_]{0,63}$/
 const SCHEMA_ID_RE = /^jetcarp-([a-z][a-z0-9_-]{0,63}) ([1-9][0-9]{0,8})$/
 
+/** A rule-semantics version: a positive integer of at most nine digits, written as a string (manifests and table rows alike). */
+export const SEMANTICS_VERSION_RE = /^[1-9][0-9]{0,8}$/
+
 /** A search uuid: 8-4-4-4-12 lower-case hex (one spelling, since it names folders). */
 export function isUuid(s: unknown): s is string {
   return typeof s === 'string' && UUID_RE.test(s)

@@ -8,7 +8,7 @@
  * at level 1; docs/pack-format-notes.md ("Row rules") gives our readings.
  */
 import { CanonicalChecker } from '../json/canonical-check.js'
-import { hashRefusal, isContentId, isUuid, parseTarget, type Target } from './documents.js'
+import { hashRefusal, isContentId, isUuid, parseTarget, SEMANTICS_VERSION_RE, type Target } from './documents.js'
 import type { IdentityFinding } from './identity-check.js'
 import { WITH_RULE } from './identity.js'
 import { MAX_JSON_DEPTH } from './key-statements.js'
@@ -357,7 +357,7 @@ function jsonCell(text: unknown): unknown {
 
 /** "a positive integer written as a string" ("Rule-semantics versions"). */
 function semanticsFindings(v: unknown): IdentityFinding[] {
-  return typeof v === 'string' && /^[1-9][0-9]*$/.test(v) ? [] : [finding(ROW_RULE_CODES.columnValue, `semantics ${JSON.stringify(v)} is not a semantics version (a positive integer written as a string)`)]
+  return typeof v === 'string' && SEMANTICS_VERSION_RE.test(v) ? [] : [finding(ROW_RULE_CODES.columnValue, `semantics ${JSON.stringify(v)} is not a semantics version (a positive integer of at most nine digits, written as a string)`)]
 }
 
 /** The columns "Tables" gives a closed set of values, by table. */

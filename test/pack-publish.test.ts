@@ -23,7 +23,7 @@ import { scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
 import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
-import { LIFE, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+import { LIFE, STAR_WARS, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))
 t.teardown(() => rm(base, { recursive: true, force: true }))
@@ -160,7 +160,7 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   const a = dir()
   const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))
   const b = dir()
-  const own = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB] }))
+  const own = await publishPack(opts(b, await records(dir(), [GLIDER], { rules: [ruleRecord(LIFE), ruleRecord(STAR_WARS)] }), { feed: 'golden-b', key: keyB, statements: [statementB] }))
   const merged = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB], merge: [a], created: '2026-11-12T00:00:00Z' }))
   t.same(merged.parents, [own.manifest, first.manifest], 'the feed\'s previous version first, then the merged one')
   const m = await manifestOf(b, merged.manifest)
@@ -168,6 +168,10 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   t.equal(patterns.length, 3, 'the union of both parents\' patterns')
   t.ok(existsSync(storeFile(b, objectPath(first.manifest, 'json'))), 'the merged manifest is in the store')
   t.ok(existsSync(join(b, 'keys', `${signerName(keyA.publicKey)}.json`)), 'with its publisher\'s key statement')
+  t.equal((await indexOf(b, m.tables['rules']!)).parts.length, 2, 'both parents\' rules parts, each with the Life row')
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(b, { level: 1 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'and pack-check takes the two Life rows for one fact')
 })
 
 t.test('a merge keeps its parents\' retractions with their publishers, beside its own, and pack-check accepts it', async (t) => {

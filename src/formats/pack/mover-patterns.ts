@@ -3,7 +3,8 @@
  * reads after the verifications. So the checker keeps the ids of the patterns whose main verifications
  * carry a mover cell (check-tables.ts gathers them from the verification parts) and holds each pattern row
  * read later to it (check-part.ts). A hostile pack could carry a mover cell on every verification, so the
- * ids kept are capped: beyond the cap a pattern is not checked, and the check says so in a note.
+ * ids kept are capped: beyond the cap a pattern is not checked, and the check says so in a note. A publish
+ * reads the patterns first, and holds its verifications to them with NonMoverPatterns, below.
  */
 import { contentIdWords, IdTable } from './id-table.js'
 import { MAIN_RULES_CAP } from './main-rules.js'

@@ -119,6 +119,17 @@ t.test('a retraction a version lists first names its publisher\'s id (level 2)',
   exactly(t, atLevel1.issues, [], 'not judged at level 1, which reads no key statements')
 })
 
+t.test('a manifest that lists its parent twice is judged against it once', async (t) => {
+  const parentRetracts = (d: Record<string, unknown>) => ({ ...d, retracts: [retraction(X, PUBLISHER_ID)] })
+  const twice = (...r: ReturnType<typeof retraction>[]) => (d: Record<string, unknown>) => ({ ...d, parents: [...(d.parents as string[]), ...(d.parents as string[])], retracts: r })
+  const [other, dropped] = await Promise.all([
+    check({ parentManifest: parentRetracts, manifest: twice(retraction(X, PUBLISHER_ID), retraction(Y, OTHER)) }),
+    check({ parentManifest: parentRetracts, manifest: twice(retraction(Y, PUBLISHER_ID)) }),
+  ])
+  exactly(t, other.issues, [['2 pack.retraction-publisher', other.manifest]], 'a retraction it adds under another publisher')
+  exactly(t, dropped.issues, [['1 pack.retracts-not-cumulative', dropped.manifest]], 'the parent\'s retraction dropped')
+})
+
 t.test('in an export, pack.json is held to the earlier manifests in history/', async (t) => {
   const rows = smallRows()
   const s = await buildStore(fresh(), { rows, search: false, parentManifest: (d) => ({ ...d, retracts: [retraction(X, PUBLISHER_ID)] }) })

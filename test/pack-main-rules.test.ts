@@ -1,12 +1,13 @@
 /**
  * Tables keyed by pattern id (src/formats/pack/id-table.ts): the main rules of a publish (main-rules.ts),
- * one main rule per pattern and publisher kept across the table's growth with the line of the first; and
- * the check's mover patterns (mover-patterns.ts), capped, and read on a thread from shared words.
+ * one main rule per pattern and publisher kept across the table's growth with the line of the first; the
+ * check's mover patterns (mover-patterns.ts), capped, and read on a thread from shared words; and the
+ * publisher's patterns that are not movers, capped, with the lines of their records.
  */
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { MAIN_RULES_CAP, MainRules } from '../src/formats/pack/main-rules.js'
-import { MoverPatterns } from '../src/formats/pack/mover-patterns.js'
+import { MoverPatterns, NonMoverPatterns, PARENT_PATTERN } from '../src/formats/pack/mover-patterns.js'
 
 const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
 const [A, B] = ['SHA256:publisher-a', 'SHA256:publisher-b']
@@ -59,4 +60,26 @@ t.test('mover patterns: kept up to the cap, across growth, and read from a copy 
   t.ok(found, 'each kept id, on the copy')
   t.notOk(thread.has(id(3000)), 'not the one beyond the cap')
   t.notOk(thread.has('0'.repeat(32)), 'nor an id of all 0 (a slot is marked full, not known by its id)')
+})
+
+t.test('the publisher\'s patterns that are not movers: the first line kept, up to the cap, and mover cells on others counted once patterns were dropped', async (t) => {
+  const others = new NonMoverPatterns(3000)
+  for (let i = 0; i < 3000; i++) others.add(id(i), i + 1)
+  others.add(id(7), 9000)
+  others.add('0'.repeat(32), PARENT_PATTERN)
+  t.equal(others.size, 3000, 'up to the cap')
+  t.equal(others.dropped, 1, 'the id of all 0 beyond it')
+  t.equal(others.moverCell(id(7)), 8, 'the first line of a kept pattern, after growing')
+  t.equal(others.unheld, 0)
+  t.equal(others.moverCell('0'.repeat(32)), 0, 'a pattern dropped is not known')
+  t.equal(others.moverCell('not a content id'), 0, 'nor a string that is no content id')
+  t.equal(others.unheld, 2, 'and both are counted: either may be one dropped')
+  const parents = new NonMoverPatterns()
+  parents.add(id(1), PARENT_PATTERN)
+  parents.add(id(1), 4)
+  parents.add('z'.repeat(32), 5)
+  t.equal(parents.moverCell(id(1)), PARENT_PATTERN, 'a parent\'s pattern stays its own')
+  t.equal(parents.size, 1, 'a string that is no content id is not kept')
+  t.equal(parents.moverCell(id(2)), 0, 'a pattern the publish lacks')
+  t.equal(parents.unheld, 0, 'is not counted when none was dropped')
 })

@@ -110,6 +110,46 @@ t.test('random edits: whatever the parser takes, JSON.parse reads the same', asy
   t.equal(checked, taken)
 })
 
+/** `bytes` seen through a proxy that keeps the highest index read (its methods still run on the bytes). */
+function watched(bytes: Buffer): { bytes: Buffer; highest: () => number } {
+  let highest = -1
+  const proxy = new Proxy(bytes, {
+    get(target, key) {
+      if (typeof key === 'string' && /^\d+$/.test(key)) highest = Math.max(highest, Number(key))
+      const v = Reflect.get(target, key) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return { bytes: proxy, highest: () => highest }
+}
+
+t.test('every read stays within the line, though the bytes after it would complete the record', async (t) => {
+  // A line cut anywhere (after a member name, mid-integer, mid-null, mid-cell), in a buffer whose next bytes are the rest of the record.
+  const line = JSON.stringify({ ...GLIDER, dx: -12, dy: 123, speed: null })
+  const before = 'x\n'
+  const bytes = Buffer.from(before + line)
+  // One parser that read the whole line first: its strings and member order are the record's.
+  const warm = new PatternRecordParser()
+  t.ok(warm.parse(Buffer.from(line), 0, line.length), 'the line is of the common shape')
+  let within = true
+  let taken = 0
+  for (let cut = 0; cut <= line.length; cut++) {
+    const start = before.length
+    const end = start + cut
+    for (const parser of [new PatternRecordParser(), warm]) {
+      const seen = watched(bytes)
+      const got = parser.parse(seen.bytes, start, end)
+      if (got !== undefined) taken++
+      if (seen.highest() >= end || (got === undefined) !== (cut < line.length)) {
+        within = false
+        t.fail(`cut at ${cut} (${line.slice(Math.max(0, cut - 12), cut)}|): read up to ${seen.highest() - start}, ${got === undefined ? 'left' : 'taken'}`)
+      }
+    }
+  }
+  t.ok(within, 'no read at or past the line\'s end, and only the whole line is taken')
+  t.equal(taken, 2, 'the whole line, by both parsers')
+})
+
 /** Deep equality, members in any order. */
 function sameRecord(a: unknown, b: unknown): boolean {
   if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return Object.is(a, b)

@@ -23,7 +23,7 @@ import { scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
 import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
-import { LIFE, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+import { LIFE, STAR_WARS, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))
 t.teardown(() => rm(base, { recursive: true, force: true }))
@@ -160,7 +160,7 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   const a = dir()
   const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))
   const b = dir()
-  const own = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB] }))
+  const own = await publishPack(opts(b, await records(dir(), [GLIDER], { rules: [ruleRecord(LIFE), ruleRecord(STAR_WARS)] }), { feed: 'golden-b', key: keyB, statements: [statementB] }))
   const merged = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB], merge: [a], created: '2026-11-12T00:00:00Z' }))
   t.same(merged.parents, [own.manifest, first.manifest], 'the feed\'s previous version first, then the merged one')
   const m = await manifestOf(b, merged.manifest)
@@ -168,6 +168,10 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   t.equal(patterns.length, 3, 'the union of both parents\' patterns')
   t.ok(existsSync(storeFile(b, objectPath(first.manifest, 'json'))), 'the merged manifest is in the store')
   t.ok(existsSync(join(b, 'keys', `${signerName(keyA.publicKey)}.json`)), 'with its publisher\'s key statement')
+  t.equal((await indexOf(b, m.tables['rules']!)).parts.length, 2, 'both parents\' rules parts, each with the Life row')
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(b, { level: 1 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'and pack-check takes the two Life rows for one fact')
 })
 
 t.test('a merge keeps its parents\' retractions with their publishers, beside its own, and pack-check accepts it', async (t) => {
@@ -267,6 +271,66 @@ t.test('main verifications beyond the main-rules cap are published with a note s
   t.match(r.notes[0]!.detail, /^2 main verifications of patterns beyond the first 1 were not held/)
   const whole = await publishPack(opts(dir(), await records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0)] })))
   t.same(whole.notes, [], 'no note when every pattern is held')
+})
+
+t.test('a mover cell on a main verification of a pattern that is not a mover is refused, whichever of the two a parent has', async (t) => {
+  const onPenrose = (cls: string, rule: string | null) => ({
+    pin_key: 'penrose-kd', model: 'bs', neighbourhood: 'edge', steps_per_gen: 1, class: cls, period: 1, dx: 0, dy: 0, speed: null,
+    phases: [[{ i: 0, j: 0, k: 0, s: 1 }, { i: 0, j: 0, k: 1, s: 1 }]], rule, site: null, gun: null, family: 'bs', semantics: '1',
+  })
+  const [PENROSE_STILL, PENROSE_MOVER] = [onPenrose('still_life', null), onPenrose('mover', 'B2/S1')]
+  const verification = (pattern: string, mover: string | null) => ({
+    pattern_id: pattern, rule: 'B2/S1', main: true, periods: 2, generations: 2, field: 'patch penrose-kd level 4', sites: 1, semantics: '1', date: T0, range: null, mover,
+  })
+  const MOVER = '{"followed":100}'
+  const penrose = async (patterns: Record<string, unknown>[], verifications: object[]) => {
+    const folder = await records(dir(), [BLOCK])
+    await writeJsonl(join(folder, 'tilings.jsonl'), [{ family: 'square' }, { family: 'penrose-kd' }])
+    await writeJsonl(join(folder, 'patterns.jsonl'), [BLOCK, ...patterns])
+    await writeJsonl(join(folder, 'verifications.jsonl'), [verificationRecord(1, LIFE, BLOCK, T0), ...verifications])
+    return folder
+  }
+
+  const kept = dir()
+  const mover = await publishPack(opts(kept, await penrose([PENROSE_MOVER], [verification('@patterns:2', MOVER)])))
+  t.same(mover.notes, [])
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(kept, { level: 1 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'a mover cell on a mover\'s verification, which the check lets stand')
+
+  const both = await penrose([PENROSE_STILL], [verification('@patterns:2', MOVER)])
+  const refused = dir()
+  await t.rejects(publishPack(opts(refused, both)), {
+    code: 'pack.verification-range-invalid', exitCode: 2, location: { file: join(both, 'verifications.jsonl'), line: 2, field: 'mover' },
+    message: /its pattern [0-9a-f]{32} \(patterns\.jsonl line 2\) is not a mover/,
+  }, 'both records: the verification is refused')
+  t.notOk(existsSync(join(refused, 'refs')), 'no ref')
+
+  // A parent has the still life: a verification of it (by its id) with a mover cell is refused.
+  const parent = dir()
+  const first = await publishPack(opts(parent, await penrose([PENROSE_STILL], [verification('@patterns:2', null)])))
+  const patterns = await tableRows(parent, 'patterns', (await manifestOf(parent, first.manifest)).tables['patterns']!)
+  const still = patterns.find((p) => p['pin_key'] === 'penrose-kd')!
+  // Named by its id, a verification states its pin.
+  const ofStill = { ...verification(still['id'] as string, MOVER), pin: still['pin'] }
+  const later = await penrose([], [ofStill])
+  await t.rejects(publishPack(opts(parent, later, { created: '2026-11-12T00:00:00Z' })), {
+    code: 'pack.verification-range-invalid', exitCode: 2, location: { file: join(later, 'verifications.jsonl'), line: 2, field: 'mover' }, message: /\(a parent version's\) is not a mover/,
+  }, 'the pattern a parent\'s: the verification is refused')
+
+  // A parent has the verification (of a pattern it lacks): the still life's record is refused.
+  const verified = dir()
+  await publishPack(opts(verified, await penrose([], [ofStill])))
+  const pattern = await penrose([PENROSE_STILL], [])
+  await t.rejects(publishPack(opts(verified, pattern, { created: '2026-11-12T00:00:00Z' })), {
+    code: 'pack.verification-range-invalid', exitCode: 2, location: { file: join(pattern, 'patterns.jsonl'), line: 2, field: 'class' },
+    message: /a main verification of it in a parent version has a mover cell, but it is not a mover/,
+  }, 'the verification a parent\'s: the pattern is refused')
+
+  // One pattern kept (the block): the still life's class is not known, and a note says its mover cell was not held to it.
+  const capped = await publishPack(opts(dir(), both, { nonMoverPatternsCap: 1 }))
+  t.same(capped.notes.map((n) => n.code), ['pack.mover-class-unchecked'])
+  t.match(capped.notes[0]!.detail, /^1 main verifications with a mover cell name a pattern that may be beyond the first 1 /)
 })
 
 t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {

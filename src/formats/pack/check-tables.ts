@@ -14,6 +14,7 @@
  * a reference patch are kept while its pin is checked (at most its tilings row's reference_tiles, itself
  * within the geometry limits).
  */
+import { createHash } from 'node:crypto'
 import { hashRefusal, quote } from './documents.js'
 import { SEARCH_SCHEMA, type TablePart } from './doc-index.js'
 import type { Manifest } from './doc-manifest.js'
@@ -76,7 +77,10 @@ export class TableChecker {
   /** The mover patterns' words as the threads share them, made again only when more were kept. */
   private sharedMovers: { size: number; slots: Uint32Array } | undefined
   private moversNoted = false
-  /** The tilings and rules rows read, by table and key, as RFC 8785 text. */
+  /**
+   * The tilings and rules rows read, by table and key, as the SHA-256 of their RFC 8785 text: a tilings
+   * row's text holds its whole edges and params, and a digest of 32 bytes tells two texts apart as well.
+   */
   private readonly factRows = new Map<string, string>()
 
   private pool: CheckPool | undefined
@@ -328,10 +332,10 @@ export class TableChecker {
   private *sameFact(table: 'tilings' | 'rules', row: Row, target: string): Generator<CheckIssue> {
     const schema = PACK_TABLES[table]
     const key = `${table}\n${schema.sortColumns.map((c) => String(row[c])).join('\n')}`
-    const text = canonicalRowText(schema, row)
+    const digest = createHash('sha256').update(canonicalRowText(schema, row)).digest('base64')
     const before = this.factRows.get(key)
-    if (before === undefined) this.factRows.set(key, text)
-    else if (before !== text) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
+    if (before === undefined) this.factRows.set(key, digest)
+    else if (before !== digest) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
   }
 
   /** A rules row: the same wherever it appears, its family kept for the verifications' ranges, and (level 3) its masks kept for replay. */

@@ -222,12 +222,14 @@ class VersionCheck {
   /**
    * Level 1: "every later version of the feed lists every retraction its parents list, and a merge keeps its
    * parents' with their publishers". A version is compared with each parent the pack holds, whichever of the
-   * two is read first.
+   * two is read first; once, when its manifest lists a parent twice (twice waiting for it, it would be
+   * judged twice).
    */
   private *cumulativeRetractions(hash: string, rel: string, m: Manifest): Generator<CheckIssue> {
     if (!this.run.at(1)) return
-    this.retractions.set(hash, { rel, listed: new Set(m.retracts.map((r) => `${r.target} ${r.publisher}`)), parents: m.parents, publisher: m.publisher })
-    for (const parent of m.parents) {
+    const parents = [...new Set(m.parents)]
+    this.retractions.set(hash, { rel, listed: new Set(m.retracts.map((r) => `${r.target} ${r.publisher}`)), parents, publisher: m.publisher })
+    for (const parent of parents) {
       if (this.retractions.has(parent)) yield* this.retractionsKept(hash, parent)
       else this.childrenWaiting.set(parent, [...(this.childrenWaiting.get(parent) ?? []), hash])
     }

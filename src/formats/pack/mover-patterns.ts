@@ -3,9 +3,11 @@
  * reads after the verifications. So the checker keeps the ids of the patterns whose main verifications
  * carry a mover cell (check-tables.ts gathers them from the verification parts) and holds each pattern row
  * read later to it (check-part.ts). A hostile pack could carry a mover cell on every verification, so the
- * ids kept are capped: beyond the cap a pattern is not checked, and the check says so in a note.
+ * ids kept are capped: beyond the cap a pattern is not checked, and the check says so in a note. A publish
+ * reads the patterns first, and holds its verifications to them with NonMoverPatterns, below.
  */
 import { contentIdWords, IdTable } from './id-table.js'
+import { MAIN_RULES_CAP } from './main-rules.js'
 
 /** A slot's words: the pattern id's four, and a 1 that marks it full (a content id may be all zeros). */
 const [MARK, SLOT_WORDS] = [4, 5]
@@ -54,5 +56,61 @@ export class MoverPatterns {
   private find(patternId: string): number {
     contentIdWords(patternId, this.probe)
     return this.table.find(this.probe)
+  }
+}
+
+/** The line of a pattern a parent version has (a record's line is from 1, and 0 marks an empty slot). */
+export const PARENT_PATTERN = 0xffffffff
+
+/** A slot's words for the publisher's table: the pattern id's four, and the line of its record (or PARENT_PATTERN). */
+const [LINE, LINE_SLOT_WORDS] = [4, 5]
+
+/**
+ * The publisher's half of the rule: it stages the patterns before the verifications, so it keeps the id of
+ * every pattern row that is not a mover (its parents' and its records'), with the line of its record, and
+ * holds each main verification with a mover cell to them. These are nearly all of a publish's patterns, so
+ * the cap is the main rules' (main-rules.ts): the table stays at 2^21 slots of 20 bytes, 42 MB. A pattern
+ * beyond it is not kept, and a mover cell on a verification of it is not held to its class (`unheld`).
+ */
+export class NonMoverPatterns {
+  private readonly table = new IdTable(LINE_SLOT_WORDS, 4, LINE)
+  private readonly probe = new Uint32Array(LINE_SLOT_WORDS)
+  /** Patterns not kept, beyond the cap. */
+  dropped = 0
+  /** Mover cells not held to their pattern's class: it may be one of those dropped. */
+  unheld = 0
+
+  constructor(private readonly cap = MAIN_RULES_CAP) {}
+
+  get size(): number {
+    return this.table.count
+  }
+
+  /** Keeps a content id's pattern, of another class than mover, from its record's `line` (or PARENT_PATTERN); the first kept stays. */
+  add(patternId: string, line: number): void {
+    const at = this.find(patternId)
+    if (at < 0 || this.table.slots[at + LINE] !== 0) return
+    if (this.table.count >= this.cap) this.dropped++
+    else {
+      this.probe[LINE] = line
+      this.table.insert(this.probe, at)
+    }
+  }
+
+  /**
+   * For a main verification with a mover cell: the line of its pattern's record (PARENT_PATTERN for a
+   * parent's) when that is not a mover, else 0 (a mover, a pattern the publish lacks, or no content id; counted
+   * in `unheld` when it may be one beyond the cap).
+   */
+  moverCell(patternId: string): number {
+    const at = this.find(patternId)
+    const line = at < 0 ? 0 : this.table.slots[at + LINE]!
+    if (line === 0 && this.dropped > 0) this.unheld++
+    return line
+  }
+
+  /** The slot of a content id, or -1 for a string that is not one (a parent's row is not checked again). */
+  private find(patternId: string): number {
+    return contentIdWords(patternId, this.probe) ? this.table.find(this.probe) : -1
   }
 }

@@ -141,6 +141,7 @@ const TILDE = 0x7e
  * order. Anything else (whitespace, escapes, other members or number forms, a site) is the general path's.
  * JSON.parse was a fifth of the main thread's time at a million patterns, most of it the decoding and the
  * JSON.parse's own objects; bytes read here need no string a line, and repeated strings are not made again.
+ * Every read is of the line's own bytes, [start, end): those after it are another line's.
  */
 export class PatternRecordParser {
   private b: Buffer = Buffer.alloc(0)
@@ -167,10 +168,11 @@ export class PatternRecordParser {
     for (let m = 0; m < values.length; m++) values[m] = undefined
     let seen = 0
     let previous: number = PATTERN_MEMBERS.length
-    if (bytes[this.p++] !== OPEN_OBJECT) return undefined
+    if (start >= end || bytes[this.p++] !== OPEN_OBJECT) return undefined
     for (;;) {
       const m = this.member(this.next[previous]!)
-      if (m < 0 || (seen & (1 << m)) !== 0 || bytes[this.p++] !== COLON) return undefined
+      // The colon and the value's first byte both within the line.
+      if (m < 0 || (seen & (1 << m)) !== 0 || this.p + 1 >= end || bytes[this.p++] !== COLON) return undefined
       seen |= 1 << m
       this.next[previous] = m
       previous = m
@@ -179,7 +181,7 @@ export class PatternRecordParser {
         if (!this.text(m)) return undefined
         values[m] = this.v
       } else if (c === 0x6e) {
-        if (bytes[this.p + 1] !== 0x75 || bytes[this.p + 2] !== 0x6c || bytes[this.p + 3] !== 0x6c) return undefined // null
+        if (this.p + 3 >= end || bytes[this.p + 1] !== 0x75 || bytes[this.p + 2] !== 0x6c || bytes[this.p + 3] !== 0x6c) return undefined // null
         this.p += 4
         values[m] = null
       } else if (c === OPEN_LIST) {
@@ -191,6 +193,7 @@ export class PatternRecordParser {
         this.p = p
         values[m] = this.n
       }
+      if (this.p >= end) return undefined
       const d = bytes[this.p++]
       if (d === CLOSE_OBJECT) break
       if (d !== COMMA) return undefined
@@ -207,10 +210,11 @@ export class PatternRecordParser {
   /** Reads `"name"` and gives its member's number, or -1; `guess` is tried first. */
   private member(guess: number): number {
     const b = this.b
-    if (b[this.p] !== QUOTE) return -1
+    if (this.p >= this.end || b[this.p] !== QUOTE) return -1
     const from = this.p + 1
     let to = from
     while (to < this.end && b[to] !== QUOTE) to++
+    if (to >= this.end) return -1
     this.p = to + 1
     if (sameBytes(b, from, to, MEMBER_BYTES[guess]!)) return guess
     for (let m = 0; m < MEMBER_BYTES.length; m++) if (sameBytes(b, from, to, MEMBER_BYTES[m]!)) return m
@@ -242,23 +246,24 @@ export class PatternRecordParser {
 
   /**
    * Reads an integer at `p` as JSON.parse reads it exactly: -?(0|[1-9][0-9]{0,8}), not -0, not followed by
-   * a fraction or exponent. Gives the position after it (the value in `n`), or -1.
+   * a fraction or exponent. Gives the position after it (the value in `n`), or -1. A byte at the line's
+   * end or past it reads as -1, which is none of those.
    */
   private integer(p: number): number {
-    const b = this.b
-    let c = b[p]!
+    const { b, end } = this
+    let c = p < end ? b[p]! : -1
     const negative = c === MINUS
-    if (negative) c = b[++p]!
+    if (negative) c = ++p < end ? b[p]! : -1
     let x: number
     if (c === ZERO) {
       if (negative) return -1
       x = 0
-      c = b[++p]!
+      c = ++p < end ? b[p]! : -1
     } else {
       if (c < 0x31 || c > NINE) return -1
       x = c - ZERO
       let digits = 1
-      for (c = b[++p]!; c >= ZERO && c <= NINE; c = b[++p]!) {
+      for (c = ++p < end ? b[p]! : -1; c >= ZERO && c <= NINE; c = ++p < end ? b[p]! : -1) {
         if (++digits > 9) return -1
         x = x * 10 + c - ZERO
       }
@@ -268,33 +273,33 @@ export class PatternRecordParser {
     return p
   }
 
-  /** Reads `[[{"i":n,"j":n,"k":n,"s":n},...],...]`. */
+  /** Reads `[[{"i":n,"j":n,"k":n,"s":n},...],...]`; `p + 4 < end` before the five bytes up to a cell's integer. */
   private phases(): boolean {
-    const b = this.b
+    const { b, end } = this
     const phases: { i: number; j: number; k: number; s: number }[][] = []
     let p = this.p + 1
     for (;;) {
-      if (b[p++] !== OPEN_LIST) return false
+      if (p >= end || b[p++] !== OPEN_LIST) return false
       const cells: { i: number; j: number; k: number; s: number }[] = []
-      if (b[p] === CLOSE_LIST) p++
+      if (p < end && b[p] === CLOSE_LIST) p++
       else {
         for (;;) {
-          if (b[p] !== OPEN_OBJECT || !cellMember(b, p + 1, 0x69) || (p = this.integer(p + 5)) < 0) return false
+          if (p + 4 >= end || b[p] !== OPEN_OBJECT || !cellMember(b, p + 1, 0x69) || (p = this.integer(p + 5)) < 0) return false
           const i = this.n
-          if (b[p] !== COMMA || !cellMember(b, p + 1, 0x6a) || (p = this.integer(p + 5)) < 0) return false
+          if (p + 4 >= end || b[p] !== COMMA || !cellMember(b, p + 1, 0x6a) || (p = this.integer(p + 5)) < 0) return false
           const j = this.n
-          if (b[p] !== COMMA || !cellMember(b, p + 1, 0x6b) || (p = this.integer(p + 5)) < 0) return false
+          if (p + 4 >= end || b[p] !== COMMA || !cellMember(b, p + 1, 0x6b) || (p = this.integer(p + 5)) < 0) return false
           const k = this.n
-          if (b[p] !== COMMA || !cellMember(b, p + 1, 0x73) || (p = this.integer(p + 5)) < 0) return false
-          if (b[p++] !== CLOSE_OBJECT) return false
+          if (p + 4 >= end || b[p] !== COMMA || !cellMember(b, p + 1, 0x73) || (p = this.integer(p + 5)) < 0) return false
+          if (p >= end || b[p++] !== CLOSE_OBJECT) return false
           cells.push({ i, j, k, s: this.n })
-          const c = b[p++]
+          const c = p < end ? b[p++] : -1
           if (c === CLOSE_LIST) break
           if (c !== COMMA) return false
         }
       }
       phases.push(cells)
-      const c = b[p++]
+      const c = p < end ? b[p++] : -1
       if (c === CLOSE_LIST) break
       if (c !== COMMA) return false
     }

@@ -35,8 +35,12 @@ import {
 } from './store.js'
 import { NewRowsJob } from './new-rows.js'
 import { MainRules } from './main-rules.js'
+import { NonMoverPatterns, PARENT_PATTERN } from './mover-patterns.js'
 import { eachRecord, exists, PatternRecordParser } from './publish-records.js'
-import { JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding } from './row-rules.js'
+import {
+  JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, moverOfOtherClassFinding, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding,
+  verificationRangeFamilyFinding, verificationSitesFinding,
+} from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
 
 /** The order tables are read in: tilings give pins, the records give ids that event rows refer to. */
@@ -67,6 +71,8 @@ export interface PublishOptions {
   engineVersion: string
   /** The most patterns whose main rule is kept across the publish (default MAIN_RULES_CAP; tests give less). */
   mainRulesCap?: number
+  /** The most patterns of another class than mover kept for the verifications' mover cells (default MAIN_RULES_CAP; tests give less). */
+  nonMoverPatternsCap?: number
 }
 
 /** What a publish did not hold its records to, and why; the publish still succeeds. */
@@ -75,6 +81,8 @@ export interface PublishNote { code: string; detail: string }
 export const PUBLISH_NOTE_CODES = {
   /** Main verifications of patterns beyond MAIN_RULES_CAP, not held to one main rule across the publish. */
   mainRulesUnheld: 'pack.verification-main-unchecked',
+  /** Main verifications with a mover cell whose pattern may be one beyond those NonMoverPatterns keeps, not held to its class. */
+  moverClassUnheld: 'pack.mover-class-unchecked',
 } as const
 
 export interface PublishResult {
@@ -256,6 +264,8 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   }
   const tilings = new TilingBook()
   const ruleFamilies = new Map<string, string>()
+  // Needed until the verifications are staged; then released, as its 42 MB at most are not needed after.
+  let nonMovers: NonMoverPatterns | undefined = new NonMoverPatterns(o.nonMoverPatternsCap)
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()
@@ -272,11 +282,13 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
         await eachPartRow(o.store, part.object, schema, (row) => {
           if (name === 'tilings') tilings.add(row as never)
           if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
+          if (name === 'patterns' && row['class'] !== 'mover') nonMovers?.add(row['id'] as string, PARENT_PATTERN)
+          if (name === 'verifications' && nonMovers) holdParentMoverCell(nonMovers, row, tilings, join(o.records, 'patterns.jsonl'))
           keepRaterRow(raters, name, row, undefined)
           return rows.parent(row)
         })
       }
-      await stageTable(o, name, rows, tilings, ruleFamilies, ids, defaults, raters, notes)
+      await stageTable(o, name, rows, { tilings, ruleFamilies, ids, nonMovers, raters }, defaults, notes)
       if (name === 'raters') {
         // What the parents' rows break is theirs; what a record breaks is refused at the record.
         const broken = [...raters.findings()].find((f) => f.at !== undefined)
@@ -288,6 +300,15 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       const earlier = await rows.finish().then(() => undefined, (e: unknown) => e)
       await rows.abort()
       throw earlier ?? err
+    }
+    if (name === 'verifications' && nonMovers) {
+      if (nonMovers.unheld > 0) {
+        notes.push({
+          code: PUBLISH_NOTE_CODES.moverClassUnheld,
+          detail: `${nonMovers.unheld} main verifications with a mover cell name a pattern that may be beyond the first ${nonMovers.size} of another class than mover kept (memory stays bounded): their patterns' classes were not checked; pack-check holds them`,
+        })
+      }
+      nonMovers = undefined
     }
     const parts: TablePart[] = []
     for (const p of written) parts.push(await adopt(o.store, p))
@@ -369,11 +390,21 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
   else if (table === 'raters') book.rater(row, at)
 }
 
+/** What the tables staged so far give the next: their tilings, rules' families, ids by line, patterns not movers, and raters. */
+interface StagedFacts {
+  tilings: TilingBook
+  ruleFamilies: Map<string, string>
+  ids: Partial<Record<PackTableName, IdBook>>
+  /** Until the verifications are staged. */
+  nonMovers: NonMoverPatterns | undefined
+  raters: RaterBook<RecordPlace | undefined>
+}
+
 /** Reads, completes and checks one table's records, and gives them to be written. */
 async function stageTable(
-  o: PublishOptions, name: PackTableName, rows: NewRowsJob, tilings: TilingBook, ruleFamilies: Map<string, string>, ids: Partial<Record<PackTableName, IdBook>>,
-  defaults: { publisher: string; engineVersion: string; seq: number }, raters: RaterBook<RecordPlace | undefined>, notes: PublishNote[],
+  o: PublishOptions, name: PackTableName, rows: NewRowsJob, facts: StagedFacts, defaults: { publisher: string; engineVersion: string; seq: number }, notes: PublishNote[],
 ): Promise<void> {
+  const { tilings, ruleFamilies, ids, nonMovers, raters } = facts
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
@@ -408,6 +439,14 @@ async function stageTable(
       const f = verificationMainFinding(row['pattern_id'] as string, row['publisher'] as string, row['rule'] as string, `on line ${earlier}`)
       throw recordError(f.code, at, f.detail, 'main')
     }
+    if (name === 'patterns' && row['class'] !== 'mover') nonMovers?.add(row['id'] as string, at.line)
+    else if (name === 'verifications' && nonMovers && row['main'] === true && row['mover'] !== undefined && row['mover'] !== null) {
+      const line = nonMovers.moverCell(row['pattern_id'] as string)
+      if (line !== 0) {
+        const f = moverOfOtherClassFinding('this main verification', `its pattern ${String(row['pattern_id'])} (${line === PARENT_PATTERN ? 'a parent version\'s' : `patterns.jsonl line ${line}`})`)
+        throw recordError(f.code, at, f.detail, 'mover')
+      }
+    }
     keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
     if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
@@ -435,6 +474,19 @@ async function stageTable(
       detail: `${mainRules.unheld} main verifications of patterns beyond the first ${mainRules.size} were not held to one main rule across the publish (memory stays bounded); pack-check holds each part's rows to it`,
     })
   }
+}
+
+/**
+ * A parent's main verification with a mover cell (and a pin refuseMisplacedCells would let stand) whose
+ * pattern is a record of this publish that is not a mover: the record is refused, as pack-check would
+ * refuse the pattern row. A parent's pattern and verification are the parent's.
+ */
+function holdParentMoverCell(nonMovers: NonMoverPatterns, row: Row, tilings: TilingBook, patternsFile: string): void {
+  if (row['main'] !== true || row['mover'] === null || row['mover'] === undefined || verificationMoverFinding(tilings.kindOfPin(row['pin']), true)) return
+  const line = nonMovers.moverCell(row['pattern_id'] as string)
+  if (line === 0 || line === PARENT_PATTERN) return
+  const f = moverOfOtherClassFinding('a main verification of it in a parent version', 'it')
+  throw recordError(f.code, { file: patternsFile, line }, f.detail, 'class')
 }
 
 /**

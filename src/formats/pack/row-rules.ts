@@ -124,6 +124,15 @@ export function verificationMoverClassFinding(cls: string): IdentityFinding {
 }
 
 /**
+ * The other half of the mover rule as the publisher meets it, the pattern read first (mover-patterns.ts
+ * NonMoverPatterns keeps only that it is not a mover): `verification` names the main verification with a
+ * mover cell, `pattern` its pattern.
+ */
+export function moverOfOtherClassFinding(verification: string, pattern: string): IdentityFinding {
+  return { code: ROW_RULE_CODES.verificationRange, detail: `${verification} has a mover cell, but ${pattern} is not a mover: only aperiodic movers have one` }
+}
+
+/**
  * "range: on the main row of B/S and Generations patterns": a verification's rule is a notation whose rules
  * row the pattern's neighbourhood and steps per generation pick, and the pattern is read after it; so a
  * range is refused only when no rules row of its notation is B/S or Generations (`family`, as

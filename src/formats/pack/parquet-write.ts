@@ -43,6 +43,7 @@ import { PipeError } from '../../core/errors.js'
 import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
 import { partitionFindings, rowComparator, rowValidator, WRITE_CODES, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { RowBatchBuilder, type RowBatch } from './row-bytes.js'
+import { writeRleHybrid } from './rle-hybrid.js'
 
 export { WRITE_CODES }
 
@@ -51,7 +52,6 @@ export { WRITE_CODES }
 const require = createRequire(import.meta.url)
 const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')
 const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
-const { writeRleBitPackedHybrid } = require('hyparquet-writer/src/encoding.js') as typeof import('hyparquet-writer/src/encoding.js')
 const { writeMetadata } = require('hyparquet-writer/src/metadata.js') as typeof import('hyparquet-writer/src/metadata.js')
 const { unconvertMinMax } = require('hyparquet-writer/src/unconvert.js') as typeof import('hyparquet-writer/src/unconvert.js')
 type ByteWriter = InstanceType<typeof ByteWriter>
@@ -684,7 +684,6 @@ function bitWidth(max: number): number {
 class ChunkEncoder {
   private readonly zstd = new Compressor()
   private readonly body = new ByteWriter(1 << 20)
-  private readonly levels = new ByteWriter(1 << 16)
 
   constructor() {
     this.zstd.setParameters({ compressionLevel: ZSTD_LEVEL })
@@ -825,7 +824,7 @@ class ChunkEncoder {
       const d = leaf as DictionaryLeaf
       const width = bitWidth(d.distinct - 1)
       w.appendUint8(width)
-      writeRleBitPackedHybrid(w, d.indexes.subarray(p.v0, p.v1), width)
+      writeRleHybrid(w, d.indexes.subarray(p.v0, p.v1), width)
       return
     }
     if (leaf instanceof StringLeaf) {
@@ -858,11 +857,10 @@ class ChunkEncoder {
 
   /** v1 levels: a 4-byte length, then the RLE/bit-packed hybrid. */
   private writeLevels(levels: Uint8Array, max: number): void {
-    const l = this.levels
-    this.reset(l)
-    writeRleBitPackedHybrid(l, levels, bitWidth(max))
-    this.body.appendUint32(l.offset)
-    this.body.appendBytes(l.getBytes())
+    const w = this.body
+    const lengthAt = w.index
+    w.appendUint32(0)
+    w.view.setUint32(lengthAt, writeRleHybrid(w, levels, bitWidth(max)), true)
   }
 
   private pageStats(leaf: Leaf, p: PageRange, dictionary: boolean): PageStats {

@@ -1323,6 +1323,11 @@ export class PartsJob<Item> {
     return this.failing(async () => job.post(item, transfer))
   }
 
+  /** Items the thread has not finished; undefined when the caller's thread encodes. */
+  backlog(): number | undefined {
+    return this.encodeOnThread ? (this.job?.pending ?? 0) : undefined
+  }
+
   /** Gives every part written, the last closed. */
   async finish(): Promise<WrittenPart[]> {
     const inline = this.inline

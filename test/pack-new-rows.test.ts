@@ -24,8 +24,8 @@ const sighting = () => ({
 })
 
 /** Runs rows through a NewRowsJob (on this thread, or on the encoding thread) and reads its parts back. */
-async function collect(schema: TableSchema, added: object[], parents: object[] = [], opts: { maxChunkBytes?: number; encodeOnThread?: boolean; dir?: string } = {}) {
-  const rows = new NewRowsJob(schema, { dir: opts.dir ?? dir, encodeOnThread: opts.encodeOnThread ?? false, maxChunkBytes: opts.maxChunkBytes })
+async function collect(schema: TableSchema, added: object[], parents: object[] = [], opts: { maxChunkBytes?: number; encodeOnThread?: boolean; dir?: string; callerHashesFromBacklog?: number } = {}) {
+  const rows = new NewRowsJob(schema, { dir: opts.dir ?? dir, encodeOnThread: opts.encodeOnThread ?? false, maxChunkBytes: opts.maxChunkBytes, callerHashesFromBacklog: opts.callerHashesFromBacklog })
   const measure = rowValidator(schema)
   for (const p of parents) await rows.parent(p as Record<string, unknown>)
   for (const r of added) await rows.add(r as Record<string, unknown>, measure(r, 0, []))
@@ -115,6 +115,29 @@ t.test('a fact key: kept once, and refused when given two different rows', async
   const signed = { ...tilings[1]!, a1: (tilings[1]!['a1'] as number[]).map((x) => (x === 0 ? -0 : x)) }
   const both = await collect(schema, [tilings[1]!, signed])
   t.equal(both.flatMap((p) => p.rows).length, 1, 'a row that differs only by the sign of a zero is the same row, as its text is')
+})
+
+t.test('rows hashed by the caller or by the encoding thread: the same parts, the same refusals', async (t) => {
+  const modes = [{ name: 'the caller', callerHashesFromBacklog: 0 }, { name: 'the thread', callerHashesFromBacklog: Infinity }]
+  const sightings = Array.from({ length: 3000 }, sighting)
+  const tilings = latticeTilingRows() as unknown as Record<string, unknown>[]
+  const signed = { ...tilings[1]!, a1: (tilings[1]!['a1'] as number[]).map((x) => (x === 0 ? -0 : x)) }
+  const parents = sightings.filter((_, i) => i % 7 === 0)
+  const parentTexts = new Set(parents.map((r) => canonicalRowText(PACK_TABLES.sightings, r)))
+  const inline = await collect(PACK_TABLES.sightings, sightings, parents, { maxChunkBytes: 20_000 })
+  const written: string[][] = []
+  for (const { name, callerHashesFromBacklog } of modes) {
+    const opts = { maxChunkBytes: 20_000, encodeOnThread: true, callerHashesFromBacklog }
+    const events = await collect(PACK_TABLES.sightings, sightings, parents, opts)
+    t.same(events.map((p) => p.sha256), inline.map((p) => p.sha256), `${name}: the parts written on the caller's thread`)
+    t.notOk(events.some((p) => p.rows.some((r) => parentTexts.has(canonicalRowText(PACK_TABLES.sightings, r)))), `${name}: no event row a parent has`)
+    const facts = await collect(PACK_TABLES.tilings, [...tilings, signed, ...tilings], [tilings[0]!], opts)
+    t.equal(facts.flatMap((p) => p.rows).length, tilings.length - 1, `${name}: a fact once, a row with -0 the same as with +0`)
+    await t.rejects(collect(PACK_TABLES.tilings, [...tilings, { ...tilings[2]!, name: 'another' }], [], opts), { code: 'pack.fact-conflict', exitCode: 2 }, `${name}: a conflict is refused`)
+    await t.rejects(collect(PACK_TABLES.tilings, [{ ...tilings[2]!, name: 'another' }], [tilings[2]!], opts), { code: 'pack.fact-conflict', exitCode: 2 }, `${name}: a conflict with a parent is refused`)
+    written.push([...events, ...facts].map((p) => p.sha256))
+  }
+  t.same(written[1], written[0], 'the same parts')
 })
 
 t.test('a failure on the encoding thread: one line with its code, every call after it refused, no file left', async (t) => {

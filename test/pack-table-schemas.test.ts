@@ -59,6 +59,8 @@ t.test('every table of "Tables", with its schema id, kind, sort and partition co
     t.same(s.sortColumns, sort, `${name}: sorted by ${sort.join(', ')}`)
     t.same(s.partitionColumns, partition, `${name}: partitioned by ${partition.join(', ') || 'nothing'}`)
     t.equal(s.ourChoice, false)
+    // Patterns' ids are bare content ids; ants' and Quick Start's carry a prefix (ant-, qs-).
+    t.equal(s.contentIdKey === true, name === 'patterns', `${name}: keyed by bare content ids or not`)
   }
   t.equal(REFERENCE_PATCH_SCHEMA.schemaId, 'jetcarp-reference-patch 1')
   t.same(REFERENCE_PATCH_SCHEMA.sortColumns, ['tile'])

@@ -95,6 +95,11 @@ export class OrderedJob<Open, Item, Result> {
     return this.inFlight > this.maxInFlight ? this.drained() : undefined
   }
 
+  /** Items sent that the thread has not finished. */
+  get pending(): number {
+    return this.inFlight
+  }
+
   /** Ends the job and gives its result; the thread goes back to the idle ones. */
   async finish(value: unknown): Promise<Result> {
     try {

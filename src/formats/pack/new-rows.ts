@@ -10,12 +10,14 @@
  * this are 128-bit hashes of keys and rows: 32 bytes a row of the feed.
  *
  * Two threads share the work. The caller's (`NewRowsJob`) encodes each checked row (row-bytes.ts) into a
- * batch with its sort values and partition, and hashes each row by its bytes (the same exactly when its
- * RFC 8785 texts are) and a fact row's key, as it does the parents' rows; the part writer's encoding
- * thread (`newRowsWork`, run by parquet-write-worker.ts) leaves out what is known, keeps a chunk's
- * batches, sorts the chunk and writes it. Hashing is the caller's because compressing makes the
- * thread's share the larger. Only event rows carry their text, which breaks ties between rows equal on the sort columns
- * (a fact table has none: its sort columns are its key).
+ * batch with its sort values and partition, and hashes a fact row's key, as it does the parents' rows; the
+ * part writer's encoding thread (`newRowsWork`, run by parquet-write-worker.ts) leaves out what is known,
+ * keeps a chunk's batches, sorts the chunk and writes it. Each row is hashed by its bytes (the same exactly
+ * when its RFC 8785 texts are) on whichever thread is behind less: the caller hashes a batch's rows when
+ * the thread has a backlog, and leaves them to the thread when it has none. Which thread is the busier
+ * depends on the rows and the machine (compressing is the thread's, completing records the caller's), and
+ * the hashes are the same either way. Only event rows carry their text, which breaks ties between rows
+ * equal on the sort columns (a fact table has none: its sort columns are its key).
  */
 import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
@@ -31,6 +33,9 @@ export const ROWS_CODES = { factConflict: FACT_CONFLICT } as const
 
 /** Rows the caller gathers before they go to the thread. */
 const STAGE_ROWS = 4096
+
+/** Stagings waiting for the thread from which the caller hashes a batch's rows itself: the thread is behind. */
+const CALLER_HASHES_FROM_BACKLOG = 2
 
 /**
  * Stagings that may wait for the thread: more than a chunk's, so that the caller goes on while the thread
@@ -55,6 +60,12 @@ export interface StagedRows {
   texts: string[]
   /** Each row's entry (HashTable128), eight words: its key's hash (a fact's; an event's is unused), then its own. */
   hashes: Uint32Array
+  /**
+   * Whether every row's own hash is in `hashes`; when not, the thread hashes each row by its bytes but those
+   * in `hashedRows` (rows holding a float64 -0, hashed by the caller with zeros +0 as their text has them).
+   */
+  rowsHashed: boolean
+  hashedRows: number[]
 }
 
 /**
@@ -139,15 +150,6 @@ function hash16(data: string | Uint8Array, into: Uint32Array, at: number): void 
   for (let i = 0; i < 4; i++) into[at + i] = (h.charCodeAt(4 * i) | (h.charCodeAt(4 * i + 1) << 8) | (h.charCodeAt(4 * i + 2) << 16) | (h.charCodeAt(4 * i + 3) << 24)) >>> 0
 }
 
-/**
- * Tables whose fact key is one id column of bare content ids (identity.ts: 32 hex digits of a SHA-256), so
- * that the id's own 128 bits serve as its key's hash, with no hash a row. Every key the table's `seen`
- * holds is then such an id (this publish's ids are made so; a parent's id that is not one is left out, as
- * no new row can have it), so a key is never compared with the SHA-256 of another kind of key.
- */
-const CONTENT_ID_KEYED: ReadonlySet<string> = new Set(['patterns'])
-
-
 const partitionFolder = (schema: TableSchema, partition: Readonly<Record<string, string>>) => schema.partitionColumns.map((c) => `${c}=${partition[c]}`).join('/')
 
 /** The text a fact key is hashed by: its sort columns' values. */
@@ -161,16 +163,24 @@ const keyText = (values: readonly unknown[]) => values.map(String).join('\u0000'
 export class NewRowsJob {
   private readonly job: PartsJob<NewRowsItem>
   private readonly fact: boolean
-  /** Whether the table's key is a content id (CONTENT_ID_KEYED), hashed as its own bits. */
+  /**
+   * Whether the table's key is a content id (TableSchema.contentIdKey), its own 128 bits its key's hash,
+   * with no hash a row. Every key the table's `seen` holds is then such an id (this publish's ids are made
+   * so; a parent's id that is not one is left out, as no new row can have it), so a key is never compared
+   * with the SHA-256 of another kind of key.
+   */
   private readonly idKeyed: boolean
   private readonly hashBytes: RowHashBytes
+  private readonly callerHashesFromBacklog: number
   private staged: Staging
 
-  constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number }) {
+  /** `callerHashesFromBacklog`: the thread's backlog from which the caller hashes rows (tests set 0, or Infinity for never). */
+  constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number; callerHashesFromBacklog?: number }) {
     this.job = new PartsJob(schema, { maxInFlight: STAGED_IN_FLIGHT, ...opts }, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
     this.fact = schema.kind === 'fact'
-    this.idKeyed = CONTENT_ID_KEYED.has(schema.name)
+    this.idKeyed = schema.contentIdKey === true
     this.hashBytes = new RowHashBytes(schema)
+    this.callerHashesFromBacklog = opts.callerHashesFromBacklog ?? CALLER_HASHES_FROM_BACKLOG
     this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))
   }
 
@@ -204,8 +214,11 @@ export class NewRowsJob {
     // Indexed loops here: an iterator a row showed as a twentieth of the main thread's garbage.
     for (let c = 0; c < columns.length; c++) s.sortValues.push(row[columns[c]!])
     s.partitionOf[r] = s.partitionIndex(row)
-    // A row holding a float64 -0 is hashed by its bytes with zeros +0, as its text has them.
-    hash16(negativeZero ? this.hashBytes.of(row) : s.batch.lastRow(), s.hashes, r * 8 + 4)
+    // A row holding a float64 -0 is hashed here, by its bytes with zeros +0 as its text has them.
+    if (negativeZero) {
+      hash16(this.hashBytes.of(row), s.hashes, r * 8 + 4)
+      s.hashedRows.push(r)
+    }
     if (this.idKeyed) {
       if (!contentIdWords(row[columns[0]!], s.hashes, r * 8)) throw new Error(`${this.schema.name}: id ${JSON.stringify(row[columns[0]!])} is not a content id`)
     } else if (this.fact) hash16(columns.length === 1 ? String(row[columns[0]!]) : keyText(columns.map((c) => row[c])), s.hashes, r * 8)
@@ -226,7 +239,10 @@ export class NewRowsJob {
     if (s.parentCount > 0) await this.job.post({ kind: 'parents', hashes: s.parentHashes, count: s.parentCount }, [s.parentHashes.buffer as ArrayBuffer])
     if (!taken) return
     const { batch, transfer } = taken
-    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashes: s.hashes }
+    const backlog = this.job.backlog()
+    const rowsHashed = backlog === undefined || backlog >= this.callerHashesFromBacklog
+    if (rowsHashed) hashRows(batch, s.hashes, s.hashedRows)
+    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashes: s.hashes, rowsHashed, hashedRows: s.hashedRows }
     await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer, s.hashes.buffer as ArrayBuffer])
   }
 
@@ -255,6 +271,8 @@ class Staging {
   textUnits = new Float64Array(1024)
   partitionOf = new Int32Array(1024)
   hashes = new Uint32Array(8 * 1024)
+  /** Rows whose own hash is in `hashes` already (StagedRows.hashedRows). */
+  readonly hashedRows: number[] = []
   readonly sortValues: unknown[] = []
   readonly partitions: Readonly<Record<string, string>>[] = []
   private readonly folders = new Map<string, number>()
@@ -291,6 +309,20 @@ class Staging {
     }
     this.lastPartition = at
     return at
+  }
+}
+
+/** Puts each row's own hash (its bytes') in its entry, but those of `done`. */
+function hashRows(batch: RowBatch, hashes: Uint32Array, done: readonly number[]): void {
+  const { bytes, ends } = batch
+  let skip = 0
+  for (let r = 0; r < batch.rows; r++) {
+    if (skip < done.length && done[skip] === r) {
+      skip++
+      continue
+    }
+    const start = r === 0 ? 0 : ends[r - 1]!
+    hash16(new Uint8Array(bytes.buffer, bytes.byteOffset + start, ends[r]! - start), hashes, r * 8 + 4)
   }
 }
 
@@ -368,6 +400,7 @@ class NewRows implements PartsWork<NewRowsItem> {
     }
     const s = item.rows
     const { batch } = s
+    if (!s.rowsHashed) hashRows(batch, s.hashes, s.hashedRows)
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
     const entries = s.hashes
     const n = this.schema.sortColumns.length

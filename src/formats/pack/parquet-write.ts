@@ -43,6 +43,7 @@ import { PipeError } from '../../core/errors.js'
 import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
 import { partitionFindings, rowComparator, rowValidator, WRITE_CODES, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { RowBatchBuilder, type RowBatch } from './row-bytes.js'
+import { writeRleHybrid } from './rle-hybrid.js'
 
 export { WRITE_CODES }
 
@@ -51,7 +52,6 @@ export { WRITE_CODES }
 const require = createRequire(import.meta.url)
 const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')
 const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
-const { writeRleBitPackedHybrid } = require('hyparquet-writer/src/encoding.js') as typeof import('hyparquet-writer/src/encoding.js')
 const { writeMetadata } = require('hyparquet-writer/src/metadata.js') as typeof import('hyparquet-writer/src/metadata.js')
 const { unconvertMinMax } = require('hyparquet-writer/src/unconvert.js') as typeof import('hyparquet-writer/src/unconvert.js')
 type ByteWriter = InstanceType<typeof ByteWriter>
@@ -138,14 +138,23 @@ type LeafKind = PackType['kind']
 /**
  * A leaf's repetition and definition levels, one slot per value or null. One class for every leaf, so that
  * the shredder's calls on it stay monomorphic (a method shared by the five leaf classes would not be).
+ * Required scalar fields of one struct have the same levels and share one Levels (a pattern's cell i, j, k
+ * and s): filled once, and encoded once a page (ChunkEncoder's levels cache).
  */
 class Levels {
   slots = 0
   defs = new Uint8Array(1024)
   reps = new Uint8Array(1024)
+  /** Counts the clears: encoded levels kept for one fill are not taken for the next. */
+  fill = 0
 
   /** False for a required top-level column: it has no levels, its slots are its values. */
   constructor(readonly kept: boolean) {}
+
+  clear(): void {
+    this.slots = 0
+    this.fill++
+  }
 
   push(d: number, r: number): void {
     const s = this.slots++
@@ -180,7 +189,7 @@ abstract class Leaf {
   }
 
   reset(): void {
-    this.levels.slots = 0
+    this.levels.clear()
     this.values = 0
   }
 
@@ -568,6 +577,8 @@ interface ShredBuild {
   /** Position in `elements` (preorder, root at 0) of the next field's element. */
   at: number
   vars: number
+  /** Leaves whose levels are an earlier sibling's (Levels). */
+  borrowsLevels: Set<number>
 }
 
 /** Reads a scalar of row-bytes.ts at `p` (in `b`, a Buffer, and `dv`, its DataView) into leaf n, and moves `p` past it. */
@@ -610,28 +621,40 @@ function shredSource(field: PackField, parentPath: string[], def: number, rep: n
     leaves = inner.leaves
     present =
       `const ${count} = dv.getUint32(p, true); p += 4;\n` +
-      `if (${count} === 0) { ${nulls(leaves, own, repExpr)} }\n` +
+      `if (${count} === 0) { ${nulls(leaves, own, repExpr, b)} }\n` +
       `else for (let ${i} = 0; ${i} < ${count}; ${i}++) {\n  const ${r} = ${i} === 0 ? ${repExpr} : ${rep + 1};\n${inner.code}}\n`
   } else if (t.kind === 'struct') {
     present = ''
     leaves = []
+    let levelsOwner: number | undefined
     for (const f of t.fields) {
+      const sharesLevels = !f.nullable && f.type.kind !== 'list' && f.type.kind !== 'struct'
+      // Marked before its code is made: its own leaf is the next one.
+      if (sharesLevels && levelsOwner !== undefined) b.borrowsLevels.add(b.leaves.length)
       const child = shredSource(f, path, own, rep, repExpr, b)
       present += child.code
       leaves.push(...child.leaves)
+      if (!sharesLevels) continue
+      if (levelsOwner === undefined) levelsOwner = child.leaves[0]!
+      else b.leaves[child.leaves[0]!]!.levels = b.leaves[levelsOwner]!.levels
     }
   } else {
     const n = b.leaves.length
     b.leaves.push(makeLeaf(t.kind, path, element, own, rep))
     leaves = [n]
-    present = `LV${n}.push(${own}, ${repExpr}); ${readScalar(t.kind, n)}\n`
+    present = `${pushLevels(n, own, repExpr, b)} ${readScalar(t.kind, n)}\n`
   }
-  const code = field.nullable ? `if (b[p++] === 0) { ${nulls(leaves, def, repExpr)} }\nelse {\n${present}}\n` : present
+  const code = field.nullable ? `if (b[p++] === 0) { ${nulls(leaves, def, repExpr, b)} }\nelse {\n${present}}\n` : present
   return { code, leaves }
 }
 
-function nulls(leaves: readonly number[], def: number, repExpr: string): string {
-  return leaves.map((n) => `LV${n}.push(${def}, ${repExpr});`).join(' ')
+/** Leaf n's levels push, none for a leaf whose levels are a sibling's (pushed by the sibling). */
+function pushLevels(n: number, def: number, repExpr: string, b: ShredBuild): string {
+  return b.borrowsLevels.has(n) ? '' : `LV${n}.push(${def}, ${repExpr});`
+}
+
+function nulls(leaves: readonly number[], def: number, repExpr: string, b: ShredBuild): string {
+  return leaves.map((n) => pushLevels(n, def, repExpr, b)).join(' ')
 }
 
 interface Shredder {
@@ -646,7 +669,7 @@ interface Shredder {
  * faster than closures; the names in it are L<n> and LV<n> for the leaves and their levels.
  */
 function compileShredder(schema: TableSchema, elements: SchemaElement[]): Shredder {
-  const b: ShredBuild = { leaves: [], elements, at: 1, vars: 0 }
+  const b: ShredBuild = { leaves: [], elements, at: 1, vars: 0, borrowsLevels: new Set() }
   let body = ''
   for (const f of schema.columns) body += shredSource(f, [], 0, 0, '0', b).code
   const leafNames = b.leaves.map((_, n) => `L${n} = leaves[${n}], LV${n} = leaves[${n}].levels`).join(', ')
@@ -684,7 +707,8 @@ function bitWidth(max: number): number {
 class ChunkEncoder {
   private readonly zstd = new Compressor()
   private readonly body = new ByteWriter(1 << 20)
-  private readonly levels = new ByteWriter(1 << 16)
+  /** The encoded levels of the last Levels encoded, by page start, for its fill (writePageLevels). */
+  private readonly levelsCache: { levels: Levels | undefined; fill: number; pages: Map<number, { s1: number; bytes: Uint8Array }> } = { levels: undefined, fill: -1, pages: new Map() }
 
   constructor() {
     this.zstd.setParameters({ compressionLevel: ZSTD_LEVEL })
@@ -819,13 +843,12 @@ class ChunkEncoder {
 
   private writeLevelsAndValues(leaf: Leaf, p: PageRange, dictionary: boolean): void {
     const w = this.body
-    if (leaf.maxRep > 0) this.writeLevels(leaf.levels.reps.subarray(p.s0, p.s1), leaf.maxRep)
-    if (leaf.maxDef > 0) this.writeLevels(leaf.levels.defs.subarray(p.s0, p.s1), leaf.maxDef)
+    this.writePageLevels(leaf, p)
     if (dictionary) {
       const d = leaf as DictionaryLeaf
       const width = bitWidth(d.distinct - 1)
       w.appendUint8(width)
-      writeRleBitPackedHybrid(w, d.indexes.subarray(p.v0, p.v1), width)
+      writeRleHybrid(w, d.indexes.subarray(p.v0, p.v1), width)
       return
     }
     if (leaf instanceof StringLeaf) {
@@ -856,13 +879,35 @@ class ChunkEncoder {
     }
   }
 
+  /**
+   * A page's levels, repetition then definition, at the start of the body; a leaf that shares its levels
+   * with the sibling encoded before it (Levels) copies the sibling's bytes for the same slots.
+   */
+  private writePageLevels(leaf: Leaf, p: PageRange): void {
+    if (leaf.maxRep === 0 && leaf.maxDef === 0) return
+    const levels = leaf.levels
+    const cache = this.levelsCache
+    if (cache.levels !== levels || cache.fill !== levels.fill) {
+      cache.levels = levels
+      cache.fill = levels.fill
+      cache.pages.clear()
+    }
+    const known = cache.pages.get(p.s0)
+    if (known && known.s1 === p.s1) {
+      this.body.appendBytes(known.bytes)
+      return
+    }
+    if (leaf.maxRep > 0) this.writeLevels(levels.reps.subarray(p.s0, p.s1), leaf.maxRep)
+    if (leaf.maxDef > 0) this.writeLevels(levels.defs.subarray(p.s0, p.s1), leaf.maxDef)
+    cache.pages.set(p.s0, { s1: p.s1, bytes: this.body.getBytes().slice() })
+  }
+
   /** v1 levels: a 4-byte length, then the RLE/bit-packed hybrid. */
   private writeLevels(levels: Uint8Array, max: number): void {
-    const l = this.levels
-    this.reset(l)
-    writeRleBitPackedHybrid(l, levels, bitWidth(max))
-    this.body.appendUint32(l.offset)
-    this.body.appendBytes(l.getBytes())
+    const w = this.body
+    const lengthAt = w.index
+    w.appendUint32(0)
+    w.view.setUint32(lengthAt, writeRleHybrid(w, levels, bitWidth(max)), true)
   }
 
   private pageStats(leaf: Leaf, p: PageRange, dictionary: boolean): PageStats {
@@ -1323,6 +1368,11 @@ export class PartsJob<Item> {
     this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.open, { maxInFlight: this.maxInFlight })
     const job = this.job
     return this.failing(async () => job.post(item, transfer))
+  }
+
+  /** Items the thread has not finished; undefined when the caller's thread encodes. */
+  backlog(): number | undefined {
+    return this.encodeOnThread ? (this.job?.pending ?? 0) : undefined
   }
 
   /** Gives every part written, the last closed. */

@@ -36,16 +36,16 @@ export const MAX_RECORD_LINE_BYTES = 64 << 20
 /** A line longer than MAX_RECORD_LINE_BYTES, found before it is gathered; the reader knows its place. */
 class LineTooLong extends Error {}
 
-/**
- * The file in blocks of whole lines: each but the last ends with \n. A \n byte is never part of another
- * character's UTF-8, so a line decoded alone reads as it does in the whole file. The chunks of a line longer
- * than a chunk are joined once, when it ends.
- */
 /** Whether anything is at `path`. */
 export async function exists(path: string): Promise<boolean> {
   return stat(path).then(() => true, () => false)
 }
 
+/**
+ * The file in blocks of whole lines: each but the last ends with \n. A \n byte is never part of another
+ * character's UTF-8, so a line decoded alone reads as it does in the whole file. The chunks of a line longer
+ * than a chunk are joined once, when it ends.
+ */
 async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
   let pending: Buffer[] = []
   let pendingBytes = 0
@@ -57,9 +57,16 @@ async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
       pending.push(chunk)
       continue
     }
-    if (pendingBytes + chunk.indexOf(0x0a) > MAX_RECORD_LINE_BYTES) throw new LineTooLong()
-    const lines = chunk.subarray(0, last + 1)
-    yield pending.length > 0 ? Buffer.concat([...pending, lines]) : lines
+    const first = chunk.indexOf(0x0a)
+    if (pendingBytes + first > MAX_RECORD_LINE_BYTES) throw new LineTooLong()
+    // Only the line that straddles the chunks is joined: joining the whole chunk copied most of the file.
+    let from = 0
+    if (pending.length > 0) {
+      pending.push(chunk.subarray(0, first + 1))
+      yield Buffer.concat(pending)
+      from = first + 1
+    }
+    if (from <= last) yield chunk.subarray(from, last + 1)
     pending = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : []
     pendingBytes = chunk.length - last - 1
   }

@@ -214,14 +214,6 @@ export class RowBatchBuilder {
     return { textUnits: textBytes - w.extra, negativeZero: w.negativeZero }
   }
 
-  /** The last row's bytes: a view valid until the next row. */
-  lastRow(): Uint8Array {
-    const r = this.rows - 1
-    const start = r === 0 ? 0 : this.ends[r - 1]!
-    // A plain view: a Buffer's subarray a row cost more than hashing the row.
-    return new Uint8Array(this.w.b.buffer, this.w.b.byteOffset + start, this.ends[r]! - start)
-  }
-
   /** Hands the batch over (its buffers to move) and starts an empty one with buffers of the same size. */
   take(): { batch: RowBatch; transfer: ArrayBuffer[] } {
     const w = this.w

@@ -65,6 +65,11 @@ export interface TableSchema {
   readonly columns: readonly PackField[]
   /** True when the spec gives no columns and these are pipe's (a checker treats foreign ones as opaque). */
   readonly ourChoice: boolean
+  /**
+   * True for a fact table keyed by one id column of content ids (identity.ts: 32 hex digits of a SHA-256),
+   * whose own 128 bits can stand for the key where a hash of it would (new-rows.ts).
+   */
+  readonly contentIdKey?: boolean
 }
 
 const SCALARS: readonly string[] = ['string', 'time', 'int32', 'int64', 'bool', 'float64']
@@ -125,6 +130,7 @@ interface TableDefinition {
   partition?: string[]
   columns: string
   ourChoice?: boolean
+  contentIdKey?: boolean
 }
 
 function defineTable(name: string, def: TableDefinition): TableSchema {
@@ -136,6 +142,7 @@ function defineTable(name: string, def: TableDefinition): TableSchema {
   }
   for (const col of def.sort) scalarColumn(col, 'sort')
   for (const col of def.partition ?? []) if (scalarColumn(col, 'partition').type.kind !== 'string') throw new Error(`${name}: partition column ${col} must be a string`)
+  if (def.contentIdKey && (def.kind !== 'fact' || def.sort.join() !== 'id')) throw new Error(`${name}: a content-id key is a fact table's one sort column, id`)
   return Object.freeze({
     name,
     schemaId: `jetcarp-${name} 1`,
@@ -144,6 +151,7 @@ function defineTable(name: string, def: TableDefinition): TableSchema {
     partitionColumns: Object.freeze(def.partition ?? []),
     columns: Object.freeze(columns),
     ourChoice: def.ourChoice ?? false,
+    ...(def.contentIdKey ? { contentIdKey: true } : {}),
   })
 }
 
@@ -183,6 +191,7 @@ export const PACK_TABLES = Object.freeze({
   patterns: defineTable('patterns', {
     kind: 'fact',
     sort: ['id'],
+    contentIdKey: true,
     partition: ['class_group', 'tiling_group'],
     columns: `id: string, identity: string, pin_key: string, pin: string, model: string, neighbourhood: string, steps_per_gen: int32,
       class: string, period: int64, dx: int32, dy: int32, speed: string?, cells: int32, min_cells: int32, max_cells: int32,

@@ -264,8 +264,10 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   }
   const tilings = new TilingBook()
   const ruleFamilies = new Map<string, string>()
-  // Needed until the verifications are staged; then released, as its 42 MB at most are not needed after.
-  let nonMovers: NonMoverPatterns | undefined = new NonMoverPatterns(o.nonMoverPatternsCap)
+  // Needed until the verifications are staged, then released (42 MB at most); not kept at all when there
+  // are no verifications, which a publish of patterns alone paid 0.7 s a million patterns for.
+  const verificationsComing = (inherited.get('verifications')?.length ?? 0) > 0 || (await exists(join(o.records, 'verifications.jsonl')))
+  let nonMovers: NonMoverPatterns | undefined = verificationsComing ? new NonMoverPatterns(o.nonMoverPatternsCap) : undefined
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()

@@ -4,8 +4,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { existsSync } from 'node:fs'
 import { PipeError } from '../src/core/errors.js'
-import { HashTable128, NewRowsJob } from '../src/formats/pack/new-rows.js'
+import { HashTable128, NewRowsJob, type NewRowsLimits } from '../src/formats/pack/new-rows.js'
 import { WRITE_CODES } from '../src/formats/pack/parquet-write.js'
+import { SpillSort } from '../src/formats/pack/spill-sort.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { PACK_TABLES, canonicalRowText, rowComparator, validateRow, rowValidator, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { latticeTilingRows } from '../src/formats/pack/tilings.js'
@@ -24,8 +25,8 @@ const sighting = () => ({
 })
 
 /** Runs rows through a NewRowsJob (on this thread, or on the encoding thread) and reads its parts back. */
-async function collect(schema: TableSchema, added: object[], parents: object[] = [], opts: { maxChunkBytes?: number; encodeOnThread?: boolean; dir?: string; callerHashesFromBacklog?: number } = {}) {
-  const rows = new NewRowsJob(schema, { dir: opts.dir ?? dir, encodeOnThread: opts.encodeOnThread ?? false, maxChunkBytes: opts.maxChunkBytes, callerHashesFromBacklog: opts.callerHashesFromBacklog })
+async function collect(schema: TableSchema, added: object[], parents: object[] = [], opts: NewRowsLimits & { encodeOnThread?: boolean; dir?: string; callerHashesFromBacklog?: number } = {}) {
+  const rows = new NewRowsJob(schema, { ...opts, dir: opts.dir ?? dir, encodeOnThread: opts.encodeOnThread ?? false })
   const measure = rowValidator(schema)
   for (const p of parents) await rows.parent(p as Record<string, unknown>)
   for (const r of added) await rows.add(r as Record<string, unknown>, measure(r, 0, []))
@@ -178,4 +179,65 @@ t.test('HashTable128 keeps every key and its value through growth', async (t) =>
   const absent = new Uint32Array(8).fill(0xabababab)
   t.equal(table.has(absent, 0), false)
   t.equal(table.holds(absent, 0), undefined)
+})
+
+t.test('keys beyond the in-memory table spill to disk: the same parts and refusals as with room for every key', async (t) => {
+  // A table of room for `seenCap` keys, spilled runs of `spillRecords` keys: 3 makes more runs than one merge takes (MERGE_FAN_IN).
+  const spills = [{ seenCap: 0, spillRecords: 3 }, { seenCap: 40, spillRecords: 3 }, { seenCap: 700, spillRecords: 100 }, { seenCap: 2500, spillRecords: 50 }]
+  const sightings = Array.from({ length: 3000 }, sighting)
+  const sightingParents = [...sightings.filter((_, i) => i % 5 === 0), ...sightings.slice(0, 9)]
+  const patterns = patternRows(400) as Record<string, unknown>[]
+  const patternInput = [...patterns.slice(0, 250), ...patterns.slice(100, 400), ...patterns.slice(390)]
+  const patternParents = patterns.filter((_, i) => i % 3 === 0)
+  const tilings = latticeTilingRows() as unknown as Record<string, unknown>[]
+  const cases = [
+    { name: 'event rows, some a parent has, some given twice', schema: PACK_TABLES.sightings, added: sightings.concat(sightings.slice(100, 200)), parents: sightingParents, maxChunkBytes: 20_000 },
+    { name: 'patterns keyed by content id, given twice, a third a parent\'s', schema: PACK_TABLES.patterns, added: patternInput, parents: patternParents, maxChunkBytes: 30_000 },
+    { name: 'a fact table keyed by hashes of its key', schema: PACK_TABLES.tilings, added: [...tilings, ...tilings], parents: [tilings[0]!], maxChunkBytes: 10 },
+  ]
+  for (const c of cases) {
+    const roomy = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes })
+    t.ok(roomy.length > 1, `${c.name}: several parts (${roomy.length})`)
+    for (const limits of spills) {
+      const spilled = await mkdtemp(join(dir, 'spilled-'))
+      const parts = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes, ...limits, dir: spilled })
+      t.same(parts.map((p) => p.sha256), roomy.map((p) => p.sha256), `${c.name}, ${JSON.stringify(limits)}: the same parts`)
+      t.same((await readdir(spilled)).filter((f) => f.includes('spill')), [], 'no spill file left')
+    }
+    const threaded = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes, seenCap: 10, spillRecords: 7, encodeOnThread: true })
+    t.same(threaded.map((p) => p.sha256), roomy.map((p) => p.sha256), `${c.name}: spilled on the encoding thread, the same parts`)
+  }
+
+  const other = (r: Record<string, unknown>, name: string) => ({ ...r, identity: name })
+  for (const limits of spills) {
+    const refused = await mkdtemp(join(dir, 'refused-spill-'))
+    const opts = { ...limits, dir: refused, maxChunkBytes: 30_000 }
+    // Two conflicts: the first in the order rows came is the one named, as without a spill.
+    const twice = [...patterns.slice(0, 300), other(patterns[250]!, 'another'), other(patterns[5]!, 'another')]
+    await t.rejects(collect(PACK_TABLES.patterns, twice, patternParents, opts), { code: 'pack.fact-conflict', exitCode: 2, message: new RegExp(`id "${patterns[250]!['id']}"`) }, `${JSON.stringify(limits)}: the first conflict, within this publish`)
+    await t.rejects(collect(PACK_TABLES.patterns, [...patterns.slice(1, 300), other(patterns[0]!, 'another')], patternParents, opts), { code: 'pack.fact-conflict', message: new RegExp(`id "${patterns[0]!['id']}"`) }, `${JSON.stringify(limits)}: against a parent's row`)
+    await t.rejects(collect(PACK_TABLES.tilings, [...tilings, { ...tilings[2]!, name: 'another' }], [], { ...limits, dir: refused }), { code: 'pack.fact-conflict' }, `${JSON.stringify(limits)}: a fact table's conflict`)
+    t.same(await readdir(refused), [], 'a refused job leaves no file, spilled or written')
+  }
+})
+
+t.test('SpillSort: records in order through runs and merge passes, whatever the buffer', async (t) => {
+  const words = 5
+  for (const { n, buffer } of [{ n: 0, buffer: 4 }, { n: 1, buffer: 4 }, { n: 1000, buffer: 2000 }, { n: 1000, buffer: 1000 }, { n: 5000, buffer: 7 }, { n: 333, buffer: 1 }]) {
+    const folder = await mkdtemp(join(dir, 'sort-'))
+    const sort = new SpillSort(folder, 'x-', words, 3, buffer)
+    const records: number[][] = []
+    for (let i = 0; i < n; i++) {
+      // Few values a word, so that records tie on early words and are ordered by later ones.
+      const r = [Math.floor(rand() * 4) * 0x40000000 + 7, Math.floor(rand() * 3), i, Math.floor(rand() * 2 ** 32), i]
+      records.push(r)
+      const wait = sort.push(Uint32Array.from(r), 0)
+      if (wait) await wait
+    }
+    const out: number[][] = []
+    for await (const { words: w, count } of sort.sorted(64)) for (let i = 0; i < count; i++) out.push([...w.subarray(i * words, i * words + words)])
+    const expected = records.slice().sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!)
+    t.same(out, expected, `${n} records, ${buffer} a run (${Math.ceil(n / buffer)} runs): every record, in order`)
+    t.same(await readdir(folder), [], 'every run removed')
+  }
 })

@@ -3,11 +3,14 @@
  * sorted ...; parts are not sorted across each other": so rows gather in a chunk of about `chunkBytes` of
  * text, and each full chunk is sorted (by partition, the table's sort columns — text by UTF-8 bytes,
  * integers by value, false before true — then the rows' RFC 8785 text) and written as parts of its own.
- * No row is held beyond its chunk, and nothing is spilled and merged.
+ * No row is held beyond its chunk.
  *
  * Rows the parents already have are left out (a fact row by its key, an event row by its text), and a fact
  * key given twice is kept once; a fact key given two different rows is refused. What is remembered for
- * this are 128-bit hashes of keys and rows: 32 bytes a row of the feed.
+ * this are 128-bit hashes of keys and rows, 32 bytes a row of the feed, in a table of at most SEEN_CAP
+ * keys (64 MB). A feed with more keys spills the rest, and the rows that came after the table filled, to
+ * disk (KeySpill): they are decided by an external sort once every row has come, and placed then, so the
+ * parts are the same bytes either way and memory stays bounded whatever the feed's size.
  *
  * Two threads share the work. The caller's (`NewRowsJob`) encodes each checked row (row-bytes.ts) into a
  * batch with its sort values and partition, and hashes a fact row's key, as it does the parents' rows; the
@@ -24,12 +27,23 @@ import { PipeError } from '../../core/errors.js'
 import { contentIdWords } from './id-table.js'
 import { PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
+import { RecordSpill, SpillSort } from './spill-sort.js'
 import { FACT_CONFLICT, canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
 
 /** About 8 MiB of row text a chunk: some eight thousand pattern rows, about 5 MB encoded. */
 export const CHUNK_TEXT_BYTES = 8 * 1024 * 1024
 
 export const ROWS_CODES = { factConflict: FACT_CONFLICT } as const
+
+/** How a table's new rows are gathered; tests give less than the defaults. */
+export interface NewRowsLimits {
+  /** A chunk's text (CHUNK_TEXT_BYTES). */
+  maxChunkBytes?: number
+  /** Keys held in memory before the rest spill to disk (SEEN_CAP). */
+  seenCap?: number
+  /** Spilled keys sorted in memory a run (SPILL_RECORDS). */
+  spillRecords?: number
+}
 
 /** Rows the caller gathers before they go to the thread. */
 const STAGE_ROWS = 4096
@@ -76,6 +90,11 @@ export interface StagedRows {
 export class HashTable128 {
   private words = new Uint32Array(8 * 1024)
   private used = 0
+
+  /** Keys stored. */
+  get size(): number {
+    return this.used
+  }
 
   private get slots(): number {
     return this.words.length / 8
@@ -175,8 +194,9 @@ export class NewRowsJob {
   private staged: Staging
 
   /** `callerHashesFromBacklog`: the thread's backlog from which the caller hashes rows (tests set 0, or Infinity for never). */
-  constructor(readonly schema: TableSchema, opts: PartsJobOptions & { maxChunkBytes?: number; callerHashesFromBacklog?: number }) {
-    this.job = new PartsJob(schema, { maxInFlight: STAGED_IN_FLIGHT, ...opts }, { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES }, newRowsWork)
+  constructor(readonly schema: TableSchema, opts: PartsJobOptions & NewRowsLimits & { callerHashesFromBacklog?: number }) {
+    const work = { kind: 'new-rows', maxChunkBytes: opts.maxChunkBytes ?? CHUNK_TEXT_BYTES, seenCap: opts.seenCap ?? SEEN_CAP, spillRecords: opts.spillRecords ?? SPILL_RECORDS } as const
+    this.job = new PartsJob(schema, { maxInFlight: STAGED_IN_FLIGHT, ...opts }, work, newRowsWork)
     this.fact = schema.kind === 'fact'
     this.idKeyed = schema.contentIdKey === true
     this.hashBytes = new RowHashBytes(schema)
@@ -334,7 +354,7 @@ function grown<T extends Float64Array | Int32Array | Uint32Array>(a: T): T {
 
 /** Staged rows as the thread holds them until their chunk is written. */
 interface Received {
-  staged: StagedRows
+  staged: Omit<StagedRows, 'hashes' | 'hashedRows'>
   bytes: Buffer
   view: DataView
 }
@@ -342,7 +362,7 @@ interface Received {
 /** The thread's side of a `new-rows` job (parquet-write-worker.ts, or the caller's thread without one). */
 export function newRowsWork(open: PartsJobOpen): PartsWork<NewRowsItem> {
   if (open.work.kind !== 'new-rows') throw new Error('newRowsWork: not a new-rows job')
-  return new NewRows(open.files.schema, new PartFiles(open.files), open.work.maxChunkBytes)
+  return new NewRows(open.files.schema, new PartFiles(open.files), open.work)
 }
 
 /** A chunk's rows in the order they came, in parallel arrays (no object a row): where each is, and what sorts it. */
@@ -372,58 +392,236 @@ class Chunk {
   }
 }
 
+/** What a row's look-up decided: kept, left out (its table has the row), refused (its key has another row), or known only once the spilled keys are merged. */
+const KEEP = 0
+const DROP = 1
+const CONFLICT = 2
+const PENDING = 3
+
+/**
+ * A spilled key: its four words, its order (two words, high then low: parents' keys first, then the rows'
+ * in the order they came), its row's hash (four words), and 1 for a new row's key or 0 for a parent's.
+ * Sorted by key, then order: the first of a key is the one the table would have kept.
+ */
+const SPILL_KEY_WORDS = 11
+const SPILL_KEY_SORT_WORDS = 6
+const [ORDER_HIGH, ORDER_LOW, ROW_HASH, IS_NEW] = [4, 5, 6, 10]
+/** A spilled row's decision: its order (two words) and what was decided (DROP or CONFLICT; a row without one is kept). */
+const DECISION_WORDS = 3
+
+/** Keys the in-memory table holds before the rest spill: 2^21 slots, 64 MB (HashTable128 doubles at half full). */
+export const SEEN_CAP = 2 ** 20
+/** Spilled keys sorted in memory before a run is written (44 bytes each: 23 MB). */
+export const SPILL_RECORDS = 2 ** 19
+
+/** Staged rows as spilled: what placing them needs, with each row's decision so far. */
+interface SpilledRows {
+  staged: Omit<StagedRows, 'hashes' | 'hashedRows'>
+  status: Uint8Array
+  /** The order of the first of its PENDING rows (the rest follow in row order). */
+  firstOrder: number
+}
+
+/**
+ * The keys a table's in-memory `seen` has no room for, and the rows that came after it filled, on disk
+ * (spill-sort.ts). A row whose key the full table holds is decided at once; the others' keys are spilled
+ * with their order, and once every row has come the keys are merged: of the rows with one key, the first
+ * decides the others as the table would have (a fact row is left out when it is the first's row, refused
+ * when it differs; an event row is left out when a parent has it). The rows are then placed from the
+ * spill in the order they came, so the parts are those the table would have written with room for
+ * every key.
+ */
+class KeySpill {
+  private readonly keys: SpillSort
+  private readonly rowSpill: RecordSpill<SpilledRows>
+  private readonly entry = new Uint32Array(SPILL_KEY_WORDS)
+  private order = 0
+  /** Parents' keys spilled: an event row is pending only when there are some. */
+  parentKeys = 0
+
+  constructor(private readonly dir: string, private readonly prefix: string, private readonly fact: boolean, private readonly records: number) {
+    this.keys = new SpillSort(dir, prefix, SPILL_KEY_WORDS, SPILL_KEY_SORT_WORDS, records)
+    this.rowSpill = new RecordSpill(dir, prefix)
+  }
+
+  /** Spills the entry (key, then row hash) at `e[at]`; a parent's or a new row's. */
+  key(e: Uint32Array, at: number, isNew: boolean): Promise<void> | undefined {
+    const k = this.entry
+    for (let w = 0; w < 4; w++) k[w] = e[at + w]!
+    k[ORDER_HIGH] = Math.floor(this.order / 2 ** 32)
+    k[ORDER_LOW] = this.order >>> 0
+    for (let w = 0; w < 4; w++) k[ROW_HASH + w] = e[at + 4 + w]!
+    k[IS_NEW] = isNew ? 1 : 0
+    this.order++
+    if (!isNew) this.parentKeys++
+    return this.keys.push(k, 0)
+  }
+
+  /** Spills rows with their decisions so far, and the keys of those PENDING. */
+  async rows(s: StagedRows, status: Uint8Array): Promise<void> {
+    const firstOrder = this.order
+    for (let r = 0; r < status.length; r++) {
+      if (status[r] !== PENDING) continue
+      // An event row's key is its own hash.
+      const wait = this.key(s.hashes, this.fact ? r * 8 : r * 8 + 4, true)
+      if (wait) await wait
+    }
+    const { hashes: _hashes, hashedRows: _hashedRows, ...staged } = s
+    await this.rowSpill.write({ staged, status, firstOrder })
+  }
+
+  /** The spilled rows in the order they came, every decision made. */
+  async *placed(): AsyncGenerator<SpilledRows> {
+    const decisions = await this.decide()
+    const next = decisions.sorted()[Symbol.asyncIterator]()
+    let block: { words: Uint32Array; count: number } | undefined
+    let at = 0
+    const advance = async (): Promise<void> => {
+      at += DECISION_WORDS
+      if (block && at < block.count * DECISION_WORDS) return
+      const n = await next.next()
+      block = n.done ? undefined : n.value
+      at = 0
+    }
+    at = -DECISION_WORDS
+    await advance()
+    for await (const spilled of this.rowSpill.read()) {
+      let order = spilled.firstOrder
+      const { status } = spilled
+      for (let r = 0; r < status.length; r++) {
+        if (status[r] !== PENDING) continue
+        if (block && block.words[at]! * 2 ** 32 + block.words[at + 1]! === order) {
+          status[r] = block.words[at + 2]!
+          await advance()
+        } else status[r] = KEEP
+        order++
+      }
+      yield spilled
+    }
+  }
+
+  /** Merges the spilled keys into the decisions on rows that are not kept, sorted by the rows' order. */
+  private async decide(): Promise<SpillSort> {
+    const decisions = new SpillSort(this.dir, this.prefix, DECISION_WORDS, 2, this.records)
+    const decision = new Uint32Array(DECISION_WORDS)
+    const first = new Uint32Array(SPILL_KEY_WORDS)
+    let any = false
+    for await (const { words, count } of this.keys.sorted()) {
+      for (let e = 0; e < count * SPILL_KEY_WORDS; e += SPILL_KEY_WORDS) {
+        if (!any || words[e] !== first[0] || words[e + 1] !== first[1] || words[e + 2] !== first[2] || words[e + 3] !== first[3]) {
+          first.set(words.subarray(e, e + SPILL_KEY_WORDS))
+          any = true
+          continue
+        }
+        if (words[e + IS_NEW] === 0) continue
+        let status = KEEP
+        if (!this.fact) status = first[IS_NEW] === 0 ? DROP : KEEP
+        else {
+          let same = true
+          for (let w = ROW_HASH; w < ROW_HASH + 4; w++) same &&= words[e + w] === first[w]
+          status = same ? DROP : CONFLICT
+        }
+        if (status === KEEP) continue
+        decision[0] = words[e + ORDER_HIGH]!
+        decision[1] = words[e + ORDER_LOW]!
+        decision[2] = status
+        const wait = decisions.push(decision, 0)
+        if (wait) await wait
+      }
+    }
+    return decisions
+  }
+}
+
 class NewRows implements PartsWork<NewRowsItem> {
   private chunk = new Chunk()
   /** Partition folders (`class_group=x/tiling_group=y`) by number, and their partitions. */
   private readonly folderNames: string[] = []
   private readonly folderPartitions: Readonly<Record<string, string>>[] = []
   private readonly folderNumbers = new Map<string, number>()
-  /** Fact key hash → row hash (the parents' and this publish's); event row hashes of the parents. */
+  /** Fact key hash → row hash (the parents' and this publish's); event row hashes of the parents; at most `seenCap` keys. */
   private readonly seen = new HashTable128()
+  /** What `seen` has no room for, once it is full. */
+  private spill: KeySpill | undefined
   private readonly fact: boolean
   private readonly columns: ((a: unknown, b: unknown) => number)[]
   /** Whether the first sort column is text, whose chunk is sorted by utf8OrderPrefix first. */
   private readonly textFirst: boolean
 
-  constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly maxChunkBytes: number) {
+  constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly limits: { maxChunkBytes: number; seenCap: number; spillRecords: number }) {
     this.fact = schema.kind === 'fact'
     this.columns = schema.sortColumns.map((c) => sortColumnComparator(schema, c))
     const first = schema.columns.find((c) => c.name === schema.sortColumns[0])!.type.kind
     this.textFirst = first === 'string' || first === 'time'
   }
 
+  private startSpill(): KeySpill {
+    return (this.spill ??= new KeySpill(this.files.dir, this.files.prefix, this.fact, this.limits.spillRecords))
+  }
+
   async add(item: NewRowsItem): Promise<void> {
     if (item.kind === 'parents') {
       const h = item.hashes
-      for (let r = 0; r < item.count; r++) this.seen.add(h, r * 8)
+      for (let r = 0; r < item.count; r++) {
+        if (!this.spill && this.seen.size < this.limits.seenCap) this.seen.add(h, r * 8)
+        else if (!this.seen.has(h, r * 8)) {
+          const wait = this.startSpill().key(h, r * 8, false)
+          if (wait) await wait
+        }
+      }
       return
     }
     const s = item.rows
-    const { batch } = s
-    if (!s.rowsHashed) hashRows(batch, s.hashes, s.hashedRows)
-    const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
+    if (!s.rowsHashed) hashRows(s.batch, s.hashes, s.hashedRows)
+    // Only a fact table's rows add keys.
+    if (this.fact && !this.spill && this.seen.size + s.batch.rows > this.limits.seenCap) this.startSpill()
+    const status = new Uint8Array(s.batch.rows)
+    if (this.spill) {
+      this.lookUp(s, status, this.fact || this.spill.parentKeys > 0 ? PENDING : KEEP)
+      return this.spill.rows(s, status)
+    }
+    this.lookUp(s, status, KEEP)
+    return this.place(s, status)
+  }
+
+  /**
+   * Decides each row by `seen`: a fact row whose key it has is left out or refused; one it lacks is
+   * `unknown`'s, and its key is added while the table has room (no spill). An event row is left out when
+   * a parent has it.
+   */
+  private lookUp(s: StagedRows, status: Uint8Array, unknown: number): void {
     const entries = s.hashes
+    const adding = !this.spill
+    for (let r = 0; r < status.length; r++) {
+      const entry = r * 8
+      if (this.fact) {
+        const same = this.seen.holds(entries, entry)
+        status[r] = same === undefined ? unknown : same ? DROP : CONFLICT
+        if (same === undefined && adding) this.seen.add(entries, entry)
+      } else status[r] = this.seen.has(entries, entry + 4) ? DROP : unknown
+    }
+  }
+
+  /** Puts the rows kept in the chunk, in order, writing it when full; refuses at the first row refused. */
+  private async place(s: Omit<StagedRows, 'hashes' | 'hashedRows'>, status: Uint8Array): Promise<void> {
+    const { batch } = s
+    const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
     const n = this.schema.sortColumns.length
     const folders = s.partitions.map((p) => this.folderNumber(p))
     let source = -1
     for (let r = 0; r < batch.rows; r++) {
-      const entry = r * 8
-      if (this.fact) {
-        const same = this.seen.holds(entries, entry)
-        if (same === false) {
-          const key = s.sortValues.slice(r * n, r * n + n)
-          throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
-        }
-        if (same) continue // the table has it already: from a parent, or earlier in this publish
-        this.seen.add(entries, entry)
-      } else if (this.seen.has(entries, entry + 4)) continue
+      if (status[r] === DROP) continue // the table has it already: from a parent, or earlier in this publish
+      if (status[r] === CONFLICT) {
+        const key = s.sortValues.slice(r * n, r * n + n)
+        throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
+      }
       const chunk = this.chunk
       if (source < 0) source = chunk.sources.push({ staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }) - 1
       chunk.push(source, r, folders[s.partitionOf[r]!]!)
       for (let c = 0; c < n; c++) chunk.keys.push(s.sortValues[r * n + c])
       if (!this.fact) chunk.texts.push(s.texts[r]!)
       chunk.measure += s.textUnits[r]! + 64
-      if (chunk.measure >= this.maxChunkBytes) {
+      if (chunk.measure >= this.limits.maxChunkBytes) {
         await this.writeChunk()
         source = -1
       }
@@ -483,6 +681,7 @@ class NewRows implements PartsWork<NewRowsItem> {
   }
 
   async finish(): Promise<WrittenPart[]> {
+    if (this.spill) for await (const { staged, status } of this.spill.placed()) await this.place(staged, status)
     if (this.chunk.count > 0) await this.writeChunk()
     return this.files.finish()
   }

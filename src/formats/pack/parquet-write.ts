@@ -1101,6 +1101,9 @@ class OpenPart {
  * one past `maxPartBytes`, and at the end of a run that closes; then each part's page indexes and footer.
  */
 export class PartFiles {
+  /** Where the parts' temporary files are, and the start of their names (PartFilesOptions). */
+  readonly dir: string
+  readonly prefix: string
   private readonly encoder = new ChunkEncoder()
   private readonly groupBuffer = new ByteWriter(1 << 20)
   private readonly shredder: Shredder
@@ -1116,6 +1119,8 @@ export class PartFiles {
   private groupLast = ''
 
   constructor(private readonly opts: PartFilesOptions) {
+    this.dir = opts.dir
+    this.prefix = opts.prefix
     this.parquetSchema = parquetSchemaOf(opts.schema)
     this.shredder = compileShredder(opts.schema, this.parquetSchema)
     this.sortingColumns = opts.schema.sortColumns.map((name) => ({
@@ -1311,7 +1316,7 @@ export interface PartsWork<Item> {
 }
 
 /** The job kinds the encoding thread knows (parquet-write-worker.ts), with what each needs to start. */
-export type PartsJobKind = { kind: 'runs' } | { kind: 'new-rows'; maxChunkBytes: number }
+export type PartsJobKind = { kind: 'runs' } | { kind: 'new-rows'; maxChunkBytes: number; seenCap: number; spillRecords: number }
 
 export interface PartsJobOpen {
   files: PartFilesOptions

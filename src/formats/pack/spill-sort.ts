@@ -1,0 +1,260 @@
+/**
+ * What a publish must remember of every row but cannot keep in memory, on disk (new-rows.ts): an external
+ * sort of fixed-size records of 32-bit words, and a file of staged rows read back in the order written.
+ * Memory is bounded whatever the number of records: a sort holds one buffer of records and, while merging,
+ * one read buffer a run.
+ */
+import { open, unlink, type FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import { deserialize, serialize } from 'node:v8'
+
+/** Runs merged at once; more are merged in passes, each into one longer run. */
+export const MERGE_FAN_IN = 64
+/** Bytes a run's reader holds while merging. */
+const RUN_READ_BYTES = 256 * 1024
+
+async function writeAll(fh: FileHandle, bytes: Uint8Array, position: number): Promise<number> {
+  let done = 0
+  while (done < bytes.length) done += (await fh.write(bytes, done, bytes.length - done, position + done)).bytesWritten
+  return position + done
+}
+
+/** Fills `into` from `position` on, short only at the end of the file; the bytes read. */
+async function readFull(fh: FileHandle, into: Uint8Array, position: number): Promise<number> {
+  let done = 0
+  while (done < into.length) {
+    const { bytesRead } = await fh.read(into, done, into.length - done, position + done)
+    if (bytesRead === 0) break
+    done += bytesRead
+  }
+  return done
+}
+
+/** Files under one folder and name prefix, named in turn, each removed once read (the caller removes the rest by prefix). */
+class SpillFiles {
+  private next = 0
+  constructor(private readonly dir: string, private readonly prefix: string) {}
+  name(): string {
+    return join(this.dir, `${this.prefix}spill-${this.next++}`)
+  }
+}
+
+/** A sorted run's records, read a buffer at a time. */
+class RunReader {
+  readonly buffer: Uint32Array
+  /** The current record's first word in `buffer`, and the records it holds. */
+  at = 0
+  private held = 0
+  private position = 0
+
+  private constructor(private readonly fh: FileHandle, readonly path: string, private readonly words: number) {
+    this.buffer = new Uint32Array(Math.max(1, Math.floor(RUN_READ_BYTES / (4 * words))) * words)
+  }
+
+  static async open(path: string, words: number): Promise<RunReader | undefined> {
+    const r = new RunReader(await open(path, 'r'), path, words)
+    if (await r.fill()) return r
+    await r.close()
+    return undefined
+  }
+
+  /** Moves to the next record; false at the run's end. */
+  async advance(): Promise<boolean> {
+    this.at += this.words
+    return this.at < this.held * this.words || this.fill()
+  }
+
+  private async fill(): Promise<boolean> {
+    const bytes = await readFull(this.fh, new Uint8Array(this.buffer.buffer), this.position)
+    this.position += bytes
+    this.held = Math.floor(bytes / (4 * this.words))
+    this.at = 0
+    return this.held > 0
+  }
+
+  async close(): Promise<void> {
+    await this.fh.close()
+    await unlink(this.path)
+  }
+}
+
+/**
+ * Records of `words` words, ordered by their first `sortWords` words as unsigned integers, first word
+ * first. push() gathers them in a buffer of `bufferRecords`; a full buffer is sorted and written as a run.
+ * sorted() then gives every record in order, in blocks, and removes the runs.
+ */
+export class SpillSort {
+  private readonly buffer: Uint32Array
+  private count = 0
+  private readonly runs: string[] = []
+  private readonly files: SpillFiles
+  /** Records pushed. */
+  total = 0
+
+  constructor(dir: string, prefix: string, readonly words: number, private readonly sortWords: number, private readonly bufferRecords: number) {
+    this.buffer = new Uint32Array(bufferRecords * words)
+    this.files = new SpillFiles(dir, `${prefix}${words}w-`)
+  }
+
+  /** Adds the record at `from[at, at + words)`; a promise when the buffer was full and is being written. */
+  push(from: Uint32Array, at: number): Promise<void> | undefined {
+    const w = this.words
+    this.buffer.set(from.subarray(at, at + w), this.count * w)
+    this.count++
+    this.total++
+    return this.count === this.bufferRecords ? this.writeRun() : undefined
+  }
+
+  /** The buffer's records in order, as a new array. */
+  private sortBuffer(): Uint32Array {
+    const { buffer, words, sortWords, count } = this
+    const order = new Int32Array(count)
+    for (let i = 0; i < count; i++) order[i] = i
+    order.sort((i, j) => {
+      const a = i * words
+      const b = j * words
+      for (let k = 0; k < sortWords; k++) {
+        const x = buffer[a + k]!
+        const y = buffer[b + k]!
+        if (x !== y) return x < y ? -1 : 1
+      }
+      return 0
+    })
+    const out = new Uint32Array(count * words)
+    for (let i = 0; i < count; i++) out.set(buffer.subarray(order[i]! * words, order[i]! * words + words), i * words)
+    return out
+  }
+
+  private async writeRun(): Promise<void> {
+    const sorted = this.sortBuffer()
+    this.count = 0
+    const path = this.files.name()
+    const fh = await open(path, 'wx')
+    try {
+      await writeAll(fh, new Uint8Array(sorted.buffer), 0)
+    } finally {
+      await fh.close()
+    }
+    this.runs.push(path)
+  }
+
+  /** Every record pushed, in order, in blocks of whole records (`count` of them from word 0); call once. */
+  async *sorted(blockRecords = 8192): AsyncGenerator<{ words: Uint32Array; count: number }> {
+    if (this.runs.length === 0) {
+      const sorted = this.sortBuffer()
+      yield { words: sorted, count: sorted.length / this.words }
+      return
+    }
+    if (this.count > 0) await this.writeRun()
+    while (this.runs.length > MERGE_FAN_IN) {
+      const batch = this.runs.splice(0, MERGE_FAN_IN)
+      const path = this.files.name()
+      const fh = await open(path, 'wx')
+      let position = 0
+      try {
+        for await (const block of this.merge(batch, blockRecords)) position = await writeAll(fh, new Uint8Array(block.words.buffer, 0, block.count * this.words * 4), position)
+      } finally {
+        await fh.close()
+      }
+      this.runs.push(path)
+    }
+    yield* this.merge(this.runs.splice(0), blockRecords)
+  }
+
+  /** Merges sorted runs (a binary heap of their readers), giving blocks of the output. */
+  private async *merge(paths: string[], blockRecords: number): AsyncGenerator<{ words: Uint32Array; count: number }> {
+    const { words, sortWords } = this
+    const heap: RunReader[] = []
+    try {
+      for (const p of paths) {
+        const r = await RunReader.open(p, words)
+        if (r) heap.push(r)
+        else await unlink(p).catch(() => undefined)
+      }
+      const less = (a: RunReader, b: RunReader): boolean => {
+        const x = a.buffer
+        const y = b.buffer
+        for (let k = 0; k < sortWords; k++) {
+          const u = x[a.at + k]!
+          const v = y[b.at + k]!
+          if (u !== v) return u < v
+        }
+        return false
+      }
+      const down = (i: number): void => {
+        for (;;) {
+          const l = 2 * i + 1
+          if (l >= heap.length) return
+          const c = l + 1 < heap.length && less(heap[l + 1]!, heap[l]!) ? l + 1 : l
+          if (!less(heap[c]!, heap[i]!)) return
+          ;[heap[c], heap[i]] = [heap[i]!, heap[c]!]
+          i = c
+        }
+      }
+      for (let i = (heap.length >> 1) - 1; i >= 0; i--) down(i)
+      let block = new Uint32Array(blockRecords * words)
+      let count = 0
+      while (heap.length > 0) {
+        const top = heap[0]!
+        block.set(top.buffer.subarray(top.at, top.at + words), count * words)
+        if (++count === blockRecords) {
+          yield { words: block, count }
+          block = new Uint32Array(blockRecords * words)
+          count = 0
+        }
+        if (!(await top.advance())) {
+          await top.close()
+          heap[0] = heap[heap.length - 1]!
+          heap.pop()
+        }
+        if (heap.length > 0) down(0)
+      }
+      if (count > 0) yield { words: block, count }
+    } finally {
+      for (const r of heap) await r.close().catch(() => undefined)
+    }
+  }
+}
+
+/** Values written by `RecordSpill` and read back in order: v8's serialization, each after its length. */
+export class RecordSpill<T> {
+  private readonly path: string
+  private fh: FileHandle | undefined
+  private position = 0
+  /** Values written. */
+  count = 0
+
+  constructor(dir: string, prefix: string) {
+    this.path = join(dir, `${prefix}spill-records`)
+  }
+
+  async write(value: T): Promise<void> {
+    this.fh ??= await open(this.path, 'wx+')
+    const payload = serialize(value)
+    const head = Buffer.alloc(4)
+    head.writeUInt32LE(payload.length)
+    this.position = await writeAll(this.fh, head, this.position)
+    this.position = await writeAll(this.fh, payload, this.position)
+    this.count++
+  }
+
+  /** Every value written, in order; then the file is removed. Call once, after the last write. */
+  async *read(): AsyncGenerator<T> {
+    const fh = this.fh
+    if (!fh) return
+    this.fh = undefined
+    try {
+      const head = Buffer.alloc(4)
+      for (let position = 0; position < this.position; ) {
+        if ((await readFull(fh, head, position)) !== 4) throw new Error(`${this.path}: ends inside a length`)
+        const payload = Buffer.allocUnsafe(head.readUInt32LE(0))
+        if ((await readFull(fh, payload, position + 4)) !== payload.length) throw new Error(`${this.path}: ends inside a value`)
+        position += 4 + payload.length
+        yield deserialize(payload) as T
+      }
+    } finally {
+      await fh.close()
+      await unlink(this.path).catch(() => undefined)
+    }
+  }
+}

@@ -132,6 +132,36 @@ t.test('the same records and time give byte-identical stores', async (t) => {
   t.equal(same, fa.length, 'every file has the same bytes')
 })
 
+t.test('keys beyond the in-memory table and ids beyond the in-memory book spill to disk: the same stores, nothing left behind', async (t) => {
+  // Two blocks k cells apart: a still life each, all different.
+  const twoBlocks = (k: number) => patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1], [k, 0], [k + 1, 0], [k, 1], [k + 1, 1]])
+  const all = Array.from({ length: 40 }, (_, i) => twoBlocks(3 + i))
+  const first = await records(dir(), all.slice(0, 30))
+  const second = await records(dir(), [...all.slice(10), ...all.slice(0, 10)])
+  const roomy = dir()
+  const spilled = dir()
+  const limits = { newRows: { maxChunkBytes: 3000 } }
+  const tight = { newRows: { maxChunkBytes: 3000, seenCap: 3, spillRecords: 4 }, idBookLines: 5 }
+  let last = ''
+  for (const [store, over] of [[roomy, limits], [spilled, tight]] as const) {
+    await publishPack(opts(store, first, over))
+    const r = await publishPack(opts(store, second, { ...over, created: '2026-11-12T00:00:00Z' }))
+    t.ok(r.newParts['patterns']! > 0 && r.newParts['verifications']! > 0, `new parts: ${JSON.stringify(r.newParts)}`)
+    last = r.manifest
+  }
+  const names = await files(roomy)
+  t.same(await files(spilled), names, 'the same files')
+  let same = 0
+  for (const f of names) if ((await readFile(join(roomy, f))).equals(await readFile(join(spilled, f)))) same++
+  t.equal(same, names.length, 'every file has the same bytes')
+  const m = await manifestOf(spilled, last)
+  const ids = new Set((await tableRows(spilled, 'patterns', m.tables['patterns']!)).map((p) => p['id']))
+  const verifications = await tableRows(spilled, 'verifications', m.tables['verifications']!)
+  t.equal(ids.size, 40, 'every pattern once')
+  t.ok(verifications.length === 40 && verifications.every((v) => ids.has(v['pattern_id'])), 'every @patterns:N named its pattern, beyond the lines kept in memory too')
+  t.same(await readdir(join(spilled, '.tmp')), [], 'nothing left in .tmp/')
+})
+
 t.test('a second version keeps its parent\'s parts, adds only new rows, keeps an unchanged index, and retracts cumulatively', async (t) => {
   const store = dir()
   const first = await publishPack(opts(store, await records(dir(), [BLOCK, BLINKER])))

@@ -33,8 +33,9 @@ import {
   adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from './store.js'
-import { NewRowsJob } from './new-rows.js'
+import { NewRowsJob, type NewRowsLimits } from './new-rows.js'
 import { MainRules } from './main-rules.js'
+import { IdBook } from './id-book.js'
 import { NonMoverPatterns, PARENT_PATTERN } from './mover-patterns.js'
 import { eachRecord, exists, PatternRecordParser } from './publish-records.js'
 import {
@@ -73,6 +74,10 @@ export interface PublishOptions {
   mainRulesCap?: number
   /** The most patterns of another class than mover kept for the verifications' mover cells (default MAIN_RULES_CAP; tests give less). */
   nonMoverPatternsCap?: number
+  /** The records whose ids IdBook keeps in memory, the rest in a file (default ID_BOOK_LINES; tests give less). */
+  idBookLines?: number
+  /** How new rows are gathered and how many keys stay in memory before the rest spill (new-rows.ts defaults; tests give less). */
+  newRows?: NewRowsLimits
 }
 
 /** What a publish did not hold its records to, and why; the publish still succeeds. */
@@ -189,41 +194,6 @@ async function copyRowObjects(from: string, to: string, part: string, schema: Ta
   }
 }
 
-/**
- * The ids of the records of this publish by their line (what `@patterns:N` names): 16 bytes of hash and
- * a pin number a line, so a million patterns take 17 MB.
- */
-class IdBook {
-  private ids = Buffer.alloc(0)
-  private pinOf = new Uint16Array(0)
-  private readonly pins: string[] = []
-  private count = 0
-
-  constructor(private readonly prefix: string) {}
-
-  add(line: number, id: string, pin: string): void {
-    if (line !== this.count + 1) throw new Error(`ids must come in line order (${line} after ${this.count})`)
-    if (this.count * 16 + 16 > this.ids.length) {
-      const ids = Buffer.alloc(Math.max(1024, this.ids.length * 2))
-      this.ids.copy(ids)
-      this.ids = ids
-      const pinOf = new Uint16Array(ids.length / 16)
-      pinOf.set(this.pinOf)
-      this.pinOf = pinOf
-    }
-    this.ids.write(id.slice(this.prefix.length), this.count * 16, 'hex')
-    let p = this.pins.indexOf(pin)
-    if (p < 0) p = this.pins.push(pin) - 1
-    this.pinOf[this.count] = p
-    this.count++
-  }
-
-  get(line: number): { id: string; pin: string } | undefined {
-    if (!(line >= 1 && line <= this.count)) return undefined
-    return { id: this.prefix + this.ids.toString('hex', (line - 1) * 16, line * 16), pin: this.pins[this.pinOf[line - 1]!]! }
-  }
-}
-
 function firstFinding(findings: RowFinding[], at: RecordPlace): PipeError {
   const f = findings[0]!
   return recordError(f.code, at, f.detail, f.column ?? undefined)
@@ -268,60 +238,64 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   // are no verifications, which a publish of patterns alone paid 0.7 s a million patterns for.
   const verificationsComing = (inherited.get('verifications')?.length ?? 0) > 0 || (await exists(join(o.records, 'verifications.jsonl')))
   let nonMovers: NonMoverPatterns | undefined = verificationsComing ? new NonMoverPatterns(o.nonMoverPatternsCap) : undefined
-  const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook(''), ants: new IdBook('ant-'), quickstart: new IdBook('qs-') }
+  const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook('', tmp, o.idBookLines), ants: new IdBook('ant-', tmp, o.idBookLines), quickstart: new IdBook('qs-', tmp, o.idBookLines) }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()
   const newParts: Record<string, number> = {}
   const notes: PublishNote[] = []
   const tables: Record<string, string> = {}
-  for (const name of TABLE_ORDER) {
-    const schema = PACK_TABLES[name]
-    const kept = inherited.get(name) ?? []
-    const rows = new NewRowsJob(schema, { dir: tmp })
-    let written: WrittenPart[]
-    try {
-      for (const part of kept) {
-        await eachPartRow(o.store, part.object, schema, (row) => {
-          if (name === 'tilings') tilings.add(row as never)
-          if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
-          if (name === 'patterns' && row['class'] !== 'mover') nonMovers?.add(row['id'] as string, PARENT_PATTERN)
-          if (name === 'verifications' && nonMovers) holdParentMoverCell(nonMovers, row, tilings, join(o.records, 'patterns.jsonl'))
-          keepRaterRow(raters, name, row, undefined)
-          return rows.parent(row)
-        })
+  try {
+    for (const name of TABLE_ORDER) {
+      const schema = PACK_TABLES[name]
+      const kept = inherited.get(name) ?? []
+      const rows = new NewRowsJob(schema, { ...o.newRows, dir: tmp })
+      let written: WrittenPart[]
+      try {
+        for (const part of kept) {
+          await eachPartRow(o.store, part.object, schema, (row) => {
+            if (name === 'tilings') tilings.add(row as never)
+            if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
+            if (name === 'patterns' && row['class'] !== 'mover') nonMovers?.add(row['id'] as string, PARENT_PATTERN)
+            if (name === 'verifications' && nonMovers) holdParentMoverCell(nonMovers, row, tilings, join(o.records, 'patterns.jsonl'))
+            keepRaterRow(raters, name, row, undefined)
+            return rows.parent(row)
+          })
+        }
+        await stageTable(o, name, rows, { tilings, ruleFamilies, ids, nonMovers, raters }, defaults, notes)
+        if (name === 'raters') {
+          // What the parents' rows break is theirs; what a record breaks is refused at the record.
+          const broken = [...raters.findings()].find((f) => f.at !== undefined)
+          if (broken) throw recordError(broken.code, broken.at!, broken.detail)
+        }
+        written = await rows.finish()
+      } catch (err) {
+        // The thread may have refused an earlier row (a fact conflict): that failure comes first.
+        const earlier = await rows.finish().then(() => undefined, (e: unknown) => e)
+        await rows.abort()
+        throw earlier ?? err
       }
-      await stageTable(o, name, rows, { tilings, ruleFamilies, ids, nonMovers, raters }, defaults, notes)
-      if (name === 'raters') {
-        // What the parents' rows break is theirs; what a record breaks is refused at the record.
-        const broken = [...raters.findings()].find((f) => f.at !== undefined)
-        if (broken) throw recordError(broken.code, broken.at!, broken.detail)
+      if (name === 'verifications' && nonMovers) {
+        if (nonMovers.unheld > 0) {
+          notes.push({
+            code: PUBLISH_NOTE_CODES.moverClassUnheld,
+            detail: `${nonMovers.unheld} main verifications with a mover cell name a pattern that may be beyond the first ${nonMovers.size} of another class than mover kept (memory stays bounded): their patterns' classes were not checked; pack-check holds them`,
+          })
+        }
+        nonMovers = undefined
       }
-      written = await rows.finish()
-    } catch (err) {
-      // The thread may have refused an earlier row (a fact conflict): that failure comes first.
-      const earlier = await rows.finish().then(() => undefined, (e: unknown) => e)
-      await rows.abort()
-      throw earlier ?? err
-    }
-    if (name === 'verifications' && nonMovers) {
-      if (nonMovers.unheld > 0) {
-        notes.push({
-          code: PUBLISH_NOTE_CODES.moverClassUnheld,
-          detail: `${nonMovers.unheld} main verifications with a mover cell name a pattern that may be beyond the first ${nonMovers.size} of another class than mover kept (memory stays bounded): their patterns' classes were not checked; pack-check holds them`,
-        })
+      const parts: TablePart[] = []
+      for (const p of written) parts.push(await adopt(o.store, p))
+      newParts[name] = parts.length
+      if (parts.length === 0 && kept.length === 0) continue
+      const firstParentIndex = parents[0]?.manifest.tables[name]
+      if (parts.length === 0 && firstParentIndex !== undefined && parents.every((p) => p.manifest.tables[name] === undefined || p.manifest.tables[name] === firstParentIndex)) {
+        tables[name] = firstParentIndex // an unchanged table keeps its index
+        continue
       }
-      nonMovers = undefined
+      tables[name] = await writeIndex(o.store, schema, [...kept, ...parts])
     }
-    const parts: TablePart[] = []
-    for (const p of written) parts.push(await adopt(o.store, p))
-    newParts[name] = parts.length
-    if (parts.length === 0 && kept.length === 0) continue
-    const firstParentIndex = parents[0]?.manifest.tables[name]
-    if (parts.length === 0 && firstParentIndex !== undefined && parents.every((p) => p.manifest.tables[name] === undefined || p.manifest.tables[name] === firstParentIndex)) {
-      tables[name] = firstParentIndex // an unchanged table keeps its index
-      continue
-    }
-    tables[name] = await writeIndex(o.store, schema, [...kept, ...parts])
+  } finally {
+    for (const book of Object.values(ids)) book.close()
   }
 
   const searches: Record<string, string> = {}

@@ -14,7 +14,7 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import type { ColumnSource } from 'hyparquet-writer'
 import t from 'tap'
 import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { READ_CODES, openPart, partFacts, readPartRows, type ParquetFinding } from '../src/formats/pack/parquet-read.js'
+import { READ_CODES, READ_LIMITS, openPart, partFacts, readPartRows, type ParquetFinding } from '../src/formats/pack/parquet-read.js'
 import { PACK_TABLES, type PackField, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { seededRandom } from '../src/sim/random.js'
 import { asRead, exact, patternRows } from './pack-parquet-fixtures.js'
@@ -366,4 +366,31 @@ t.test('DELTA_BYTE_ARRAY values are measured before they are built: 1 MiB values
   t.ok(used < 32 * 1024 * 1024, `and nothing near them allocated (${used} bytes)`)
   const fewer = write(3)
   t.match(await readPartRows(await save(new Uint8Array(fewer)), S_SCHEMA), { ok: true, rows: [{ s: big }, { s: big }, { s: big }] }, 'three of them are within the limit')
+})
+
+t.test('a row group is read and decoded whole, so it is bounded on its own: its stored chunks and its decoded columns', async (t) => {
+  const MiB = 1024 * 1024
+  const limits = { ...READ_LIMITS, rowGroupBytes: 1 * MiB }
+  const half = 'h'.repeat(MiB / 2)
+  const write = (data: string[], o: { rowGroupSize?: number; encoding?: string } = {}) =>
+    new Uint8Array(parquetWriteBuffer({ columnData: stringColumn(data).map((c) => ({ ...c, encoding: o.encoding ?? 'PLAIN' })) as ColumnSource[], statistics: false, pageSize: 2 ** 30, rowGroupSize: o.rowGroupSize ?? 1000 }))
+  const three = await save(write([half, half, half]))
+  const opened = await openPart(three, S_SCHEMA, limits)
+  t.match(opened, { ok: false, findings: [{ code: READ_CODES.rowGroupTooLarge, detail: /row group 0, column s, page at byte \d+: the row group's decoded columns pass 1048576 bytes/ }] }, 'three 512 KiB cells in one row group: refused from the page headers, before decoding')
+  t.match(await readPartRows(three, S_SCHEMA), { ok: true, rows: [{ s: half }, { s: half }, { s: half }] }, 'within the default 128 MiB')
+  t.match(await readPartRows(await save(write([half, half, half], { rowGroupSize: 1 })), S_SCHEMA, limits), { ok: true, rows: [{}, {}, {}] }, 'the same cells a row group each: each group is within the bound')
+
+  const random = seededRandom(7)
+  const noise = (n: number) => Array.from({ length: n }, () => String.fromCharCode(33 + Math.floor(random() * 90))).join('')
+  const stored = await save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 's', data: [noise(600 * 1024), noise(600 * 1024)], type: 'STRING', nullable: false }], statistics: false, pageSize: 2 ** 30, codec: 'UNCOMPRESSED' } as never)))
+  t.match(await openPart(stored, S_SCHEMA, limits), { ok: false, findings: [{ code: READ_CODES.rowGroupTooLarge, detail: /row group 0: its column chunks pass 1048576 bytes/ }] }, '1.2 MiB of stored chunks in one row group: refused before they are read')
+
+  // DELTA_BYTE_ARRAY: each value its predecessor's bytes as a prefix, so the headers say little and the bound holds while decoding.
+  const big = 'x'.repeat(MiB / 4)
+  const shared = await save(write(Array.from({ length: 8 }, () => big), { encoding: 'DELTA_BYTE_ARRAY' }))
+  t.ok((await openPart(shared, S_SCHEMA, limits)).ok, 'eight 256 KiB values from a few bytes each: the headers are within the bound')
+  const { result, bytes: used } = await allocated(() => readPartRows(shared, S_SCHEMA, limits))
+  t.match(result, { ok: false, findings: [{ code: READ_CODES.rowGroupTooLarge, detail: /row group 0: column s: .*the row group's decoded values would pass 1048576 bytes/ }] }, '2 MiB decoded: refused as its values are measured')
+  t.ok(used < MiB, `and they were not built (${used} bytes)`)
+  t.match(await readPartRows(await save(write(Array.from({ length: 8 }, () => big), { encoding: 'DELTA_BYTE_ARRAY', rowGroupSize: 2 })), S_SCHEMA, limits), { ok: true }, 'the same values two a row group are read')
 })

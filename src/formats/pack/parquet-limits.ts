@@ -5,7 +5,11 @@
  */
 import { MAX_STRING_CELL_BYTES } from './table-schemas.js'
 
-/** The spec's limits ("Limits") and the bounds this reader adds (page header, page). */
+/**
+ * The spec's limits ("Limits") and the bounds this reader adds: a page header, a page, and a row group (it
+ * is decoded whole, so its stored chunks and its decoded columns must each fit in memory: the spec's
+ * limits alone let a 4 GiB part decode to 256 GiB).
+ */
 export const READ_LIMITS = Object.freeze({
   partBytes: 4 * 1024 ** 3,
   footerBytes: 16 * 1024 * 1024,
@@ -19,6 +23,7 @@ export const READ_LIMITS = Object.freeze({
   valuesExtra: 2 ** 20,
   decodedPerByte: 64,
   decodedExtra: 64 * 1024 * 1024,
+  rowGroupBytes: 128 * 1024 * 1024,
   stringBytes: MAX_STRING_CELL_BYTES,
 })
 export type ReadLimits = typeof READ_LIMITS
@@ -47,6 +52,8 @@ export const READ_CODES = {
   decompressedTooLarge: 'pack.parquet-decompressed-too-large',
   /** More data page values than 64 per byte plus 2^20, or decoded columns above 64× the size plus 64 MiB. */
   decodedTooLarge: 'pack.parquet-decoded-too-large',
+  /** A row group whose stored column chunks, or whose decoded columns, pass 128 MiB (this reader's bound). */
+  rowGroupTooLarge: 'pack.parquet-row-group-too-large',
   /** A string cell above 1 MiB. */
   stringTooLarge: 'pack.parquet-string-too-large',
   /** A string cell that is not UTF-8. */

@@ -12,7 +12,9 @@
  *    above 256 MiB (ours: one page's buffer), the data pages' values to at most 64 per byte of the part plus
  *    2^20, and the columns' decoded size estimated from the headers (fixed-width values at their width,
  *    byte arrays at their page bytes, dictionary-encoded ones at the dictionary's mean entry) to at most 64×
- *    the part's size plus 64 MiB;
+ *    the part's size plus 64 MiB; and, since a row group is read and decoded whole, each row group's stored
+ *    chunks and decoded estimate at most 128 MiB each (a bound of ours: the spec's let a 4 GiB part of one
+ *    row group decode to 256 GiB; our writer's row groups hold at most 32 MiB of row text);
  * 5. the file's schema is compared with the table's (below).
  * Then a part is decoded a row group at a time into flat vectors (parquet-vectors.ts, which says what it
  * bounds as it decodes), from which rows are built on demand; a part of at most 32 MiB is read whole, a
@@ -393,6 +395,23 @@ class PartBudget {
   }
 }
 
+/** A row group's stored chunks and decoded estimate (step 4), each at most `rowGroupBytes`: it is read and decoded whole. */
+class RowGroupBudget {
+  private stored = 0
+  private decoded = 0
+  constructor(private readonly group: number, private readonly limits: ReadLimits) {}
+
+  addStored(bytes: number): void {
+    this.stored += bytes
+    if (this.stored > this.limits.rowGroupBytes) refuse(READ_CODES.rowGroupTooLarge, `row group ${this.group}: its column chunks pass ${this.limits.rowGroupBytes} bytes (a row group is read whole)`)
+  }
+
+  addDecoded(bytes: number, what: string): void {
+    this.decoded += bytes
+    if (this.decoded > this.limits.rowGroupBytes) refuse(READ_CODES.rowGroupTooLarge, `${what}: the row group's decoded columns pass ${this.limits.rowGroupBytes} bytes (a row group is decoded whole)`)
+  }
+}
+
 /** The leaf columns' schema elements by dotted path. */
 function leafElements(metadata: FileMetaData): Map<string, SchemaElement> {
   const out = new Map<string, SchemaElement>()
@@ -410,6 +429,7 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
   const elements = leafElements(metadata)
   const scans: ChunkScan[] = []
   for (let g = 0; g < metadata.row_groups.length; g++) {
+    const group = new RowGroupBudget(g, limits)
     for (const c of metadata.row_groups[g]!.columns) {
       const md = c.meta_data!
       const column = md.path_in_schema.join('.')
@@ -418,6 +438,7 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
       const element = elements.get(column) ?? refuse(READ_CODES.malformed, `${where}: no such leaf column in the schema`)
       const width = md.type === 'FIXED_LEN_BYTE_ARRAY' ? (element.type_length ?? 0) : (FIXED_WIDTH[md.type] ?? 8)
       const { start, end } = chunkRange(md)
+      group.addStored(end - start)
       const pages: PageInfo[] = []
       let dictionaryMean = 0
       let chunkValues = 0
@@ -438,6 +459,7 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
           info.encoding = h.dictionary_page_header!.encoding
           dictionaryMean = n > 0 ? h.uncompressed_page_size / n : 0
           budget.addDecoded(h.uncompressed_page_size, what)
+          group.addDecoded(h.uncompressed_page_size, what)
         } else if (h.type === 'DATA_PAGE' || h.type === 'DATA_PAGE_V2') {
           const v1 = h.data_page_header
           const v2 = h.data_page_header_v2
@@ -455,6 +477,7 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
           const dictionaryEncoded = info.encoding === 'PLAIN_DICTIONARY' || info.encoding === 'RLE_DICTIONARY'
           const bytes = md.type !== 'BYTE_ARRAY' ? n * width : dictionaryEncoded ? n * (8 + dictionaryMean) : n * 8 + h.uncompressed_page_size
           budget.addDecoded(bytes, what)
+          group.addDecoded(bytes, what)
         } else if (h.type !== 'INDEX_PAGE') {
           refuse(READ_CODES.unsupported, `${what}: page type ${String(h.type)}`)
         }
@@ -610,7 +633,7 @@ export async function openPart(path: string, schema: TableSchema, limits: ReadLi
     await file.close()
     return { ok: false, findings: [{ code: READ_CODES.schemaMismatch, detail: columns }] }
   }
-  return { ok: true, part: new PackPart(file, metadata, pages, schema, limits, columns, { bytes: 0, limit: budget.maxDecoded }) }
+  return { ok: true, part: new PackPart(file, metadata, pages, schema, limits, columns, { bytes: 0, limit: budget.maxDecoded, groupBytes: 0, groupLimit: limits.rowGroupBytes }) }
 }
 
 /** Reads a whole part into memory (small parts, tests and tools); the findings when it is refused. */

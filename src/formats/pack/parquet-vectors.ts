@@ -54,10 +54,13 @@ export interface ChunkScan {
   pages: PageInfo[]
 }
 
-/** Counts decoded values against the part's decoded-size limit, across its row groups. */
+/** Counts decoded values against the part's decoded-size limit, across its row groups, and a row group's. */
 export interface DecodedMeter {
   bytes: number
   limit: number
+  /** This row group's, reset as each is decoded. */
+  groupBytes: number
+  groupLimit: number
 }
 
 /**
@@ -120,9 +123,16 @@ export function giveArena(arena: Arena): void {
   if (arena.held <= 256 * 1024 * 1024 && arenas.length < 4) arenas.push(arena)
 }
 
+/** Refuses when `n` more decoded bytes would pass the part's or the row group's limit; `what` names the place. */
+function meterCheck(meter: DecodedMeter, n: number, what: string): void {
+  if (meter.bytes + n > meter.limit) refuse(READ_CODES.decodedTooLarge, `${what}the decoded values would pass ${meter.limit} bytes (64x the part's size plus 64 MiB)`)
+  if (meter.groupBytes + n > meter.groupLimit) refuse(READ_CODES.rowGroupTooLarge, `${what}the row group's decoded values would pass ${meter.groupLimit} bytes (a row group is decoded whole)`)
+}
+
 function meterAdd(meter: DecodedMeter, n: number): void {
+  meterCheck(meter, n, '')
   meter.bytes += n
-  if (meter.bytes > meter.limit) refuse(READ_CODES.decodedTooLarge, `the decoded values pass ${meter.limit} bytes (64x the part's size plus 64 MiB)`)
+  meter.groupBytes += n
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -745,7 +755,7 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
         stored += suffix
       }
       if (q + stored > region.length) refuse(READ_CODES.malformed, `${what}: values past the page`)
-      if (meter.bytes + total > meter.limit) refuse(READ_CODES.decodedTooLarge, `${what}: its values would pass ${meter.limit} bytes (64x the part's size plus 64 MiB)`)
+      meterCheck(meter, total, `${what}: `)
       const out = Buffer.allocUnsafe(total)
       const base = poolBytes + builtBytes
       let o = 0
@@ -1098,6 +1108,7 @@ export class RowBatch {
 /** Decodes one row group's columns, each checked by the reader's rules on values before the next is decoded. */
 export function decodeRowGroup(source: ChunkSource, plans: readonly ColumnPlan[], rowGroup: number, rowStart: number, rows: number, limits: ReadLimits, meter: DecodedMeter, arena: Arena): RowBatch {
   const columns = new Map<string, Vector | null>()
+  meter.groupBytes = 0
   for (const c of plans) {
     if (!c.plan) {
       columns.set(c.name, null)

@@ -58,6 +58,7 @@ interface PackKeyFlags {
   orcid?: string
   github?: string
   rotate?: boolean
+  revoke?: boolean
   authorise?: unknown
   label?: string
   'revoke-machine'?: unknown
@@ -101,6 +102,7 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
     machine = parsed.value
   }
   if (revoke !== undefined && !isFingerprint(revoke)) throw badFlag('revoke-machine', `${JSON.stringify(revoke)} is not a SHA256: fingerprint as ssh-keygen -l prints it`)
+  if (flags.revoke && !flags.rotate) throw badFlag('revoke', 'revokes the key a rotation replaces: give it with --rotate')
   if (flags.seed !== undefined && !/^[0-9a-fA-F]{64}$/.test(flags.seed)) throw badFlag('seed', 'a seed is 64 hex digits (32 bytes)')
   if (flags.created !== undefined && !isPackTime(flags.created)) throw badFlag('created', `${JSON.stringify(flags.created)} is not an RFC 3339 UTC time with whole seconds (2026-11-11T00:00:00Z)`)
   const seed = flags.seed === undefined ? undefined : Buffer.from(flags.seed, 'hex')
@@ -132,8 +134,12 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
     }
     if (revoke !== undefined && !authorised(revoke)) throw badFlag('revoke-machine', `${revoke} is not a machine key of ${current.fingerprint}`)
     if (flags.rotate) {
-      key = await pk.rotatePublisherKey(current, { ...change, ...(seed !== undefined ? { seed } : {}) })
-      headline = `rotated: a new key succeeds ${current.fingerprint}, which it revoked`
+      key = await pk.rotatePublisherKey(current, { ...change, ...(seed !== undefined ? { seed } : {}), revokeOld: flags.revoke === true })
+      headline = flags.revoke
+        ? `rotated: a new key succeeds ${current.fingerprint}, which it revoked (every version that key signed now fails level 2)`
+        : `rotated: a new key succeeds ${current.fingerprint}, which stands for the versions it signed`
+      // A store has one statement a key, and a key with a predecessor needs it to link the chain (docs/pack-format-notes.md).
+      if (flags.revoke && current.statement.supersedes !== undefined) headline += `\nnote: stores carry ${current.fingerprint}'s statement, which links it to the key before it, not its revocation; the revocation reaches readers that keep the statements they have seen`
     } else {
       key = await pk.updatePublisherKey(current, change)
       const changed = !key.statements[0]!.equals(current.statements[0]!)
@@ -234,7 +240,8 @@ async function main(argv: string[]): Promise<number> {
         .option('name', { type: 'string', describe: 'the publisher\'s name, as it is to appear in packs (\'\' removes it)' })
         .option('orcid', { type: 'string', describe: 'the publisher\'s ORCID iD, bare: 0000-0002-1825-0097 (\'\' removes it)' })
         .option('github', { type: 'string', describe: 'the publisher\'s GitHub user name (\'\' removes it)' })
-        .option('rotate', { type: 'boolean', describe: 'replace the key with a successor: its statement signed by the old key, the old key revoked by the new one' })
+        .option('rotate', { type: 'boolean', describe: 'replace the key with a successor, its statement signed by the old key; the old key stands for the versions it signed' })
+        .option('revoke', { type: 'boolean', describe: 'with --rotate, when the old key was compromised: the new key revokes it, and every version it signed fails level 2' })
         .option('authorise', { type: 'string', alias: 'authorize', describe: 'let a machine key sign manifests and refs: its public key line or .pub file' })
         .option('label', { type: 'string', describe: 'with --authorise: what the machine key is for (laptop, ci)' })
         .option('revoke-machine', { type: 'string', describe: 'revoke an authorised machine key, by its SHA256: fingerprint' })

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import canonicalize from 'canonicalize'
 import t, { type Test } from 'tap'
 import { verifyKeyChain, type KeyStatementDocument } from '../src/formats/pack/key-statements.js'
-import { loadPublisherKey, publisherKeyFiles } from '../src/formats/pack/publisher-key.js'
+import { chainStatements, loadPublisherKey, publisherKeyFiles } from '../src/formats/pack/publisher-key.js'
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { childEnv } from './helpers/io.js'
 
@@ -80,7 +80,7 @@ t.test('--help lists the options', async (t) => {
   const h = await makeHome(t)
   const r = h.run(['--help'])
   t.equal(r.status, 0, r.stderr)
-  for (const flag of ['--key', '--name', '--orcid', '--github', '--rotate', '--authorise', '--label', '--revoke-machine', '--seed', '--created']) t.match(r.stdout, flag)
+  for (const flag of ['--key', '--name', '--orcid', '--github', '--rotate', '--revoke', '--authorise', '--label', '--revoke-machine', '--seed', '--created']) t.match(r.stdout, flag)
 })
 
 t.test('make, show and update the key: OpenSSH reads it, names it as we do, and verifies its statements', async (t) => {
@@ -201,9 +201,10 @@ t.test('rotation: the successor signed by the old key, the old key revoked by th
   const ci = formatPublicKey(generateKey({ seed: Buffer.alloc(32, 9) }).publicKey)
   t.equal(h.run(['--authorise', ci, '--label', 'ci', '--created', T0]).status, 0)
 
-  const rotated = h.run(['--rotate', '--seed', SEED_B, '--created', T1])
+  const rotated = h.run(['--rotate', '--revoke', '--seed', SEED_B, '--created', T1])
   t.equal(rotated.status, 0, rotated.stderr)
-  t.match(rotated.stdout, new RegExp(`^rotated: a new key succeeds ${oldFp.replace(/[+/]/g, '\\$&')}`))
+  t.match(rotated.stdout, new RegExp(`^rotated: a new key succeeds ${oldFp.replace(/[+/]/g, '\\$&')}, which it revoked`))
+  t.match(field(rotated.stdout, 'succeeds'), /\(revoked: what it signed no longer counts\)$/)
   const newFp = field(rotated.stdout, 'fingerprint')!
   t.equal(newFp, fingerprint(generateKey({ seed: Buffer.from(SEED_B, 'hex') }).publicKey))
   t.equal(keygen(['-l', '-f', files.publicKey]).split(' ')[1], newFp, 'the .pub is the new key\'s')
@@ -238,18 +239,32 @@ t.test('rotation: the successor signed by the old key, the old key revoked by th
   t.equal(renamed.status, 0, renamed.stderr)
   t.equal((await keygenVerifiesStatement(h.home, (await readStatement(files.statement)).doc, oldPub)).status, 0)
 
-  // A second rotation: three keys, one publisher.
+  // A second rotation, not revoking: three keys, one publisher, the second still standing for what it signed.
   const again = h.run(['--rotate', '--seed', SEED_C, '--created', T2])
   t.equal(again.status, 0, again.stderr)
+  t.match(again.stdout, /^rotated: a new key succeeds \S+, which stands for the versions it signed/)
   const thirdFp = field(again.stdout, 'fingerprint')!
   const three = await loadPublisherKey(h.key)
   t.equal(three.earlier.length, 2)
   t.equal(three.statements.length, 3, 'one statement per key for a store')
   t.equal(fingerprint(three.predecessor!.publicKey), newFp, 'the predecessor is the second key; the first one\'s private key is gone')
+  const newSigner = three.earlier[0]!.signer
+  t.same((await readdir(files.chain)).sort(), [`${oldSigner}.json`, `${oldSigner}.revocation.json`, `${newSigner}.json`].sort(), 'no revocation of the second key')
   const chain = chainOf(three.statements.map((b) => JSON.parse(b.toString('utf8')) as KeyStatementDocument))
-  t.match(chain.keys.get(thirdFp), { status: 'active', publisherId: oldFp })
+  t.same(chain.findings, [])
+  t.match(chain.keys.get(thirdFp), { status: 'active', publisherId: oldFp, predecessor: newFp })
+  t.match(chain.keys.get(newFp), { status: 'active', revoked: false, publisherId: oldFp }, 'the second key stands')
   t.match(chain.keys.get(oldFp), { status: 'revoked' })
   t.equal(field(again.stdout, 'name'), 'Ada King')
+
+  // Revoking a key that has a predecessor: a store cannot carry that revocation, and the CLI says so.
+  const fourth = h.run(['--rotate', '--revoke', '--seed', 'd4'.repeat(32), '--created', T2])
+  t.equal(fourth.status, 0, fourth.stderr)
+  t.match(fourth.stdout, new RegExp(`^rotated: a new key succeeds ${thirdFp.replace(/[+/]/g, '\\$&')}, which it revoked.*\nnote: stores carry \\S+'s statement, which links it to the key before it, not its revocation`))
+  const four = await loadPublisherKey(h.key)
+  const kept = chainOf(chainStatements(four))
+  t.match(kept.keys.get(thirdFp), { status: 'revoked' }, 'the kept statements revoke the third key')
+  t.match(kept.keys.get(four.fingerprint), { status: 'active', publisherId: oldFp }, 'and the fourth stands after it')
 })
 
 t.test('an interrupted rotation is finished when it was committed, and discarded when not', async (t) => {
@@ -258,7 +273,7 @@ t.test('an interrupted rotation is finished when it was committed, and discarded
   const files = publisherKeyFiles(h.key)
   const before = join(h.home, 'before')
   await cp(join(h.home, 'pipe'), before, { recursive: true })
-  t.equal(h.run(['--rotate', '--seed', SEED_B, '--created', T1]).status, 0)
+  t.equal(h.run(['--rotate', '--revoke', '--seed', SEED_B, '--created', T1]).status, 0)
   const after = await loadPublisherKey(h.key)
 
   // The state before the rotation, with its staging folder as a rotation leaves it just before settling.
@@ -299,6 +314,9 @@ t.test('an interrupted rotation is finished when it was committed, and discarded
 t.test('bad flags exit 2 with one line naming the flag, and change nothing', async (t) => {
   const h = await makeHome(t)
   t.equal(h.run(['--rotate']).status, 2, '--rotate without a key')
+  const revokeAlone = h.run(['--revoke'])
+  t.equal(revokeAlone.status, 2, '--revoke without --rotate')
+  t.match(revokeAlone.stderr, /^pipe: --revoke: .*give it with --rotate/)
   t.equal(h.run(['--name', 'Ada', '--seed', SEED_A, '--created', T0]).status, 0)
   const statement = await readFile(publisherKeyFiles(h.key).statement)
   const fp = fingerprint(generateKey({ seed: Buffer.from(SEED_A, 'hex') }).publicKey)

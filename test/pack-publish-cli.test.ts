@@ -138,3 +138,35 @@ async function patternIdOf(store: string, manifest: string, cells: number): Prom
     conn.closeSync()
   }
 }
+
+t.test('a rotated key stands for the versions it signed; one rotated away with --revoke signs nothing any more', async (t) => {
+  /** A home and store of their own: a key, version 1, a rotation (with `rotateFlags`), version 2, and the level 2 check. */
+  const scenario = async (name: string, rotateFlags: string[]) => {
+    const home = join(base, `${name}-home`)
+    const run = (args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 120_000, env: { ...env, PIPE_HOME: home } })
+    const store = join(base, `${name}-store`)
+    const publish = async (n: number, patterns: Record<string, unknown>[], created: string) => {
+      const r = run(['run', 'pack-publish', '--feed', name, '--to', store, '--records', await records(join(base, `${name}-r${n}`), patterns, created), '--created', created, '--json'])
+      t.equal(r.status, 0, r.stderr)
+      return String(json(r.stdout).manifest).slice('sha256:'.length)
+    }
+    t.equal(run(['pack', 'key', '--name', 'Rotating Publisher', '--seed', '11'.repeat(32), '--created', T0]).status, 0)
+    const v1 = await publish(1, [BLOCK], T0)
+    const rotated = run(['pack', 'key', '--rotate', ...rotateFlags, '--seed', '22'.repeat(32), '--created', T1])
+    t.equal(rotated.status, 0, rotated.stderr)
+    const v2 = await publish(2, [BLINKER], T1)
+    const checked = run(['run', 'pack-check', store, '--level', '2', '--json'])
+    return { v1, v2, rotated: rotated.stdout, status: checked.status, findings: (json(checked.stdout) as { findings: { code: string; target: string }[] }).findings }
+  }
+
+  const kept = await scenario('rotating', [])
+  t.match(kept.rotated, /which stands for the versions it signed/)
+  t.match(kept, { status: 0, findings: [] }, 'the first key still signs version 1, its successor version 2')
+
+  const revoked = await scenario('revoking', ['--revoke'])
+  t.match(revoked.rotated, /which it revoked \(every version that key signed now fails level 2\)/)
+  t.equal(revoked.status, 1)
+  t.ok(revoked.findings.length > 0 && revoked.findings.every((f) => f.code === 'pack.key-revoked'), `only pack.key-revoked: ${JSON.stringify(revoked.findings)}`)
+  t.ok(revoked.findings.some((f) => f.target.includes(revoked.v1)), 'version 1, signed by the revoked key, fails')
+  t.notOk(revoked.findings.some((f) => f.target.includes(revoked.v2)), 'version 2, signed by its successor, stands')
+})

@@ -11,7 +11,8 @@
  *   <key>.predecessor             after a rotation, the previous private key (0600): a successor's
  *                                 statements are signed by its predecessor, so every later update needs it
  *   <key>.chain/<signer>.json     each earlier key's last statement
- *   <key>.chain/<signer>.revocation.json   its revocation, signed by its successor
+ *   <key>.chain/<signer>.revocation.json   its revocation, signed by its successor, when the rotation
+ *                                 revoked it (--revoke: the key was compromised)
  *   <key>.rotation/               a rotation being written (see settleRotation)
  *
  * Every file is written atomically. A rotation changes several files, so it is staged whole in
@@ -182,8 +183,8 @@ export interface EarlierKey {
   signer: string
   /** Its last statement (a first statement, or a successor's signed by its own predecessor). */
   statement: KeyStatementDocument
-  /** Its revocation, signed by the key that succeeded it. */
-  revocation: KeyStatementDocument
+  /** Its revocation, signed by the key that succeeded it, when the rotation revoked it; else it still stands for what it signed. */
+  revocation?: KeyStatementDocument
 }
 
 export interface PublisherKey {
@@ -198,8 +199,9 @@ export interface PublisherKey {
   statement: KeyStatementDocument
   /**
    * The statements a store carries for this publisher, as file bytes, one per key (keys/<signer>.json),
-   * the current key's first: for the first key of the chain its revocation (a revocation without
-   * supersedes stands as a first key, so the chain still begins there); for each key between, its last
+   * the current key's first: for the first key of the chain its revocation when it was revoked (a
+   * revocation without supersedes stands as a first key, so the chain still begins there), else its
+   * statement; for each key between, its last
    * statement, since only that links it to its predecessor (a store has one file per key, so its
    * revocation cannot go there too).
    */
@@ -242,7 +244,7 @@ function readStatement(path: string, bytes: Buffer): KeyStatementDocument {
  * Loads the key at `path` with its statements, after settling an interrupted rotation, and checks that
  * they agree: the .pub (when there) and the statement are the private key's, the earlier keys are
  * reached by following supersedes, and verifyKeyChain finds the current key standing, unrevoked, and
- * every earlier key revoked. Throws pack.publisher-key-missing when there is no private key, and
+ * each earlier key revoked when there is its revocation, standing when there is not. Throws pack.publisher-key-missing when there is no private key, and
  * pack.publisher-key-no-statement when there is a key but no statement yet.
  */
 export async function loadPublisherKey(path: string): Promise<PublisherKey> {
@@ -268,14 +270,13 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
     const signer = signerNameFromFingerprint(previous)
     if (signer === undefined || seen.has(previous)) fail(PUBLISHER_KEY_CODES.inconsistent, `the chain of ${fp} supersedes ${previous} again or in no valid form`)
     seen.add(previous)
-    const read = async (file: string) => {
-      const bytes = await readOptional(file)
-      if (bytes === undefined) fail(PUBLISHER_KEY_CODES.inconsistent, `${file} is missing: the chain of statements from ${fp} stops at ${previous}`)
-      return readStatement(file, bytes)
-    }
-    const st = await read(join(files.chain, `${signer}.json`))
-    const revocation = await read(join(files.chain, `${signer}.revocation.json`))
-    earlier.push({ fingerprint: previous, signer, statement: st, revocation })
+    const statementFile = join(files.chain, `${signer}.json`)
+    const bytes = await readOptional(statementFile)
+    if (bytes === undefined) fail(PUBLISHER_KEY_CODES.inconsistent, `${statementFile} is missing: the chain of statements from ${fp} stops at ${previous}`)
+    const st = readStatement(statementFile, bytes)
+    const revocationFile = join(files.chain, `${signer}.revocation.json`)
+    const revocationBytes = await readOptional(revocationFile)
+    earlier.push({ fingerprint: previous, signer, statement: st, ...(revocationBytes !== undefined ? { revocation: readStatement(revocationFile, revocationBytes) } : {}) })
     previous = st.supersedes
   }
 
@@ -286,14 +287,16 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
     if (fingerprint(predecessor.publicKey) !== statement.supersedes) fail(PUBLISHER_KEY_CODES.inconsistent, `${files.predecessor} is not the key ${fp} supersedes`)
   }
 
-  const chain = verifyKeyChain([statement, ...earlier.flatMap((e) => [e.statement, e.revocation])].map((s) => ({ statement: s })))
+  const chain = verifyKeyChain(chainStatementsOf(statement, earlier).map((s) => ({ statement: s })))
   const state = chain.keys.get(fp)
   if (state?.status !== 'active' || state.publisherId === undefined) {
     const why = state?.reason ?? chain.findings[0]
     fail(PUBLISHER_KEY_CODES.inconsistent, `the statements at ${files.privateKey} do not make ${fp} stand${why ? `: ${why.detail} (${why.code})` : ''}`)
   }
   for (const e of earlier) {
-    if (chain.keys.get(e.fingerprint)?.revoked !== true) fail(PUBLISHER_KEY_CODES.inconsistent, `earlier key ${e.fingerprint} is not revoked by its successor`)
+    const earlierState = chain.keys.get(e.fingerprint)
+    if (e.revocation !== undefined && earlierState?.revoked !== true) fail(PUBLISHER_KEY_CODES.inconsistent, `earlier key ${e.fingerprint} is not revoked by its revocation in ${files.chain}`)
+    if (e.revocation === undefined && earlierState?.status !== 'active') fail(PUBLISHER_KEY_CODES.inconsistent, `earlier key ${e.fingerprint} has no revocation in ${files.chain} but does not stand${earlierState?.reason ? `: ${earlierState.reason.detail} (${earlierState.reason.code})` : ''}`)
   }
   return {
     files,
@@ -301,7 +304,7 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
     fingerprint: fp,
     signer: signerName(privateKey.publicKey),
     statement,
-    statements: [statementBytes, ...earlier.map((e) => keyStatementBytes(e.statement.supersedes === undefined ? e.revocation : e.statement))],
+    statements: [statementBytes, ...earlier.map((e) => keyStatementBytes(e.statement.supersedes === undefined ? (e.revocation ?? e.statement) : e.statement))],
     ...(predecessor !== undefined ? { predecessor } : {}),
     earlier,
     publisherId: state.publisherId,
@@ -309,9 +312,13 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
   }
 }
 
-/** Every statement the key directory keeps, for verifyKeyChain: the current one, each earlier key's and its revocation. */
+/** Every statement the key directory keeps, for verifyKeyChain: the current one, each earlier key's and its revocation if any. */
 export function chainStatements(key: PublisherKey): KeyStatementDocument[] {
-  return [key.statement, ...key.earlier.flatMap((e) => [e.statement, e.revocation])]
+  return chainStatementsOf(key.statement, key.earlier)
+}
+
+function chainStatementsOf(current: KeyStatementDocument, earlier: readonly EarlierKey[]): KeyStatementDocument[] {
+  return [current, ...earlier.flatMap((e) => (e.revocation !== undefined ? [e.statement, e.revocation] : [e.statement]))]
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -417,17 +424,19 @@ function sameClaims(a: KeyStatementDocument, b: KeyStatementDocument): boolean {
 
 /**
  * Rotates to a new key: the successor's statement (same details and machine keys, then the change)
- * signed by the current key, and the current key's revocation signed by the successor, so the
- * successor stands after it (docs/pack-format-notes.md). The old key becomes the predecessor (it signs
- * the successor's later statements); the one before it, no longer needed, is deleted. Staged and
- * committed whole (settleRotation).
+ * signed by the current key. With `revokeOld` (the key was compromised) also the current key's
+ * revocation, signed by the successor so that the successor stands after it (docs/pack-format-notes.md);
+ * a revoked key signs nothing, so every version it signed then fails level 2. Without it the old key
+ * stands for the versions it signed. The old key becomes the predecessor (it signs the successor's later
+ * statements); the one before it, no longer needed, is deleted. Staged and committed whole
+ * (settleRotation).
  */
-export async function rotatePublisherKey(key: PublisherKey, change: StatementChange & { seed?: Uint8Array }): Promise<PublisherKey> {
+export async function rotatePublisherKey(key: PublisherKey, change: StatementChange & { seed?: Uint8Array; revokeOld?: boolean }): Promise<PublisherKey> {
   const next = generateKey({ ...(change.seed !== undefined ? { seed: change.seed } : {}), comment: PUBLISHER_KEY_COMMENT })
   if (fingerprint(next.publicKey) === key.fingerprint) fail(PUBLISHER_KEY_CODES.badChange, 'the seed makes the current key again')
   const details = mergeDetails(key.statement, change.details ?? {})
   const statement = signedStatement(next.publicKey, key.key, key.fingerprint, details, key.statement.authorised ?? [], change)
-  const revocation = revocationStatement(key.statement, next, { created: change.created })
+  const revocation = change.revokeOld === true ? revocationStatement(key.statement, next, { created: change.created }) : undefined
 
   const { files } = key
   const staged = stagedFiles(files)
@@ -438,7 +447,7 @@ export async function rotatePublisherKey(key: PublisherKey, change: StatementCha
   await writeFileAtomic(staged.statement, keyStatementBytes(statement))
   await writePrivate(staged.predecessor, key.key)
   await writeFileAtomic(join(staged.chain, `${key.signer}.json`), keyStatementBytes(key.statement))
-  await writeFileAtomic(join(staged.chain, `${key.signer}.revocation.json`), keyStatementBytes(revocation))
+  if (revocation !== undefined) await writeFileAtomic(join(staged.chain, `${key.signer}.revocation.json`), keyStatementBytes(revocation))
   await writeFileAtomic(join(files.rotation, READY_MARKER), '')
   return loadPublisherKey(files.privateKey)
 }
@@ -496,7 +505,7 @@ export function describePublisherKey(key: PublisherKey): string[] {
     const v = key.statement[field]
     if (v !== undefined) lines.push([field, v])
   }
-  for (const e of key.earlier) lines.push(['succeeds', `${e.fingerprint} (revoked)`])
+  for (const e of key.earlier) lines.push(['succeeds', `${e.fingerprint} ${e.revocation !== undefined ? '(revoked: what it signed no longer counts)' : '(stands for what it signed)'}`])
   for (const m of key.machineKeys) lines.push(['machine', `${m.fingerprint}${m.label !== undefined ? ` ${m.label}` : ''}${m.revoked ? ' (revoked)' : ''}`])
   lines.push(['statement', key.files.statement])
   return lines.map(([label, value]) => `${label.padEnd(13)}${value}`)

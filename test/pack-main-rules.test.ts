@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { MAIN_RULES_CAP, MainRules } from '../src/formats/pack/main-rules.js'
-import { MoverPatterns, NonMoverPatterns, PARENT_PATTERN } from '../src/formats/pack/mover-patterns.js'
+import { MoverPatterns, PARENT_PATTERN, StagedPatterns } from '../src/formats/pack/mover-patterns.js'
 
 const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
 const [A, B] = ['SHA256:publisher-a', 'SHA256:publisher-b']
@@ -62,11 +62,13 @@ t.test('mover patterns: kept up to the cap, across growth, and read from a copy 
   t.notOk(thread.has('0'.repeat(32)), 'nor an id of all 0 (a slot is marked full, not known by its id)')
 })
 
-t.test('the publisher\'s patterns that are not movers: the first line kept, up to the cap, and mover cells on others counted once patterns were dropped', async (t) => {
-  const others = new NonMoverPatterns(3000)
-  for (let i = 0; i < 3000; i++) others.add(id(i), i + 1)
-  others.add(id(7), 9000)
-  others.add('0'.repeat(32), PARENT_PATTERN)
+t.test('the publisher\'s patterns: the first line kept, up to the cap, and mover cells on others counted once patterns were dropped', async (t) => {
+  const other = { mover: false, ruleless: false }
+  const others = new StagedPatterns(3000)
+  for (let i = 0; i < 2999; i++) others.add(id(i), i + 1, other)
+  others.add(id(2999), 3000, { mover: true, ruleless: false })
+  others.add(id(7), 9000, other)
+  others.add('0'.repeat(32), PARENT_PATTERN, other)
   t.equal(others.size, 3000, 'up to the cap')
   t.equal(others.dropped, 1, 'the id of all 0 beyond it')
   t.equal(others.moverCell(id(7)), 8, 'the first line of a kept pattern, after growing')
@@ -74,12 +76,31 @@ t.test('the publisher\'s patterns that are not movers: the first line kept, up t
   t.equal(others.moverCell('0'.repeat(32)), 0, 'a pattern dropped is not known')
   t.equal(others.moverCell('not a content id'), 0, 'nor a string that is no content id')
   t.equal(others.unheld, 2, 'and both are counted: either may be one dropped')
-  const parents = new NonMoverPatterns()
-  parents.add(id(1), PARENT_PATTERN)
-  parents.add(id(1), 4)
-  parents.add('z'.repeat(32), 5)
+  t.equal(others.moverCell(id(2999)), 0, 'a mover is not held')
+  const parents = new StagedPatterns()
+  parents.add(id(1), PARENT_PATTERN, other)
+  parents.add(id(1), 4, other)
+  parents.add('z'.repeat(32), 5, other)
   t.equal(parents.moverCell(id(1)), PARENT_PATTERN, 'a parent\'s pattern stays its own')
   t.equal(parents.size, 1, 'a string that is no content id is not kept')
   t.equal(parents.moverCell(id(2)), 0, 'a pattern the publish lacks')
   t.equal(parents.unheld, 0, 'is not counted when none was dropped')
+})
+
+t.test('the publisher\'s patterns without a rule: the first line no main verification gave one, records only, and those beyond the cap counted', async (t) => {
+  const book = new StagedPatterns(100)
+  book.add(id(0), PARENT_PATTERN, { mover: false, ruleless: true })
+  for (let i = 1; i < 100; i++) book.add(id(i), i + 1, { mover: false, ruleless: i % 10 === 3 })
+  t.equal(book.firstRuleless(), 4, 'lines 4, 14, ..., 94 have no rule; the parent\'s pattern is not this publish\'s to refuse')
+  book.mainRule(id(3))
+  book.mainRule(id(13))
+  t.equal(book.firstRuleless(), 24, 'a main verification gives lines 4 and 14 their rule')
+  for (let i = 23; i < 100; i += 10) book.mainRule(id(i))
+  t.equal(book.firstRuleless(), undefined, 'and then every one has one')
+  book.mainRule(id(500))
+  book.mainRule('not a content id')
+  t.equal(book.firstRuleless(), undefined, 'a verification of a pattern not kept changes nothing')
+  book.add(id(100), 101, { mover: false, ruleless: true })
+  book.add(id(101), 102, { mover: false, ruleless: false })
+  t.same([book.dropped, book.rulelessDropped], [2, 1], 'beyond the cap: two dropped, one of them without a rule')
 })

@@ -358,9 +358,45 @@ t.test('a mover cell on a main verification of a pattern that is not a mover is 
   }, 'the verification a parent\'s: the pattern is refused')
 
   // One pattern kept (the block): the still life's class is not known, and a note says its mover cell was not held to it.
-  const capped = await publishPack(opts(dir(), both, { nonMoverPatternsCap: 1 }))
+  const capped = await publishPack(opts(dir(), both, { stagedPatternsCap: 1 }))
   t.same(capped.notes.map((n) => n.code), ['pack.mover-class-unchecked'])
   t.match(capped.notes[0]!.detail, /^1 main verifications with a mover cell name a pattern that may be beyond the first 1 /)
+})
+
+t.test('"every pattern has one" rule: a lattice pattern whose rule is null needs a main verification, here or in a parent', async (t) => {
+  const withVerifications = (patterns: Record<string, unknown>[], verifications: object[]) => records(dir(), patterns).then(async (folder) => {
+    await writeJsonl(join(folder, 'verifications.jsonl'), verifications)
+    return folder
+  })
+  const none = await records(dir(), [BLOCK, BLINKER])
+  await rm(join(none, 'verifications.jsonl'))
+  const bare = dir()
+  await t.rejects(publishPack(opts(bare, none)), {
+    code: 'pack.replay-rule-missing', exitCode: 2, location: { file: join(none, 'patterns.jsonl'), line: 1, field: 'rule' }, message: /every pattern has one/,
+  }, 'no verifications at all: refused at the first record')
+  t.notOk(existsSync(join(bare, 'refs')), 'no ref')
+
+  const secondUnverified = await withVerifications([BLOCK, BLINKER, GLIDER], [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(2, LIFE, BLINKER, T0), main: false }, verificationRecord(3, LIFE, GLIDER, T0)])
+  await t.rejects(publishPack(opts(dir(), secondUnverified)), {
+    code: 'pack.replay-rule-missing', location: { file: join(secondUnverified, 'patterns.jsonl'), line: 2, field: 'rule' },
+  }, 'the blinker verified, but not as main: refused at its line, once the verifications are read')
+
+  const ruled = await withVerifications([BLOCK, BLINKER], [verificationRecord(1, LIFE, BLOCK, T0), verificationRecord(2, LIFE, BLINKER, T0)])
+  const store = dir()
+  const first = await publishPack(opts(store, ruled))
+  t.equal(first.seq, 1, 'each with its main verification')
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(store, { level: 3 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'and level 3 runs both')
+
+  // Version 2 states the block again without a verification: the parent's main verification is its rule.
+  const again = await withVerifications([BLOCK, GLIDER], [verificationRecord(2, LIFE, GLIDER, T0)])
+  t.equal((await publishPack(opts(store, again, { created: '2026-11-12T00:00:00Z' }))).seq, 2, 'a parent\'s main verification gives the block its rule')
+
+  const capped = await withVerifications([BLOCK, BLINKER], [verificationRecord(1, LIFE, BLOCK, T0)])
+  const note = await publishPack(opts(dir(), capped, { stagedPatternsCap: 1 }))
+  t.same(note.notes.map((n) => n.code), ['pack.pattern-rule-unchecked'], 'beyond the patterns kept: published, with a note')
+  t.match(note.notes[0]!.detail, /^1 pattern records on lattice tilings without a rule are beyond the first 1 patterns kept/)
 })
 
 t.test('ratings need their raters\' rows, here or in a parent, and a note needs consent to share notes', async (t) => {

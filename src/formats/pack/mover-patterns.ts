@@ -4,7 +4,8 @@
  * carry a mover cell (check-tables.ts gathers them from the verification parts) and holds each pattern row
  * read later to it (check-part.ts). A hostile pack could carry a mover cell on every verification, so the
  * ids kept are capped: beyond the cap a pattern is not checked, and the check says so in a note. A publish
- * reads the patterns first, and holds its verifications to them with NonMoverPatterns, below.
+ * reads the patterns first, and holds its verifications to them with StagedPatterns, below, which also
+ * holds a pattern record without a rule to having a main verification.
  */
 import { contentIdWords, IdTable } from './id-table.js'
 import { MAIN_RULES_CAP } from './main-rules.js'
@@ -62,21 +63,34 @@ export class MoverPatterns {
 /** The line of a pattern a parent version has (a record's line is from 1, and 0 marks an empty slot). */
 export const PARENT_PATTERN = 0xffffffff
 
-/** A slot's words for the publisher's table: the pattern id's four, and the line of its record (or PARENT_PATTERN). */
-const [LINE, LINE_SLOT_WORDS] = [4, 5]
+/** A slot's words for the publisher's table: the pattern id's four, the line of its record (or PARENT_PATTERN), and its flags. */
+const [LINE, FLAGS, PATTERN_SLOT_WORDS] = [4, 5, 6]
+const MOVER = 1
+/** A record of this publish whose rule column is null: its rule must come from a main verification. */
+const RULELESS = 2
+/** A main verification (a record's or a parent's) gives its pattern a rule. */
+const RULED = 4
 
 /**
- * The publisher's half of the rule: it stages the patterns before the verifications, so it keeps the id of
- * every pattern row that is not a mover (its parents' and its records'), with the line of its record, and
- * holds each main verification with a mover cell to them. These are nearly all of a publish's patterns, so
- * the cap is the main rules' (main-rules.ts): the table stays at 2^21 slots of 20 bytes, 42 MB. A pattern
- * beyond it is not kept, and a mover cell on a verification of it is not held to its class (`unheld`).
+ * The publisher's patterns, kept while it stages the verifications (it stages the patterns first), for
+ * two rules a pattern row cannot be held to alone:
+ * - "mover: on the main row of aperiodic movers": each main verification with a mover cell is held to its
+ *   pattern's class (`moverCell`);
+ * - "A pattern's rule is its rule when set, else that of its verification marked main; every pattern has
+ *   one": a record whose rule is null must have a main verification, this publish's or a parent's
+ *   (`mainRule`, then `firstRuleless`).
+ * Each pattern row (its parents' and its records') is kept with the line of its record, so the cap is the
+ * main rules' (main-rules.ts): the table stays at 2^21 slots of 24 bytes, 50 MB. A pattern beyond it is
+ * not kept: a mover cell on a verification of it is not held to its class (`unheld`), and a record of it
+ * without a rule is not held to having one (`rulelessDropped`).
  */
-export class NonMoverPatterns {
-  private readonly table = new IdTable(LINE_SLOT_WORDS, 4, LINE)
-  private readonly probe = new Uint32Array(LINE_SLOT_WORDS)
+export class StagedPatterns {
+  private readonly table = new IdTable(PATTERN_SLOT_WORDS, 4, LINE)
+  private readonly probe = new Uint32Array(PATTERN_SLOT_WORDS)
   /** Patterns not kept, beyond the cap. */
   dropped = 0
+  /** Of those, records without a rule, not held to having a main verification. */
+  rulelessDropped = 0
   /** Mover cells not held to their pattern's class: it may be one of those dropped. */
   unheld = 0
 
@@ -86,15 +100,19 @@ export class NonMoverPatterns {
     return this.table.count
   }
 
-  /** Keeps a content id's pattern, of another class than mover, from its record's `line` (or PARENT_PATTERN); the first kept stays. */
-  add(patternId: string, line: number): void {
+  /** Keeps a content id's pattern from its record's `line` (or PARENT_PATTERN); the first kept stays. `ruleless` counts for a record only. */
+  add(patternId: string, line: number, facts: { mover: boolean; ruleless: boolean }): void {
     const at = this.find(patternId)
     if (at < 0 || this.table.slots[at + LINE] !== 0) return
-    if (this.table.count >= this.cap) this.dropped++
-    else {
-      this.probe[LINE] = line
-      this.table.insert(this.probe, at)
+    const ruleless = facts.ruleless && line !== PARENT_PATTERN
+    if (this.table.count >= this.cap) {
+      this.dropped++
+      if (ruleless) this.rulelessDropped++
+      return
     }
+    this.probe[LINE] = line
+    this.probe[FLAGS] = (facts.mover ? MOVER : 0) | (ruleless ? RULELESS : 0)
+    this.table.insert(this.probe, at)
   }
 
   /**
@@ -104,9 +122,25 @@ export class NonMoverPatterns {
    */
   moverCell(patternId: string): number {
     const at = this.find(patternId)
-    const line = at < 0 ? 0 : this.table.slots[at + LINE]!
+    const line = at < 0 || (this.table.slots[at + FLAGS]! & MOVER) !== 0 ? 0 : this.table.slots[at + LINE]!
     if (line === 0 && this.dropped > 0) this.unheld++
     return line
+  }
+
+  /** A main verification of the pattern: it has a rule. */
+  mainRule(patternId: string): void {
+    const at = this.find(patternId)
+    if (at >= 0 && this.table.slots[at + LINE] !== 0) this.table.slots[at + FLAGS]! |= RULED
+  }
+
+  /** The first line of a record whose rule is null and that no main verification gave one, if any. */
+  firstRuleless(): number | undefined {
+    const { slots } = this.table
+    let first: number | undefined
+    for (let at = 0; at < slots.length; at += PATTERN_SLOT_WORDS) {
+      if ((slots[at + FLAGS]! & (RULELESS | RULED)) === RULELESS && (first === undefined || slots[at + LINE]! < first)) first = slots[at + LINE]!
+    }
+    return first
   }
 
   /** The slot of a content id, or -1 for a string that is not one (a parent's row is not checked again). */

@@ -36,7 +36,8 @@ import {
 import { NewRowsJob, type NewRowsLimits } from './new-rows.js'
 import { MainRules } from './main-rules.js'
 import { IdBook } from './id-book.js'
-import { NonMoverPatterns, PARENT_PATTERN } from './mover-patterns.js'
+import { StagedPatterns, PARENT_PATTERN } from './mover-patterns.js'
+import { CHECK_CODES } from './check-run.js'
 import { eachRecord, exists, PatternRecordParser } from './publish-records.js'
 import {
   JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, moverOfOtherClassFinding, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding,
@@ -72,8 +73,8 @@ export interface PublishOptions {
   engineVersion: string
   /** The most patterns whose main rule is kept across the publish (default MAIN_RULES_CAP; tests give less). */
   mainRulesCap?: number
-  /** The most patterns of another class than mover kept for the verifications' mover cells (default MAIN_RULES_CAP; tests give less). */
-  nonMoverPatternsCap?: number
+  /** The most patterns kept for the verifications' mover cells and rules (default MAIN_RULES_CAP; tests give less). */
+  stagedPatternsCap?: number
   /** The records whose ids IdBook keeps in memory, the rest in a file (default ID_BOOK_LINES; tests give less). */
   idBookLines?: number
   /** How new rows are gathered and how many keys stay in memory before the rest spill (new-rows.ts defaults; tests give less). */
@@ -86,8 +87,10 @@ export interface PublishNote { code: string; detail: string }
 export const PUBLISH_NOTE_CODES = {
   /** Main verifications of patterns beyond MAIN_RULES_CAP, not held to one main rule across the publish. */
   mainRulesUnheld: 'pack.verification-main-unchecked',
-  /** Main verifications with a mover cell whose pattern may be one beyond those NonMoverPatterns keeps, not held to its class. */
+  /** Main verifications with a mover cell whose pattern may be one beyond those StagedPatterns keeps, not held to its class. */
   moverClassUnheld: 'pack.mover-class-unchecked',
+  /** Pattern records without a rule beyond those StagedPatterns keeps, not held to having a main verification. */
+  patternRuleUnheld: 'pack.pattern-rule-unchecked',
 } as const
 
 export interface PublishResult {
@@ -237,7 +240,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   // Needed until the verifications are staged, then released (42 MB at most); not kept at all when there
   // are no verifications, which a publish of patterns alone paid 0.7 s a million patterns for.
   const verificationsComing = (inherited.get('verifications')?.length ?? 0) > 0 || (await exists(join(o.records, 'verifications.jsonl')))
-  let nonMovers: NonMoverPatterns | undefined = verificationsComing ? new NonMoverPatterns(o.nonMoverPatternsCap) : undefined
+  let patterns: StagedPatterns | undefined = verificationsComing ? new StagedPatterns(o.stagedPatternsCap) : undefined
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook('', tmp, o.idBookLines), ants: new IdBook('ant-', tmp, o.idBookLines), quickstart: new IdBook('qs-', tmp, o.idBookLines) }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
   const raters = new RaterBook<RecordPlace | undefined>()
@@ -255,13 +258,17 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
           await eachPartRow(o.store, part.object, schema, (row) => {
             if (name === 'tilings') tilings.add(row as never)
             if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
-            if (name === 'patterns' && row['class'] !== 'mover') nonMovers?.add(row['id'] as string, PARENT_PATTERN)
-            if (name === 'verifications' && nonMovers) holdParentMoverCell(nonMovers, row, tilings, join(o.records, 'patterns.jsonl'))
+            if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false })
+            if (name === 'verifications' && patterns) {
+              if (row['main'] === true) patterns.mainRule(row['pattern_id'] as string)
+              holdParentMoverCell(patterns, row, tilings, join(o.records, 'patterns.jsonl'))
+            }
             keepRaterRow(raters, name, row, undefined)
             return rows.parent(row)
           })
         }
-        await stageTable(o, name, rows, { tilings, ruleFamilies, ids, nonMovers, raters }, defaults, notes)
+        await stageTable(o, name, rows, { tilings, ruleFamilies, ids, patterns, raters }, defaults, notes)
+        if (name === 'verifications' && patterns) refuseRulelessPattern(patterns, join(o.records, 'patterns.jsonl'))
         if (name === 'raters') {
           // What the parents' rows break is theirs; what a record breaks is refused at the record.
           const broken = [...raters.findings()].find((f) => f.at !== undefined)
@@ -274,14 +281,20 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
         await rows.abort()
         throw earlier ?? err
       }
-      if (name === 'verifications' && nonMovers) {
-        if (nonMovers.unheld > 0) {
+      if (name === 'verifications' && patterns) {
+        if (patterns.unheld > 0) {
           notes.push({
             code: PUBLISH_NOTE_CODES.moverClassUnheld,
-            detail: `${nonMovers.unheld} main verifications with a mover cell name a pattern that may be beyond the first ${nonMovers.size} of another class than mover kept (memory stays bounded): their patterns' classes were not checked; pack-check holds them`,
+            detail: `${patterns.unheld} main verifications with a mover cell name a pattern that may be beyond the first ${patterns.size} patterns kept (memory stays bounded): their patterns' classes were not checked; pack-check holds them`,
           })
         }
-        nonMovers = undefined
+        if (patterns.rulelessDropped > 0) {
+          notes.push({
+            code: PUBLISH_NOTE_CODES.patternRuleUnheld,
+            detail: `${patterns.rulelessDropped} pattern records on lattice tilings without a rule are beyond the first ${patterns.size} patterns kept (memory stays bounded): they were not held to having a main verification; pack-check holds them at level 3`,
+          })
+        }
+        patterns = undefined
       }
       const parts: TablePart[] = []
       for (const p of written) parts.push(await adopt(o.store, p))
@@ -372,7 +385,7 @@ interface StagedFacts {
   ruleFamilies: Map<string, string>
   ids: Partial<Record<PackTableName, IdBook>>
   /** Until the verifications are staged. */
-  nonMovers: NonMoverPatterns | undefined
+  patterns: StagedPatterns | undefined
   raters: RaterBook<RecordPlace | undefined>
 }
 
@@ -380,7 +393,7 @@ interface StagedFacts {
 async function stageTable(
   o: PublishOptions, name: PackTableName, rows: NewRowsJob, facts: StagedFacts, defaults: { publisher: string; engineVersion: string; seq: number }, notes: PublishNote[],
 ): Promise<void> {
-  const { tilings, ruleFamilies, ids, nonMovers, raters } = facts
+  const { tilings, ruleFamilies, ids, patterns, raters } = facts
   const validate = rowValidator(rows.schema)
   const findings: RowFinding[] = []
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
@@ -415,9 +428,15 @@ async function stageTable(
       const f = verificationMainFinding(row['pattern_id'] as string, row['publisher'] as string, row['rule'] as string, `on line ${earlier}`)
       throw recordError(f.code, at, f.detail, 'main')
     }
-    if (name === 'patterns' && row['class'] !== 'mover') nonMovers?.add(row['id'] as string, at.line)
-    else if (name === 'verifications' && nonMovers && row['main'] === true && row['mover'] !== undefined && row['mover'] !== null) {
-      const line = nonMovers.moverCell(row['pattern_id'] as string)
+    if (name === 'patterns') {
+      // Held where level 3 holds it, on lattice tilings (docs/pack-records.md); with no verification to come,
+      // here or in a parent, nothing can give the pattern a rule.
+      const ruleless = (row['rule'] === null || row['rule'] === undefined) && tilings.kindOfPin(row['pin']) === 'lattice'
+      if (ruleless && !patterns) throw recordError(CHECK_CODES.replayRuleMissing, at, RULELESS_PATTERN, 'rule')
+      patterns?.add(row['id'] as string, at.line, { mover: row['class'] === 'mover', ruleless })
+    } else if (name === 'verifications' && patterns && row['main'] === true) patterns.mainRule(row['pattern_id'] as string)
+    if (name === 'verifications' && patterns && row['main'] === true && row['mover'] !== undefined && row['mover'] !== null) {
+      const line = patterns.moverCell(row['pattern_id'] as string)
       if (line !== 0) {
         const f = moverOfOtherClassFinding('this main verification', `its pattern ${String(row['pattern_id'])} (${line === PARENT_PATTERN ? 'a parent version\'s' : `patterns.jsonl line ${line}`})`)
         throw recordError(f.code, at, f.detail, 'mover')
@@ -452,14 +471,22 @@ async function stageTable(
   }
 }
 
+const RULELESS_PATTERN = 'rule is null and no verification of the pattern, here or in a parent version, is marked main: "every pattern has one" (its rule, else its main verification\'s)'
+
+/** Once the verifications are staged: the first pattern record whose rule is null and that no main verification gave one is refused. */
+function refuseRulelessPattern(patterns: StagedPatterns, patternsFile: string): void {
+  const line = patterns.firstRuleless()
+  if (line !== undefined) throw recordError(CHECK_CODES.replayRuleMissing, { file: patternsFile, line }, RULELESS_PATTERN, 'rule')
+}
+
 /**
  * A parent's main verification with a mover cell (and a pin refuseMisplacedCells would let stand) whose
  * pattern is a record of this publish that is not a mover: the record is refused, as pack-check would
  * refuse the pattern row. A parent's pattern and verification are the parent's.
  */
-function holdParentMoverCell(nonMovers: NonMoverPatterns, row: Row, tilings: TilingBook, patternsFile: string): void {
+function holdParentMoverCell(patterns: StagedPatterns, row: Row, tilings: TilingBook, patternsFile: string): void {
   if (row['main'] !== true || row['mover'] === null || row['mover'] === undefined || verificationMoverFinding(tilings.kindOfPin(row['pin']), true)) return
-  const line = nonMovers.moverCell(row['pattern_id'] as string)
+  const line = patterns.moverCell(row['pattern_id'] as string)
   if (line === 0 || line === PARENT_PATTERN) return
   const f = moverOfOtherClassFinding('a main verification of it in a parent version', 'it')
   throw recordError(f.code, { file: patternsFile, line }, f.detail, 'class')

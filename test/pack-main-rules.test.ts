@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { MAIN_RULES_CAP, MainRules } from '../src/formats/pack/main-rules.js'
+import { MAIN_RULES_CAP, MainRules, PatternMainRules } from '../src/formats/pack/main-rules.js'
 import { MoverPatterns, PARENT_PATTERN, StagedPatterns } from '../src/formats/pack/mover-patterns.js'
 
 const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
@@ -103,4 +103,27 @@ t.test('the publisher\'s patterns without a rule: the first line no main verific
   book.add(id(100), 101, { mover: false, ruleless: true })
   book.add(id(101), 102, { mover: false, ruleless: false })
   t.same([book.dropped, book.rulelessDropped], [2, 1], 'beyond the cap: two dropped, one of them without a rule')
+})
+
+t.test('a check\'s main rules: every distinct rule of a pattern, first first, and what was dropped beyond the caps said', async (t) => {
+  const book = new PatternMainRules(3, 2)
+  book.add(id(1), 'B3/S23')
+  book.add(id(1), 'B3/S23')
+  book.add(id(1), 'B36/S23')
+  book.add(id(2), 'B36/S23')
+  book.add('not a content id', 'B3/S23')
+  t.same(book.rulesOf(id(1)), { rules: ['B3/S23', 'B36/S23'], unsure: false }, 'two publishers\' main rules, each once')
+  t.same(book.rulesOf(id(2)), { rules: ['B36/S23'], unsure: false })
+  t.same(book.rulesOf(id(3)), { rules: [], unsure: false }, 'a pattern with none, nothing dropped: no rule')
+  book.add(id(3), 'B2/S')
+  t.equal(book.dropped, 1, 'a third notation is beyond the notations\' cap')
+  t.same(book.rulesOf(id(3)), { rules: [], unsure: true }, 'so a pattern without a rule may be one dropped')
+  book.add(id(4), 'B3/S23')
+  t.same([book.rulesOf(id(4)), book.dropped], [{ rules: ['B3/S23'], unsure: false }, 1], 'the third pattern kept')
+  book.add(id(5), 'B3/S23')
+  t.same([book.rulesOf(id(5)), book.dropped], [{ rules: [], unsure: true }, 2], 'the fourth beyond the patterns\' cap')
+  book.add(id(2), 'B3/S23')
+  book.add(id(4), 'B36/S23')
+  t.same(book.rulesOf(id(2)).rules, ['B36/S23', 'B3/S23'], 'a second rule while there is room')
+  t.same([book.rulesOf(id(4)).rules, book.dropped], [['B3/S23'], 3], 'and one beyond the cap of patterns with more than one')
 })

@@ -392,6 +392,10 @@ t.test('"every pattern has one" rule: a lattice pattern whose rule is null needs
   // Version 2 states the block again without a verification: the parent's main verification is its rule.
   const again = await withVerifications([BLOCK, GLIDER], [verificationRecord(2, LIFE, GLIDER, T0)])
   t.equal((await publishPack(opts(store, again, { created: '2026-11-12T00:00:00Z' }))).seq, 2, 'a parent\'s main verification gives the block its rule')
+  const kept: CheckIssue[] = []
+  for await (const i of checkPack(store, { level: 3, mainRulesCap: 1 })) kept.push(i)
+  t.same(kept.filter((i) => !i.note), [], 'a check keeping one pattern\'s main rules fails nothing')
+  t.same(kept.filter((i) => i.code === 'pack.replay-rule-unkept').map((i) => i.level), [3, 3], 'and notes the two patterns whose rules it did not keep as not replayed')
 
   const capped = await withVerifications([BLOCK, BLINKER], [verificationRecord(1, LIFE, BLOCK, T0)])
   const note = await publishPack(opts(dir(), capped, { stagedPatternsCap: 1 }))

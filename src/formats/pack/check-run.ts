@@ -88,6 +88,8 @@ export const CHECK_CODES = {
   replayRuleMissing: 'pack.replay-rule-missing',
   /** A pattern's rule has no rules row with its neighbourhood and steps per generation. */
   replayRuleUnknown: 'pack.replay-rule-unknown',
+  /** A pattern without a rule column whose main rules may be among those a check does not keep (note: memory stays bounded). */
+  replayRuleUnkept: 'pack.replay-rule-unkept',
   /** More patterns with a mover cell on a main verification than a check keeps: the classes of those beyond are not checked (note). */
   moverClassUnchecked: 'pack.mover-class-unchecked',
 } as const
@@ -103,7 +105,7 @@ const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
   CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq, CHECK_CODES.retractionPublisher,
 ]
-const LEVEL_3: readonly string[] = [...Object.values(REPLAY_CODES), CHECK_CODES.replayRuleMissing, CHECK_CODES.replayRuleUnknown]
+const LEVEL_3: readonly string[] = [...Object.values(REPLAY_CODES), CHECK_CODES.replayRuleMissing, CHECK_CODES.replayRuleUnknown, CHECK_CODES.replayRuleUnkept]
 const LEVELS: ReadonlyMap<string, CheckLevel> = new Map([...LEVEL_1.map((c) => [c, 1] as const), ...LEVEL_2.map((c) => [c, 2] as const), ...LEVEL_3.map((c) => [c, 3] as const)])
 
 /** The conformance level of a code's rule; codes of reading (JSON, Parquet, paths, missing files) are level 0. */
@@ -187,6 +189,8 @@ export interface CheckRunOptions {
   threadPartBytes?: number
   /** The most patterns with a mover cell kept for their class's check (default MOVER_PATTERNS_CAP). */
   moverPatternCap?: number
+  /** The most patterns whose main rules are kept for replay (default MAIN_RULES_CAP). */
+  mainRulesCap?: number
 }
 
 /** A part of at least this many bytes goes to a thread, by default. */
@@ -201,6 +205,7 @@ export class CheckRun {
   readonly threads: number
   readonly threadPartBytes: number
   readonly moverPatternCap: number | undefined
+  readonly mainRulesCap: number | undefined
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -216,6 +221,7 @@ export class CheckRun {
     this.threads = opts.threads ?? availableParallelism()
     this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
     this.moverPatternCap = opts.moverPatternCap
+    this.mainRulesCap = opts.mainRulesCap
     this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 

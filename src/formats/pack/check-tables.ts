@@ -30,6 +30,7 @@ import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
 import { keepRuleFamily, RaterBook } from './row-rules.js'
 import { MoverPatterns } from './mover-patterns.js'
+import { PatternMainRules } from './main-rules.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 
 type Row = Record<string, unknown>
@@ -71,7 +72,7 @@ export class TableChecker {
   private readonly rules = new Map<string, RuleFacts>()
   /** Each rule notation's family, as a verification's rule sees it (keepRuleFamily). */
   private readonly ruleFamilies = new Map<string, string>()
-  private readonly mainRules = new Map<string, string[]>()
+  private readonly mainRules: PatternMainRules
   private readonly raterBook = new RaterBook()
   private readonly moverPatterns: MoverPatterns
   /** The mover patterns' words as the threads share them, made again only when more were kept. */
@@ -87,6 +88,7 @@ export class TableChecker {
 
   constructor(private readonly run: CheckRun) {
     this.moverPatterns = new MoverPatterns(run.moverPatternCap)
+    this.mainRules = new PatternMainRules(run.mainRulesCap)
   }
 
   /** Stops or keeps (for the next check) the threads this check started. */
@@ -420,10 +422,7 @@ export class TableChecker {
 
   private keepMainRule(row: Row): undefined {
     if (row.main !== true) return undefined
-    const id = row.pattern_id as string
-    const rules = this.mainRules.get(id)
-    if (!rules) this.mainRules.set(id, [row.rule as string])
-    else if (!rules.includes(row.rule as string)) rules.push(row.rule as string)
+    this.mainRules.add(row.pattern_id as string, row.rule as string)
     return undefined
   }
 
@@ -438,7 +437,13 @@ export class TableChecker {
       yield run.note(REPLAY_CODES.notReplayable, target, `tiling ${quote(row.pin_key)} is ${tiling.kind}: level 3 replays patterns on lattice tilings only`)
       return
     }
-    const notations = typeof row.rule === 'string' ? [row.rule] : this.mainRules.get(row.id as string) ?? []
+    const main = typeof row.rule === 'string' ? { rules: [row.rule], unsure: false } : this.mainRules.rulesOf(row.id as string)
+    const notations = main.rules
+    if (main.unsure) {
+      run.stats.replay.unchecked++
+      yield run.note(CHECK_CODES.replayRuleUnkept, target, `its rule column is null, and its main verifications may be among the ${this.mainRules.dropped} main rules beyond those this check keeps (memory stays bounded): not replayed`)
+      return
+    }
     if (notations.length === 0) {
       yield run.issue(CHECK_CODES.replayRuleMissing, target, 'its rule column is null and no verification of it is marked main, so it has no rule to run in')
       return

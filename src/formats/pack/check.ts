@@ -46,6 +46,8 @@ export interface CheckOptions {
   threadPartBytes?: number
   /** The most patterns with a mover cell kept for their class's check (default MOVER_PATTERNS_CAP; tests give less). */
   moverPatternCap?: number
+  /** The most patterns whose main rules are kept for replay (default MAIN_RULES_CAP; tests give less). */
+  mainRulesCap?: number
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -87,6 +89,7 @@ export class PackChecker {
       ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
       ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
       ...(this.options.moverPatternCap !== undefined ? { moverPatternCap: this.options.moverPatternCap } : {}),
+      ...(this.options.mainRulesCap !== undefined ? { mainRulesCap: this.options.mainRulesCap } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run)

@@ -73,3 +73,70 @@ export class MainRules {
     return undefined
   }
 }
+
+/** A checker's slot: the pattern id's four words and the number of its first main rule (from 1, so never 0). */
+const [FIRST_RULE, CHECK_SLOT_WORDS] = [4, 5]
+/** Distinct rule notations, and patterns with a second main rule, kept at most (each a few bytes: a pack has a handful of rules). */
+export const MAIN_RULE_NOTATIONS_CAP = 1 << 16
+
+/**
+ * The main rules of each pattern across a check, for replay (level 3: "a pattern's rule is its rule when
+ * set, else that of its verification marked main"): read from the verifications before the patterns. A
+ * JS map of arrays took about 133 bytes a pattern (over 512 MB at 2.7 million); this is an IdTable of 20
+ * bytes a slot (42 MB at the cap) with the notations numbered, and the rare pattern with more than one main
+ * rule (several publishers) in a small map. Memory stays bounded: beyond MAIN_RULES_CAP patterns, or
+ * MAIN_RULE_NOTATIONS_CAP notations or patterns with a second rule, rules are not kept and counted in
+ * `dropped`, and a pattern found without a rule then may be one of them (`rulesOf` says so).
+ */
+export class PatternMainRules {
+  private readonly table = new IdTable(CHECK_SLOT_WORDS, 4, FIRST_RULE)
+  private readonly probe = new Uint32Array(CHECK_SLOT_WORDS)
+  private readonly numbers = new Map<string, number>()
+  private readonly notations: string[] = []
+  /** Second and later main rules, by pattern id. */
+  private readonly more = new Map<string, number[]>()
+  /** Main rules not kept. */
+  dropped = 0
+
+  constructor(private readonly cap = MAIN_RULES_CAP, private readonly notationsCap = MAIN_RULE_NOTATIONS_CAP) {}
+
+  /** Keeps a main verification's rule for its pattern (a string that is no content id is level 1's finding). */
+  add(patternId: string, rule: string): void {
+    if (!contentIdWords(patternId, this.probe)) return
+    let number = this.numbers.get(rule)
+    if (number === undefined) {
+      if (this.notations.length >= this.notationsCap) {
+        this.dropped++
+        return
+      }
+      number = this.notations.push(rule)
+      this.numbers.set(rule, number)
+    }
+    const at = this.table.find(this.probe)
+    const first = this.table.slots[at + FIRST_RULE]!
+    if (first === 0) {
+      if (this.table.count >= this.cap) this.dropped++
+      else {
+        this.probe[FIRST_RULE] = number
+        this.table.insert(this.probe, at)
+      }
+      return
+    }
+    if (first === number) return
+    const others = this.more.get(patternId)
+    if (others?.includes(number)) return
+    if (others) others.push(number)
+    else if (this.more.size < this.notationsCap) this.more.set(patternId, [number])
+    else this.dropped++
+  }
+
+  /** The distinct main rules of a pattern, first kept first; `unsure` when none is kept but one may have been dropped. */
+  rulesOf(patternId: string): { rules: string[]; unsure: boolean } {
+    if (!contentIdWords(patternId, this.probe)) return { rules: [], unsure: false }
+    const first = this.table.slots[this.table.find(this.probe) + FIRST_RULE]!
+    if (first === 0) return { rules: [], unsure: this.dropped > 0 }
+    const rules = [this.notations[first - 1]!]
+    for (const n of this.more.get(patternId) ?? []) rules.push(this.notations[n - 1]!)
+    return { rules, unsure: false }
+  }
+}

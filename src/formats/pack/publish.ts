@@ -228,11 +228,16 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   const loader = storeIndexLoader(o.store)
   // The parents' parts in index order (the first parent's first), each listed once.
   const inherited = new Map<string, TablePart[]>()
+  const listed = new Set<string>()
   for (const p of parents) {
     for (const [table, root] of Object.entries(p.manifest.tables)) {
       const list = inherited.get(table) ?? []
       inherited.set(table, list)
-      for await (const e of walkTableIndex(root, loader, { table })) if (e.kind === 'part' && !list.some((x) => x.object === e.part.object)) list.push(e.part)
+      for await (const e of walkTableIndex(root, loader, { table })) {
+        if (e.kind !== 'part' || listed.has(`${table} ${e.part.object}`)) continue
+        listed.add(`${table} ${e.part.object}`)
+        list.push(e.part)
+      }
     }
   }
   const tilings = new TilingBook()

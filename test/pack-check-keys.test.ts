@@ -90,6 +90,9 @@ t.test('retractions are cumulative: a version lists each of its parents\' with i
   exactly(t, kept.issues, [], 'the parent\'s retraction kept, and one added')
   exactly(t, dropped.issues, [['1 pack.retracts-not-cumulative', dropped.manifest]], 'the parent\'s retraction dropped')
   exactly(t, otherPublisher.issues, [['1 pack.retracts-not-cumulative', otherPublisher.manifest]], 'the same target under another publisher')
+  t.match(dropped.issues[0]!.detail, `does not list 1 retraction(s) of its parent sha256:`, 'the detail counts what is missing')
+  t.match(dropped.issues[0]!.detail, `${X} ${PUBLISHER_ID}`, 'and names it (read again from the parent)')
+  t.notMatch(otherPublisher.issues[0]!.detail, OTHER, 'the retraction missing is the parent\'s, not the version\'s own')
 })
 
 t.test('a retraction a version lists first names its publisher\'s id (level 2)', async (t) => {
@@ -110,6 +113,7 @@ t.test('a retraction a version lists first names its publisher\'s id (level 2)',
   ])
   exactly(t, own.issues, [], 'its own retraction added beside its parent\'s')
   exactly(t, other.issues, [['2 pack.retraction-publisher', other.manifest]], 'a retraction it adds under another publisher')
+  t.match(other.issues[0]!.detail, `list 1 retraction(s) (target and publisher), which must name its publisher ${PUBLISHER_ID}: ${Y} ${OTHER}`, 'naming the retraction, read again from the version')
   t.same(otherKept.issues.filter((i) => !i.note).map((i) => `${i.level} ${i.code}`), ['2 pack.retraction-publisher'], `only the parent, which listed it first: ${JSON.stringify(otherKept.issues)}`)
   t.not(otherKept.issues[0]?.target, otherKept.manifest, 'not on the version that keeps it')
   exactly(t, rotatedId.issues, [], 'the publisher\'s id after a key change')

@@ -16,6 +16,7 @@
  * the key statements as a chain, each manifest's signatures and that its publisher signed it, and each
  * ref's signature, feed, publisher and seq; 3 replays the periodic patterns of lattice tilings.
  */
+import { createHash } from 'node:crypto'
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { UsageError } from '../../core/errors.js'
@@ -101,6 +102,42 @@ export class PackChecker {
   }
 }
 
+const retractionKey = (r: { target: string; publisher: string }): string => `${r.target} ${r.publisher}`
+
+/** 64 bits of SHA-256 of a retraction's key: two keys sharing them would be one chance in 2^64 per pair. */
+function retractionDigest(key: string): bigint {
+  return createHash('sha256').update(key).digest().readBigUInt64BE(0)
+}
+
+/** Whether the sorted `list` holds `d` (binary search). */
+function sortedHas(list: BigUint64Array, d: bigint): boolean {
+  let [lo, hi] = [0, list.length]
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (list[mid]! < d) lo = mid + 1
+    else hi = mid
+  }
+  return lo < list.length && list[lo] === d
+}
+
+/**
+ * Versions' retraction lists as sorted, distinct digests (8 bytes a retraction, where a set of strings
+ * took about ten times that), and one array for every version listing the same: retractions are
+ * cumulative, so most versions of a feed list what their parent does.
+ */
+class RetractionSets {
+  private readonly shared = new Map<string, BigUint64Array>()
+
+  of(keys: readonly string[]): BigUint64Array {
+    const digests = BigUint64Array.from(new Set(keys.map(retractionDigest))).sort()
+    const id = createHash('sha256').update(new Uint8Array(digests.buffer, digests.byteOffset, digests.byteLength)).digest('hex')
+    const known = this.shared.get(id)
+    if (known) return known
+    this.shared.set(id, digests)
+    return digests
+  }
+}
+
 const SIGNATURE_NAME = /^([0-9a-f]{64})\.sig$/
 const KEY_NAME = /^([0-9a-f]{64})\.json$/
 const REF_NAME = /^([A-Za-z0-9-]{1,64})\.json$/
@@ -116,8 +153,12 @@ class VersionCheck {
   private readonly tables: TableChecker
   private chain: KeyChain | undefined
   private readonly versions = new Map<string, Version>()
-  /** Each version's retractions as `target publisher`, its parents and publisher, and the versions read whose parent is not read yet. */
-  private readonly retractions = new Map<string, { rel: string; listed: ReadonlySet<string>; parents: readonly string[]; publisher: string }>()
+  /**
+   * Each version's retractions (as the sorted digests of `target publisher`, versions listing the same
+   * sharing one array), its parents and publisher; and the versions read whose parent is not read yet.
+   */
+  private readonly retractions = new Map<string, { rel: string; listed: BigUint64Array; parents: readonly string[]; publisher: string }>()
+  private readonly retractionSets = new RetractionSets()
   private readonly childrenWaiting = new Map<string, string[]>()
 
   constructor(private readonly run: CheckRun) {
@@ -228,10 +269,10 @@ class VersionCheck {
    * two is read first; once, when its manifest lists a parent twice (twice waiting for it, it would be
    * judged twice).
    */
-  private *cumulativeRetractions(hash: string, rel: string, m: Manifest): Generator<CheckIssue> {
+  private async *cumulativeRetractions(hash: string, rel: string, m: Manifest): AsyncGenerator<CheckIssue> {
     if (!this.run.at(1)) return
     const parents = [...new Set(m.parents)]
-    this.retractions.set(hash, { rel, listed: new Set(m.retracts.map((r) => `${r.target} ${r.publisher}`)), parents, publisher: m.publisher })
+    this.retractions.set(hash, { rel, listed: this.retractionSets.of(m.retracts.map(retractionKey)), parents, publisher: m.publisher })
     for (const parent of parents) {
       if (this.retractions.has(parent)) yield* this.retractionsKept(hash, parent)
       else this.childrenWaiting.set(parent, [...(this.childrenWaiting.get(parent) ?? []), hash])
@@ -250,21 +291,27 @@ class VersionCheck {
    * which only the key statements give (the manifest names the current key). Judged once every parent is
    * read: with a parent the pack lacks, a retraction may be that parent's.
    */
-  private *firstListings(hash: string): Generator<CheckIssue> {
+  private async *firstListings(hash: string): AsyncGenerator<CheckIssue> {
     const v = this.retractions.get(hash)!
     if (!this.chain || !v.parents.every((p) => this.retractions.has(p))) return
     const id = publisherIdOf(this.chain, v.publisher)
     if (id === undefined) return
-    const inherited = new Set(v.parents.flatMap((p) => [...this.retractions.get(p)!.listed]))
-    const others = [...v.listed].filter((r) => !inherited.has(r) && r.slice(r.indexOf(' ') + 1) !== id)
+    const inherited = v.parents.map((p) => this.retractions.get(p)!.listed)
+    const firstListed = new Set(v.listed.filter((d) => !inherited.some((listed) => sortedHas(listed, d))))
+    if (firstListed.size === 0) return
+    // The texts are read again only when there is something to say.
+    const others = (await this.retractionTexts(v.rel, firstListed)).filter((r) => r.slice(r.indexOf(' ') + 1) !== id)
     if (others.length === 0) return
     yield this.run.issue(CHECK_CODES.retractionPublisher, v.rel, `it is the first version to list ${others.length} retraction(s) (target and publisher), which must name its publisher ${id}: ${others.slice(0, 3).join(', ')}${others.length > 3 ? ', …' : ''}`)
   }
 
-  private *retractionsKept(child: string, parent: string): Generator<CheckIssue> {
+  private async *retractionsKept(child: string, parent: string): AsyncGenerator<CheckIssue> {
     const c = this.retractions.get(child)!
-    const missing = [...this.retractions.get(parent)!.listed].filter((r) => !c.listed.has(r))
-    if (missing.length === 0) return
+    const p = this.retractions.get(parent)!
+    if (p.listed === c.listed) return
+    const missingDigests = new Set(p.listed.filter((d) => !sortedHas(c.listed, d)))
+    if (missingDigests.size === 0) return
+    const missing = await this.retractionTexts(p.rel, missingDigests)
     yield this.run.issue(CHECK_CODES.retractsNotCumulative, c.rel, `it does not list ${missing.length} retraction(s) of its parent ${parent} (target and publisher): ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}`)
   }
 
@@ -273,6 +320,14 @@ class VersionCheck {
    * be checked against: its hash is what its bytes give). A missing one that is not `required` is history
    * the pack does not have, and no issue.
    */
+  /** The retractions of the manifest at `rel` (read again) whose digests are among `digests`, as `target publisher`. */
+  private async retractionTexts(rel: string, digests: ReadonlySet<bigint>): Promise<string[]> {
+    const read = await readDocumentFile(this.run.file(rel))
+    const parsed = read.ok ? parseManifest(read.value) : undefined
+    if (!parsed?.ok) return [...digests].map((d) => `(digest ${d.toString(16)})`)
+    return [...new Set(parsed.value.manifest.retracts.map(retractionKey))].filter((r) => digests.has(retractionDigest(r)))
+  }
+
   private async *readManifest(rel: string, hash: string | undefined, required: boolean): AsyncGenerator<CheckIssue, { manifest: Manifest; bytes: Buffer } | undefined> {
     const run = this.run
     const read = hash === undefined ? await readDocumentFile(run.file(rel)) : await run.readDocument(rel, hash)

@@ -12,8 +12,9 @@ import { CHECK_CODES, checkPack, levelOf, PackChecker, type CheckIssue, type Che
 import { buildTableIndex, type TablePart } from '../src/formats/pack/doc-index.js'
 import { writePackJson } from '../src/formats/pack/documents.js'
 import { patternId, quickstartId } from '../src/formats/pack/identity.js'
-import { buildKeyStatement, firstKeyStatement, revocationStatement, signKeyStatement, successorKeyStatement } from '../src/formats/pack/key-statements.js'
-import { signerName } from '../src/formats/pack/ssh-key.js'
+import { buildKeyStatement, firstKeyStatement, keyStatementBytes, revocationStatement, signKeyStatement, successorKeyStatement } from '../src/formats/pack/key-statements.js'
+import { fingerprint, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
+import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
 import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
 import { exportMediaPath, objectPath, refPath, signaturePath } from '../src/formats/pack/store.js'
 import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
@@ -251,6 +252,17 @@ t.test('refs: their manifest\'s feed, and seq along the history the store holds'
   exactly(t, issues, ['2 pack.ref-seq'])
   t.match(issues[0], { target: refPath(FEED), detail: /seq 1, but the store holds 2 versions/ })
   t.same(await check(noParent.dir, 3), [], 'a missing parent is history the store does not have')
+
+  // A ref signed by another publisher's own standing key, for this publisher's manifest.
+  const other = generateKey({ seed: Buffer.alloc(32, 44) })
+  const otherRef = await damaged(async (s) => {
+    await writeFile(fileOf(s.dir, `keys/${signerName(other.publicKey)}.json`), keyStatementBytes(firstKeyStatement(other, { created: T0, name: 'Another Publisher' })))
+    const ref = JSON.parse(await readFile(fileOf(s.dir, refPath(FEED)), 'utf8')) as { feed: string; manifest: string; seq: number; updated: string }
+    await writeFile(fileOf(s.dir, refPath(FEED)), signRef(buildRef({ feed: ref.feed, manifest: ref.manifest, seq: ref.seq, updated: ref.updated, publisher: fingerprint(other.publicKey) }), other).bytes)
+  })
+  const mismatch = await check(otherRef.dir, 2)
+  exactly(t, mismatch, ['2 pack.ref-publisher-mismatch'], 'the ref of another publisher')
+  t.match(mismatch[0], { target: refPath(FEED), detail: new RegExp(`the ref is of publisher ${fingerprint(other.publicKey).replace(/[+/]/g, '\\$&')}`) })
 })
 
 t.test('rows: ids, typed phases, pins and tilings', async (t) => {

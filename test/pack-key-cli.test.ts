@@ -349,3 +349,47 @@ t.test('bad flags exit 2 with one line naming the flag, and change nothing', asy
   t.same(await readFile(publisherKeyFiles(h.key).statement), statement, 'the statement is as it was')
   t.equal(field(h.run([]).stdout, 'fingerprint'), fp)
 })
+
+t.test('the key files refused by what is wrong with them, each with its code and nothing changed', async (t) => {
+  const pk = await import('../src/formats/pack/publisher-key.js')
+  const C = pk.PUBLISHER_KEY_CODES
+  const home = await mkdtemp(join(tmpdir(), 'pack-key-codes-'))
+  t.teardown(() => rm(home, { recursive: true, force: true }))
+  const path = join(home, 'publisher_ed25519')
+  const files = publisherKeyFiles(path)
+  await t.rejects(pk.loadPublisherKey(path), { code: C.missing }, 'no key at all')
+
+  keygen(['-q', '-t', 'ed25519', '-N', '', '-C', 'someone@host', '-f', path])
+  await t.rejects(pk.loadPublisherKey(path), { code: C.noStatement }, 'a key ssh-keygen made, no statement yet')
+  const made = await pk.makePublisherKey(path, { details: { name: 'Ada' }, created: T0 })
+  t.equal(made.fingerprint, keygen(['-l', '-f', `${path}.pub`]).split(' ')[1], 'which is adopted as it is')
+  await t.rejects(pk.makePublisherKey(path, { created: T0 }), { code: C.exists }, 'making it again would start another publisher')
+
+  await t.rejects(pk.updatePublisherKey(made, { authorise: [{ key: made.key.publicKey }], created: T0 }), { code: C.badChange }, 'authorising the publisher\'s own key')
+  await t.rejects(pk.updatePublisherKey(made, { revoke: [fingerprint(generateKey({ seed: Buffer.alloc(32, 5) }).publicKey)], created: T0 }), { code: C.badChange }, 'revoking a machine key it never authorised')
+  await t.rejects(pk.updatePublisherKey(made, { created: '2026-11-11' }), { code: C.badChange }, 'a created time that is not RFC 3339 UTC')
+
+  const pub = await readFile(files.publicKey)
+  await writeFile(files.publicKey, formatPublicKey(generateKey({ seed: Buffer.alloc(32, 6) }).publicKey) + '\n')
+  await t.rejects(pk.loadPublisherKey(path), { code: C.inconsistent, message: /is not the public key of/ }, 'a .pub of another key')
+  await writeFile(files.publicKey, pub)
+  const statement = await readFile(files.statement)
+  const other = join(home, 'other')
+  await pk.makePublisherKey(other, { created: T0, seed: Buffer.alloc(32, 7) })
+  await writeFile(files.statement, await readFile(publisherKeyFiles(other).statement))
+  await t.rejects(pk.loadPublisherKey(path), { code: C.inconsistent, message: /is the statement of/ }, 'a statement of another key')
+  await writeFile(files.statement, '{"format": "jetcarp-key"')
+  await t.rejects(pk.loadPublisherKey(path), { code: C.unreadable }, 'a statement that does not parse')
+  await writeFile(files.statement, statement)
+  t.equal((await pk.loadPublisherKey(path)).fingerprint, made.fingerprint, 'put back, the key loads')
+
+  const rotated = await pk.rotatePublisherKey(await pk.loadPublisherKey(path), { created: T1, seed: Buffer.alloc(32, 8) })
+  await rm(files.predecessor)
+  const { predecessor: _loadedBefore, ...withoutPredecessor } = rotated
+  await t.rejects(pk.updatePublisherKey(withoutPredecessor, { details: { name: 'Ada King' }, created: T1 }), { code: C.badChange, message: /predecessor is missing/ }, 'an update of a successor without its predecessor')
+  await rm(join(files.chain, `${rotated.earlier[0]!.signer}.json`))
+  await t.rejects(pk.loadPublisherKey(path), { code: C.inconsistent, message: /the chain of statements .* stops at/ }, 'a chain with an earlier statement missing')
+
+  await writeFile(path, 'not a key\n')
+  await t.rejects(pk.loadPublisherKey(path), { code: C.unreadable }, 'a private key file that is not one')
+})

@@ -63,6 +63,8 @@ interface CraftOptions {
   dataPageOffset?: bigint
   /** Extra bytes of page-level statistics in the header (a large header). */
   headerStatistics?: number
+  /** The column chunk's codec, as Parquet's enum numbers it (0 uncompressed, 2 GZIP, 7 LZ4_RAW). */
+  codec?: number
 }
 
 /** A part of one INT64 column `n`: one row group, one uncompressed PLAIN v1 data page. */
@@ -84,7 +86,7 @@ function craft(o: CraftOptions = {}): Uint8Array {
       field_1: [{
         field_2: 4n,
         field_3: {
-          field_1: 2, field_2: [0], field_3: ['n'], field_4: 0, field_5: o.chunkValues ?? BigInt(o.numValues ?? values.length),
+          field_1: 2, field_2: [0], field_3: ['n'], field_4: o.codec ?? 0, field_5: o.chunkValues ?? BigInt(o.numValues ?? values.length),
           field_6: BigInt(header.length + body.length), field_7: BigInt(header.length + body.length), field_9: o.dataPageOffset ?? 4n,
         },
       }],
@@ -194,6 +196,20 @@ t.test('a page header above 4 MiB', async (t) => {
   await refused(t, craft({ headerStatistics: 5 * 1024 * 1024 }), READ_CODES.pageHeaderTooLarge, '5 MiB of page statistics')
   const r = await readPartRows(await save(craft({ headerStatistics: 100_000 })), N_SCHEMA)
   t.ok(r.ok, 'a 100 KB page header is read')
+})
+
+t.test('a codec this reader does not decode, and a part above 4 GiB, are refused before a page is read', async (t) => {
+  await refused(t, craft({ codec: 2 }), READ_CODES.unsupported, 'a GZIP chunk')
+  const lz4 = await refused(t, craft({ codec: 7 }), READ_CODES.unsupported, 'an LZ4_RAW chunk')
+  t.match(lz4[0]!.detail, /row group 0, column n: codec LZ4_RAW/)
+  t.ok((await readPartRows(await save(craft()), N_SCHEMA)).ok, 'the same part uncompressed reads')
+  // 4 GiB of test data is not written: the limit is the same code path at a smaller size.
+  const bytes = craft()
+  const path = await save(bytes)
+  t.match(await openPart(path, N_SCHEMA, { ...READ_LIMITS, partBytes: bytes.length - 1 }), { ok: false, findings: [{ code: READ_CODES.partTooLarge }] }, 'a part one byte above the size limit')
+  const atLimit = await openPart(path, N_SCHEMA, { ...READ_LIMITS, partBytes: bytes.length })
+  t.ok(atLimit.ok, 'and one exactly at it opens')
+  if (atLimit.ok) await atLimit.part.close()
 })
 
 t.test('column chunks outside the file', async (t) => {

@@ -18,6 +18,7 @@ import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
 import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
 import { exportMediaPath, objectPath, refPath, signaturePath } from '../src/formats/pack/store.js'
 import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
+import { findLatticeTiling, latticeTilingRow } from '../src/formats/pack/tilings.js'
 import { LIFE } from '../src/sim/pack-records.js'
 import {
   BLINKER,
@@ -442,4 +443,16 @@ t.test('a table this reader does not know is a note; not a pack, and a store wit
   t.match(issues, [{ note: true, level: 0, code: CHECK_CODES.tableUnknown }])
   exactly(t, await check(noRefs.dir, 0), ['0 pack.store-no-refs'])
   await t.rejects(check(base), { code: 'pack.not-a-pack', exitCode: 2 })
+})
+
+t.test('a tiling whose neighbour lists break the spec\'s rules but hash to its pin is a note, pack.geometry-lint', async (t) => {
+  const square = findLatticeTiling('square')!
+  // The first touch neighbour left out (-1,-1), so the relation is not symmetric: its opposite still lists the tile.
+  const lopsided = latticeTilingRow({ ...square, family: 'square-lopsided', name: 'Lopsided square', touch: [square.touch[0]!.slice(1)] }) as unknown as Row
+  const store = await buildStore(fresh(), small({ rows: { ...smallRows(), tilings: [SQUARE, lopsided] } }))
+  const issues = await check(store.dir, 1)
+  exactly(t, issues, [], 'no failure: the pin is the geometry\'s')
+  const lint = issues.filter((i) => i.code === 'pack.geometry-lint')
+  t.equal(lint.length, 1, shown(issues))
+  t.match(lint[0], { level: 1, note: true, target: /square-lopsided/, detail: 'touch[0] lists (1,1,0) but touch[0] does not list (-1,-1,0)' })
 })

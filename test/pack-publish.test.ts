@@ -363,6 +363,17 @@ t.test('a mover cell on a main verification of a pattern that is not a mover is 
   t.match(capped.notes[0]!.detail, /^1 main verifications with a mover cell name a pattern that may be beyond the first 1 /)
 })
 
+t.test('a record whose pin_key names no tiling is refused at its line and field', async (t) => {
+  const folder = await records(dir(), [BLOCK, BLINKER])
+  await writeJsonl(join(folder, 'patterns.jsonl'), [BLOCK, { ...BLINKER, pin_key: 'hexagonal' }])
+  const store = dir()
+  await t.rejects(publishPack(opts(store, folder)), {
+    code: 'pack.record-unknown-tiling', exitCode: 2, location: { file: join(folder, 'patterns.jsonl'), line: 2, field: 'pin_key' },
+    message: /pin_key "hexagonal" names no row of tilings\.jsonl/,
+  }, 'the hexagonal grid, not in tilings.jsonl')
+  t.notOk(existsSync(join(store, 'refs')), 'no ref')
+})
+
 t.test('"every pattern has one" rule: a lattice pattern whose rule is null needs a main verification, here or in a parent', async (t) => {
   const withVerifications = (patterns: Record<string, unknown>[], verifications: object[]) => records(dir(), patterns).then(async (folder) => {
     await writeJsonl(join(folder, 'verifications.jsonl'), verifications)

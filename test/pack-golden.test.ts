@@ -17,6 +17,7 @@ import { refSignedBytes } from '../src/formats/pack/doc-ref.js'
 import { keyStatementSignedBytes, type KeyStatementDocument } from '../src/formats/pack/key-statements.js'
 import { objectPath } from '../src/formats/pack/store.js'
 import { checkPack } from '../src/formats/pack/check.js'
+import { partFacts } from '../src/formats/pack/parquet-read.js'
 import { buildGoldenPack } from '../scripts/make-golden-packs.js'
 import { childEnv } from './helpers/io.js'
 
@@ -91,6 +92,17 @@ t.test('ssh-keygen -Y verify accepts every manifest, ref and key-statement signa
       t.equal(r.status, 0, `${name}: ref ${f}: ${r.stderr}`)
     }
   }
+  // The export: pack.json is the manifest's bytes, signed as sigs/<signer>.sig by the key of keys/<signer>.json.
+  const exported = join(GOLDEN, 'export')
+  const manifest = await readFile(join(exported, 'pack.json'))
+  const sigs = await readdir(join(exported, 'sigs'))
+  t.ok(sigs.length > 0, 'the export carries its signatures')
+  for (const f of sigs) {
+    const doc = JSON.parse(await readFile(join(exported, 'keys', f.replace(/\.sig$/, '.json')), 'utf8')) as KeyStatementDocument
+    t.equal((await verify(doc.key, 'jetcarp-key', doc.signature, keyStatementSignedBytes(doc))).status, 0, `export: key statement of ${f}`)
+    const r = await verify(doc.key, 'jetcarp-manifest', await readFile(join(exported, 'sigs', f)), manifest)
+    t.equal(r.status, 0, `export: sigs/${f} over pack.json: ${r.stderr}`)
+  }
 })
 
 t.test('DuckDB reads every table part, with the rows its index states', async (t) => {
@@ -118,6 +130,36 @@ t.test('DuckDB reads every table part, with the rows its index states', async (t
       }
     }
   }
+})
+
+t.test('DuckDB reads every Parquet object of every golden pack, search segments, score sidecars and reference patches too, with the rows our reader counts', async (t) => {
+  const db = await DuckDBInstance.create(':memory:')
+  const conn = await db.connect()
+  t.teardown(() => conn.closeSync())
+  const kinds = new Map<string, number>()
+  for (const name of [...PACKS, 'export']) {
+    const root = join(GOLDEN, name)
+    for (const f of (await files(root)).filter((f) => f.endsWith('.parquet'))) {
+      const path = join(root, f)
+      const ours = await partFacts(path)
+      if (!ours.ok) { t.fail(`${name}/${f}: ${JSON.stringify(ours.findings)}`); continue }
+      const rows = Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet('${path}')`)).getRows()[0]![0])
+      t.equal(rows, ours.facts.rows, `${name}/${f}: ${rows} rows`)
+      kinds.set(name, (kinds.get(name) ?? 0) + 1)
+    }
+  }
+  // The searches pack holds a segment and a score sidecar beside its table parts; the aperiodic one its reference patch.
+  const tableParts = async (name: string) => {
+    const hash = (await readFile(join(GOLDEN, name, 'MANIFEST'), 'utf8')).trim()
+    const m = parseManifest(await readFile(join(GOLDEN, name, 'store', objectPath(hash, 'json'))))
+    let n = 0
+    if (m.ok) for (const indexHash of Object.values(m.value.manifest.tables)) {
+      const index = parseTableIndex(await readFile(join(GOLDEN, name, 'store', objectPath(indexHash, 'json'))))
+      if (index.ok) n += index.value.index.parts.length
+    }
+    return n
+  }
+  for (const name of ['searches', 'aperiodic']) t.ok(kinds.get(name)! > (await tableParts(name)), `${name}: Parquet objects beyond its table parts were read (${kinds.get(name)})`)
 })
 
 t.test('every golden pack passes pack-check at level 3 (stores and the export)', async (t) => {

@@ -363,6 +363,29 @@ t.test('a mover cell on a main verification of a pattern that is not a mover is 
   t.match(capped.notes[0]!.detail, /^1 main verifications with a mover cell name a pattern that may be beyond the first 1 /)
 })
 
+t.test('aliases and score models are published, read back as written, and pass every level', async (t) => {
+  const oldId = 'f'.repeat(32)
+  const folder = await records(dir(), [BLOCK, BLINKER], {
+    aliases: [{ old_id: oldId, target: '@patterns:2', reason: 'scheme-change', date: T0 }],
+    score_models: [{ model: 'taste', version: '1', kind: 'logistic 1', features: ['cells', 'period'], weights: [0.5, -1.25], intercept: 0.125, fitted_on: 'the ratings of version 1', rater: null, metrics: '{"auc":0.81}' }],
+  })
+  const store = dir()
+  const published = await publishPack(opts(store, folder))
+  const m = await manifestOf(store, published.manifest)
+  const patterns = await tableRows(store, 'patterns', m.tables['patterns']!)
+  const blinker = patterns.find((p) => p['class'] === 'oscillator')!
+  t.same(await tableRows(store, 'aliases', m.tables['aliases']!), [{ old_id: oldId, target: `pattern:${String(blinker['id'])}`, reason: 'scheme-change', date: T0 }], 'the alias names the blinker by its id')
+  t.match(await tableRows(store, 'score_models', m.tables['score_models']!), [{ model: 'taste', version: '1', kind: 'logistic 1', features: ['cells', 'period'], weights: [0.5, -1.25], intercept: 0.125, rater: null, metrics: '{"auc":0.81}' }])
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(store, { level: 3 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'level 3')
+
+  const badAlias = await records(dir(), [BLOCK], { aliases: [{ old_id: oldId, target: '@patterns:1', reason: 'renamed', date: T0 }] })
+  await t.rejects(publishPack(opts(dir(), badAlias)), { code: 'pack.alias-reason-invalid', location: { file: join(badAlias, 'aliases.jsonl'), line: 1 } }, 'a reason the spec does not name')
+  const badModel = await records(dir(), [BLOCK], { score_models: [{ model: 'taste', version: '1', kind: 'logistic 1', features: ['cells'], weights: [0.5, 1], intercept: 0, fitted_on: 'x', rater: null, metrics: '{}' }] })
+  await t.rejects(publishPack(opts(dir(), badModel)), { code: 'pack.score-model-weights-mismatch', location: { file: join(badModel, 'score_models.jsonl'), line: 1 } }, 'two weights for one feature')
+})
+
 t.test('a record whose pin_key names no tiling is refused at its line and field', async (t) => {
   const folder = await records(dir(), [BLOCK, BLINKER])
   await writeJsonl(join(folder, 'patterns.jsonl'), [BLOCK, { ...BLINKER, pin_key: 'hexagonal' }])

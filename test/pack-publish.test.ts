@@ -477,6 +477,7 @@ t.test('local paths become file names', async (t) => {
   t.equal(withoutLocalPaths('found by /home/u/runs/soup-17.rle in B3/S23 at c/4'), 'found by soup-17.rle in B3/S23 at c/4')
   t.equal(withoutLocalPaths('C:\\Users\\me\\a.txt and \\\\server\\share\\b.txt and ~/c.txt and file:///tmp/d.txt'), 'a.txt and b.txt and c.txt and d.txt')
   t.equal(withoutLocalPaths('{"source":"/x/y/z.rle"}'), '{"source":"z.rle"}', 'inside JSON text too, and the JSON stays JSON')
+  t.equal(withoutLocalPaths(JSON.stringify({ source: '\\\\server\\share\\b.txt', at: 'C:\\Users\\me\\a.txt' })), '{"source":"b.txt","at":"a.txt"}', 'a UNC path and a drive path as JSON writes them, backslashes doubled')
 })
 
 t.test('a record is scrubbed unless its JSON text holds no path mark, escaped or not', async (t) => {
@@ -492,10 +493,14 @@ t.test('no local path anywhere: every file and every table cell written is scann
   const store = dir()
   const rec = await records(dir(), [BLOCK, GLIDER], {
     provenance: [{ target: '@patterns:1', seq: 0, kind: 'found', finder: null, orcid: null, search_kind: 'hunt', search: null, machine: 'linux-x86_64', date: T0, source: '/home/alice/soups/run-7/soup-17.rle', pack: null, run: '{"source":"C:\\\\Users\\\\alice\\\\soup.rle","tiling":"square"}' }],
-    annotations: [{ target: '@patterns:2', field: 'notes', value: '"seen in file:///home/alice/notes/glider.txt and ~/more/x.txt"', score_model: null, date: T0 }],
+    annotations: [
+      { target: '@patterns:2', field: 'notes', value: '"seen in file:///home/alice/notes/glider.txt and ~/more/x.txt"', score_model: null, date: T0 },
+      { target: '@patterns:1', field: 'notes', value: '"copied from /tmp/scratch/block.rle, /var/lib/pipe/runs/b.rle and \\\\\\\\fileserver\\\\share\\\\y.rle"', score_model: null, date: T0 },
+    ],
   })
   await publishPack(opts(store, rec))
-  const PATH = /(\/home\/|\/Users\/|[A-Za-z]:\\|\\\\[a-z]|file:\/\/|~\/)/
+  // Any absolute path of two or more components (not only /home or /Users), and the spec's other forms.
+  const PATH = /(?:^|[^A-Za-z0-9_.~:/\\])(?:\/[A-Za-z0-9._-]+){2,}|~\/|[A-Za-z]:\\|\\\\[A-Za-z]|file:\/\//
   const bad: string[] = []
   for (const f of await files(store)) {
     if (f.endsWith('.parquet')) continue

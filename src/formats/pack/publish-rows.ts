@@ -265,9 +265,11 @@ export function applyDefaults(table: string, row: Row, d: Defaults, pin: string 
 /**
  * Local paths never reach a pack ("Personal data"): an absolute path in any text a publish writes
  * (`/x/y`, `~/`, `C:\`, `\\server\`, `file://`) is replaced by its file name. A path starts a string or
- * follows a space, quote, `=`, `(`, `[` or `,` (so the `/` of `B3/S23` or `c/4` is no path).
+ * follows a space, quote, `=`, `(`, `[` or `,` (so the `/` of `B3/S23` or `c/4` is no path). A JSON cell is
+ * scrubbed as its text, where a UNC path's backslashes are doubled (`\\\\server\\share`), so those are
+ * matched too (a canonical JSON cell spells `/` and `~` only as themselves).
  */
-const LOCAL_PATH = /(^|[\s"'=([,])(?:file:\/\/[^\s"']*|~\/[^\s"']*|[A-Za-z]:\\[^\s"']*|\\\\[^\s"'\\]+\\[^\s"']*|\/[^\s"'/]+\/[^\s"']*)/g
+const LOCAL_PATH = /(^|[\s"'=([,])(?:file:\/\/[^\s"']*|~\/[^\s"']*|[A-Za-z]:\\[^\s"']*|(?:\\\\){1,2}[^\s"'\\]+\\[^\s"']*|\/[^\s"'/]+\/[^\s"']*)/g
 
 export function withoutLocalPaths(text: string): string {
   return text.replace(LOCAL_PATH, (whole, before: string) => {

@@ -181,7 +181,7 @@ t.test('HashTable128 keeps every key and its value through growth', async (t) =>
   t.equal(table.holds(absent, 0), undefined)
 })
 
-t.test('keys beyond the in-memory table spill to disk: the same parts and refusals as with room for every key', async (t) => {
+t.test('keys beyond the in-memory table spill to disk: the same rows, sorted parts, the same bytes again, and the same refusals as with room for every key', async (t) => {
   // A table of room for `seenCap` keys, spilled runs of `spillRecords` keys: 3 makes more runs than one merge takes (MERGE_FAN_IN).
   const spills = [{ seenCap: 0, spillRecords: 3 }, { seenCap: 40, spillRecords: 3 }, { seenCap: 700, spillRecords: 100 }, { seenCap: 2500, spillRecords: 50 }]
   const sightings = Array.from({ length: 3000 }, sighting)
@@ -195,17 +195,25 @@ t.test('keys beyond the in-memory table spill to disk: the same parts and refusa
     { name: 'patterns keyed by content id, given twice, a third a parent\'s', schema: PACK_TABLES.patterns, added: patternInput, parents: patternParents, maxChunkBytes: 30_000 },
     { name: 'a fact table keyed by hashes of its key', schema: PACK_TABLES.tilings, added: [...tilings, ...tilings], parents: [tilings[0]!], maxChunkBytes: 10 },
   ]
+  // Rows decided at once are placed at once and the rest after them, so a spilled table's parts may split its rows otherwise.
+  const rowsOf = (schema: TableSchema, parts: { rows: Record<string, unknown>[] }[]) => parts.flatMap((p) => p.rows.map((r) => canonicalRowText(schema, r))).sort()
   for (const c of cases) {
     const roomy = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes })
     t.ok(roomy.length > 1, `${c.name}: several parts (${roomy.length})`)
+    const cmp = rowComparator(c.schema)
     for (const limits of spills) {
       const spilled = await mkdtemp(join(dir, 'spilled-'))
       const parts = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes, ...limits, dir: spilled })
-      t.same(parts.map((p) => p.sha256), roomy.map((p) => p.sha256), `${c.name}, ${JSON.stringify(limits)}: the same parts`)
+      t.same(rowsOf(c.schema, parts), rowsOf(c.schema, roomy), `${c.name}, ${JSON.stringify(limits)}: the same rows`)
+      t.ok(parts.every((p) => p.rows.every((r, i) => i === 0 || cmp(p.rows[i - 1]!, r) <= 0)), 'each part sorted')
+      const again = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes, ...limits, dir: spilled })
+      t.same(again.map((p) => p.sha256), parts.map((p) => p.sha256), 'the same parts again, byte for byte')
       t.same((await readdir(spilled)).filter((f) => f.includes('spill')), [], 'no spill file left')
     }
+    const inline = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes, seenCap: 10, spillRecords: 7 })
     const threaded = await collect(c.schema, c.added, c.parents, { maxChunkBytes: c.maxChunkBytes, seenCap: 10, spillRecords: 7, encodeOnThread: true })
-    t.same(threaded.map((p) => p.sha256), roomy.map((p) => p.sha256), `${c.name}: spilled on the encoding thread, the same parts`)
+    t.same(threaded.map((p) => p.sha256), inline.map((p) => p.sha256), `${c.name}: spilled on the encoding thread, the same parts as on the caller's`)
+    t.same(rowsOf(c.schema, threaded), rowsOf(c.schema, roomy), 'and the same rows')
   }
 
   const other = (r: Record<string, unknown>, name: string) => ({ ...r, identity: name })

@@ -22,7 +22,7 @@ import { publishPack, type PublishOptions } from '../src/formats/pack/publish.js
 import { scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
-import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
+import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/table-schemas.js'
 import { LIFE, STAR_WARS, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))
@@ -132,34 +132,41 @@ t.test('the same records and time give byte-identical stores', async (t) => {
   t.equal(same, fa.length, 'every file has the same bytes')
 })
 
-t.test('keys beyond the in-memory table and ids beyond the in-memory book spill to disk: the same stores, nothing left behind', async (t) => {
+t.test('keys beyond the in-memory table and ids beyond the in-memory book spill to disk: the same rows, the same bytes again, nothing left behind', async (t) => {
   // Two blocks k cells apart: a still life each, all different.
   const twoBlocks = (k: number) => patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1], [k, 0], [k + 1, 0], [k, 1], [k + 1, 1]])
   const all = Array.from({ length: 40 }, (_, i) => twoBlocks(3 + i))
   const first = await records(dir(), all.slice(0, 30))
   const second = await records(dir(), [...all.slice(10), ...all.slice(0, 10)])
-  const roomy = dir()
-  const spilled = dir()
   const limits = { newRows: { maxChunkBytes: 3000 } }
   const tight = { newRows: { maxChunkBytes: 3000, seenCap: 3, spillRecords: 4 }, idBookLines: 5 }
-  let last = ''
-  for (const [store, over] of [[roomy, limits], [spilled, tight]] as const) {
+  const publishBoth = async (store: string, over: Partial<PublishOptions>) => {
     await publishPack(opts(store, first, over))
     const r = await publishPack(opts(store, second, { ...over, created: '2026-11-12T00:00:00Z' }))
     t.ok(r.newParts['patterns']! > 0 && r.newParts['verifications']! > 0, `new parts: ${JSON.stringify(r.newParts)}`)
-    last = r.manifest
+    return r.manifest
   }
-  const names = await files(roomy)
-  t.same(await files(spilled), names, 'the same files')
+  const [roomy, spilled, spilledAgain] = [dir(), dir(), dir()]
+  const roomyLast = await publishBoth(roomy, limits)
+  const last = await publishBoth(spilled, tight)
+  await publishBoth(spilledAgain, tight)
+  const names = await files(spilled)
+  t.same(await files(spilledAgain), names, 'spilled twice: the same files')
   let same = 0
-  for (const f of names) if ((await readFile(join(roomy, f))).equals(await readFile(join(spilled, f)))) same++
+  for (const f of names) if ((await readFile(join(spilled, f))).equals(await readFile(join(spilledAgain, f)))) same++
   t.equal(same, names.length, 'every file has the same bytes')
   const m = await manifestOf(spilled, last)
+  const roomyM = await manifestOf(roomy, roomyLast)
+  const texts = async (store: string, manifest: { tables: Record<string, string> }, table: keyof typeof PACK_TABLES) => (await tableRows(store, table, manifest.tables[table]!)).map((r) => canonicalRowText(PACK_TABLES[table], r)).sort()
+  for (const table of Object.keys(roomyM.tables) as (keyof typeof PACK_TABLES)[]) t.same(await texts(spilled, m, table), await texts(roomy, roomyM, table), `${table}: the rows a roomy publish writes`)
   const ids = new Set((await tableRows(spilled, 'patterns', m.tables['patterns']!)).map((p) => p['id']))
   const verifications = await tableRows(spilled, 'verifications', m.tables['verifications']!)
   t.equal(ids.size, 40, 'every pattern once')
   t.ok(verifications.length === 40 && verifications.every((v) => ids.has(v['pattern_id'])), 'every @patterns:N named its pattern, beyond the lines kept in memory too')
   t.same(await readdir(join(spilled, '.tmp')), [], 'nothing left in .tmp/')
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(spilled, { level: 3 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'and it passes level 3')
 })
 
 t.test('a second version keeps its parent\'s parts, adds only new rows, keeps an unchanged index, and retracts cumulatively', async (t) => {

@@ -8,9 +8,11 @@
  * Rows the parents already have are left out (a fact row by its key, an event row by its text), and a fact
  * key given twice is kept once; a fact key given two different rows is refused. What is remembered for
  * this are 128-bit hashes of keys and rows, 32 bytes a row of the feed, in a table of at most SEEN_CAP
- * keys (64 MB). A feed with more keys spills the rest, and the rows that came after the table filled, to
- * disk (KeySpill): they are decided by an external sort once every row has come, and placed then, so the
- * parts are the same bytes either way and memory stays bounded whatever the feed's size.
+ * keys (64 MB). A feed with more keys spills the rest to disk (KeySpill): a row no spilled key can equal
+ * (a Bloom filter says so) is kept at once, and the others wait for an external sort of the keys once every
+ * row has come. Memory stays bounded whatever the feed's size; the rows are those a table with room for
+ * every key would keep, the rows that waited placed after the others (so the parts may split them
+ * otherwise), and the same rows give the same bytes.
  *
  * Two threads share the work. The caller's (`NewRowsJob`) encodes each checked row (row-bytes.ts) into a
  * batch with its sort values and partition, and hashes a fact row's key, as it does the parents' rows; the
@@ -392,11 +394,16 @@ class Chunk {
   }
 }
 
-/** What a row's look-up decided: kept, left out (its table has the row), refused (its key has another row), or known only once the spilled keys are merged. */
+/**
+ * What a row's look-up decided: kept, left out (its table has the row), refused (its key has another row),
+ * known only once the spilled keys are merged, or (spilling) kept and placed at once, its key spilled for
+ * the rows after it.
+ */
 const KEEP = 0
 const DROP = 1
 const CONFLICT = 2
 const PENDING = 3
+const PLACED = 4
 
 /**
  * A spilled key: its four words, its order (two words, high then low: parents' keys first, then the rows'
@@ -414,22 +421,47 @@ export const SEEN_CAP = 2 ** 20
 /** Spilled keys sorted in memory before a run is written (44 bytes each: 23 MB). */
 export const SPILL_RECORDS = 2 ** 19
 
-/** Staged rows as spilled: what placing them needs, with each row's decision so far. */
+/** Staged rows as spilled: what placing them needs, with each row's decision so far (a row placed already is DROP or PLACED). */
 interface SpilledRows {
   staged: Omit<StagedRows, 'hashes' | 'hashedRows'>
   status: Uint8Array
-  /** The order of the first of its PENDING rows (the rest follow in row order). */
+  /** The order of the first of its PENDING and PLACED rows, whose keys were spilled (the rest follow in row order). */
   firstOrder: number
 }
 
+/** 2^27 bits (16 MB): at ten million spilled keys, one row in about 230 that no spilled key equals still waits for the merge. */
+const BLOOM_WORDS = 2 ** 22
+
+/** The spilled keys, as a Bloom filter over their four words (each a uniform hash): "no" is sure, "perhaps" is not. */
+class KeyBloom {
+  private readonly bits = new Uint32Array(BLOOM_WORDS)
+
+  add(e: Uint32Array, at: number): void {
+    for (let w = 0; w < 4; w++) {
+      const bit = e[at + w]! & (BLOOM_WORDS * 32 - 1)
+      this.bits[bit >>> 5]! |= 1 << (bit & 31)
+    }
+  }
+
+  mayHave(e: Uint32Array, at: number): boolean {
+    for (let w = 0; w < 4; w++) {
+      const bit = e[at + w]! & (BLOOM_WORDS * 32 - 1)
+      if ((this.bits[bit >>> 5]! & (1 << (bit & 31))) === 0) return false
+    }
+    return true
+  }
+}
+
 /**
- * The keys a table's in-memory `seen` has no room for, and the rows that came after it filled, on disk
- * (spill-sort.ts). A row whose key the full table holds is decided at once; the others' keys are spilled
- * with their order, and once every row has come the keys are merged: of the rows with one key, the first
- * decides the others as the table would have (a fact row is left out when it is the first's row, refused
- * when it differs; an event row is left out when a parent has it). The rows are then placed from the
- * spill in the order they came, so the parts are those the table would have written with room for
- * every key.
+ * The keys a table's in-memory `seen` has no room for, on disk (spill-sort.ts), and the rows that came
+ * after it filled which cannot be decided at once. A row whose key the full table holds is decided at once,
+ * and so is one whose key no spilled key can equal (the Bloom filter says so): it is the first of its key,
+ * kept and placed at once, its key spilled for the rows after it (a fact row's; an event row's matters only
+ * against the parents'). The others' keys are spilled with their order, and once every row has come the
+ * keys are merged: of the rows with one key, the first decides the others as the table would have (a fact
+ * row is left out when it is the first's row, refused when it differs; an event row is left out when a
+ * parent has it). The rows that waited are then placed from the spill in the order they came. A refusal
+ * waits too, so the one named is the first in the order rows came.
  */
 class KeySpill {
   private readonly keys: SpillSort
@@ -444,8 +476,11 @@ class KeySpill {
     this.rowSpill = new RecordSpill(dir, prefix)
   }
 
+  private readonly bloom = new KeyBloom()
+
   /** Spills the entry (key, then row hash) at `e[at]`; a parent's or a new row's. */
   key(e: Uint32Array, at: number, isNew: boolean): Promise<void> | undefined {
+    this.bloom.add(e, at)
     const k = this.entry
     for (let w = 0; w < 4; w++) k[w] = e[at + w]!
     k[ORDER_HIGH] = Math.floor(this.order / 2 ** 32)
@@ -457,17 +492,33 @@ class KeySpill {
     return this.keys.push(k, 0)
   }
 
-  /** Spills rows with their decisions so far, and the keys of those PENDING. */
+  /**
+   * Decides the PENDING rows no spilled key can equal (KEEP, or PLACED when their key is spilled), spills
+   * the keys the merge needs, and spills the rows when some must wait (PENDING, or a refusal). The caller
+   * places the KEEP and PLACED rows now.
+   */
   async rows(s: StagedRows, status: Uint8Array): Promise<void> {
     const firstOrder = this.order
+    let waiting = false
     for (let r = 0; r < status.length; r++) {
+      if (status[r] === CONFLICT) waiting = true
       if (status[r] !== PENDING) continue
       // An event row's key is its own hash.
-      const wait = this.key(s.hashes, this.fact ? r * 8 : r * 8 + 4, true)
+      const at = this.fact ? r * 8 : r * 8 + 4
+      if (!this.bloom.mayHave(s.hashes, at)) {
+        if (!this.fact) {
+          status[r] = KEEP
+          continue
+        }
+        status[r] = PLACED
+      } else waiting = true
+      const wait = this.key(s.hashes, at, true)
       if (wait) await wait
     }
+    if (!waiting) return
     const { hashes: _hashes, hashedRows: _hashedRows, ...staged } = s
-    await this.rowSpill.write({ staged, status, firstOrder })
+    // Rows placed now are left out when the rest are placed.
+    await this.rowSpill.write({ staged, status: status.map((x) => (x === KEEP ? DROP : x)), firstOrder })
   }
 
   /** The spilled rows in the order they came, every decision made. */
@@ -489,6 +540,7 @@ class KeySpill {
       let order = spilled.firstOrder
       const { status } = spilled
       for (let r = 0; r < status.length; r++) {
+        if (status[r] === PLACED) order++
         if (status[r] !== PENDING) continue
         if (block && block.words[at]! * 2 ** 32 + block.words[at + 1]! === order) {
           status[r] = block.words[at + 2]!
@@ -578,10 +630,11 @@ class NewRows implements PartsWork<NewRowsItem> {
     const status = new Uint8Array(s.batch.rows)
     if (this.spill) {
       this.lookUp(s, status, this.fact || this.spill.parentKeys > 0 ? PENDING : KEEP)
-      return this.spill.rows(s, status)
+      await this.spill.rows(s, status)
+      return this.place(s, status, true)
     }
     this.lookUp(s, status, KEEP)
-    return this.place(s, status)
+    return this.place(s, status, false)
   }
 
   /**
@@ -602,15 +655,18 @@ class NewRows implements PartsWork<NewRowsItem> {
     }
   }
 
-  /** Puts the rows kept in the chunk, in order, writing it when full; refuses at the first row refused. */
-  private async place(s: Omit<StagedRows, 'hashes' | 'hashedRows'>, status: Uint8Array): Promise<void> {
+  /**
+   * Puts the rows kept in the chunk, in order, writing it when full; refuses at the first row refused.
+   * `now`: a spilling table's rows decided at once (KEEP and PLACED), the rest left to the spill.
+   */
+  private async place(s: Omit<StagedRows, 'hashes' | 'hashedRows'>, status: Uint8Array, now: boolean): Promise<void> {
     const { batch } = s
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
     const n = this.schema.sortColumns.length
     const folders = s.partitions.map((p) => this.folderNumber(p))
     let source = -1
     for (let r = 0; r < batch.rows; r++) {
-      if (status[r] === DROP) continue // the table has it already: from a parent, or earlier in this publish
+      if (now ? status[r] !== KEEP && status[r] !== PLACED : status[r] !== KEEP && status[r] !== CONFLICT) continue // DROP: the table has it already, from a parent or earlier in this publish
       if (status[r] === CONFLICT) {
         const key = s.sortValues.slice(r * n, r * n + n)
         throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
@@ -681,7 +737,7 @@ class NewRows implements PartsWork<NewRowsItem> {
   }
 
   async finish(): Promise<WrittenPart[]> {
-    if (this.spill) for await (const { staged, status } of this.spill.placed()) await this.place(staged, status)
+    if (this.spill) for await (const { staged, status } of this.spill.placed()) await this.place(staged, status, false)
     if (this.chunk.count > 0) await this.writeChunk()
     return this.files.finish()
   }

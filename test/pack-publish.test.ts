@@ -19,7 +19,8 @@ import { patternId } from '../src/formats/pack/identity.js'
 import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
 import { publishPack, type PublishOptions } from '../src/formats/pack/publish.js'
-import { scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
+import { mayHoldLocalPath, scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
+import { seededRandom } from '../src/sim/random.js'
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
 import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/table-schemas.js'
@@ -485,6 +486,22 @@ t.test('local paths become file names', async (t) => {
   t.equal(withoutLocalPaths('C:\\Users\\me\\a.txt and \\\\server\\share\\b.txt and ~/c.txt and file:///tmp/d.txt'), 'a.txt and b.txt and c.txt and d.txt')
   t.equal(withoutLocalPaths('{"source":"/x/y/z.rle"}'), '{"source":"z.rle"}', 'inside JSON text too, and the JSON stays JSON')
   t.equal(withoutLocalPaths(JSON.stringify({ source: '\\\\server\\share\\b.txt', at: 'C:\\Users\\me\\a.txt' })), '{"source":"b.txt","at":"a.txt"}', 'a UNC path and a drive path as JSON writes them, backslashes doubled')
+})
+
+t.test('the gate before the scrub: a text it lets through unwalked never held a path', async (t) => {
+  t.notOk(mayHoldLocalPath('{"rule":"B3/S23","speed":"c/4 diagonal","notes":"see a/b"}'), 'rules, speeds and a/b are no path')
+  for (const text of ['/x/y', '"/x/y"', 'at /tmp/a', 'a=/x/y', '(/x/y)', '[/x/y]', 'a,/x/y', 'C:\\x', '\\\\s\\x', '~/x', 'file:///x', 'a\u00a0/x/y']) t.ok(mayHoldLocalPath(text), text)
+  // Random texts of the characters paths are made of: whatever the scrub changes, the gate let in.
+  const random = seededRandom(11)
+  const alphabet = ['/', '\\', '~', ' ', '"', '=', '(', ',', 'a', 'b', '3', ':', 'C', 'file:', '.', '\u00a0', '\n']
+  let changed = 0
+  for (let n = 0; n < 60_000; n++) {
+    const text = Array.from({ length: 1 + Math.floor(random() * 12) }, () => alphabet[Math.floor(random() * alphabet.length)]!).join('')
+    if (withoutLocalPaths(text) === text) continue
+    changed++
+    if (!mayHoldLocalPath(text)) t.fail(`${JSON.stringify(text)} holds a path the gate let through`)
+  }
+  t.ok(changed > 1000, `${changed} texts held a path, and the gate let in each`)
 })
 
 t.test('a record is scrubbed unless its JSON text holds no path mark, escaped or not', async (t) => {

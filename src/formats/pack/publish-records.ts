@@ -7,7 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { PATTERN_STATED, PUBLISH_CODES, recordError, scrubLocalPaths, scrubRecordPaths, type RecordPlace, type Row } from './publish-rows.js'
+import { mayHoldLocalPath, PATTERN_STATED, PUBLISH_CODES, recordError, scrubLocalPaths, scrubRecordPaths, type RecordPlace, type Row } from './publish-rows.js'
 
 /**
  * Reads the record in `bytes[start, end)` (a line without its \n), or gives undefined for the general path
@@ -157,11 +157,13 @@ export class PatternRecordParser {
   /** The string or phases just read; an integer is `n`. */
   private v: unknown = undefined
   private n = 0
-  /** Whether a string read holds `/` or `~`, which a local path needs (publish-rows.ts scrubRecordPaths). */
+  /** Whether a string read may hold a local path (publish-rows.ts mayHoldLocalPath). */
   private pathMark = false
   /** Each member's last string, and its bytes: most records repeat a pin key, model, class or family. */
   private readonly lastText: string[] = PATTERN_MEMBERS.map(() => '')
   private readonly lastBytes: Buffer[] = PATTERN_MEMBERS.map(() => Buffer.alloc(0))
+  /** Whether each member's last string may hold a local path. */
+  private readonly lastMark: boolean[] = PATTERN_MEMBERS.map(() => false)
   /** The member that followed each member (and, last, the first member) in the last record: records mostly keep one order. */
   private readonly next = new Int32Array(PATTERN_MEMBERS.length + 1)
   private readonly values: unknown[] = PATTERN_MEMBERS.map(() => undefined)
@@ -233,11 +235,12 @@ export class PatternRecordParser {
     const b = this.b
     const from = this.p + 1
     let to = from
+    let slash = false
     for (; to < this.end; to++) {
       const c = b[to]!
       if (c === QUOTE) break
       if (c < 0x20 || c >= 0x7f || c === BACKSLASH) return false
-      if (c === SLASH || c === TILDE) this.pathMark = true
+      if (c === SLASH || c === TILDE) slash = true
     }
     if (to >= this.end) return false
     this.p = to + 1
@@ -246,8 +249,11 @@ export class PatternRecordParser {
       const text = b.toString('latin1', from, to)
       this.lastText[m] = text
       this.lastBytes[m] = Buffer.from(b.subarray(from, to))
+      // Every path holds a `/` or `~`; most strings with one are rules (B3/S23) or speeds (c/4), which are none.
+      this.lastMark[m] = slash && mayHoldLocalPath(text)
       this.v = text
     }
+    if (this.lastMark[m]) this.pathMark = true
     return true
   }
 

@@ -279,24 +279,30 @@ export function withoutLocalPaths(text: string): string {
   })
 }
 
-/**
- * Whether a text holds a character every local path holds one of (`/`, `\\`, `~`): text without one is
- * left alone without a search. Three native searches are several times cheaper than a character class.
- */
-const hasPathMark = (text: string): boolean => text.includes('/') || text.includes('\\') || text.includes('~')
+/** A character a path may follow in LOCAL_PATH. */
+const PATH_BEFORE = /[\s"'=([,]/
 
 /**
- * A record with local paths replaced, given the JSON text it was parsed from: a text without a path mark
- * has none in any string (an escape that could spell one starts with `\\`), and walking every member of
- * every record was a tenth of the main thread's time at a million patterns.
+ * Whether a text may hold a local path: it holds a `\\` (a drive or UNC path, or in JSON text an escape
+ * that could spell anything), a `~`, `file:`, or a `/` that starts it or follows a character a path
+ * follows. Text without one is left alone without a search: nearly every record holds a rule (B3/S23) or a
+ * speed (c/4), whose `/` is no path, and walking every member of every record was a tenth of the main
+ * thread's time at a million patterns.
  */
+export function mayHoldLocalPath(text: string): boolean {
+  if (text.includes('\\') || text.includes('~') || text.includes('file:')) return true
+  for (let i = text.indexOf('/'); i >= 0; i = text.indexOf('/', i + 1)) if (i === 0 || PATH_BEFORE.test(text[i - 1]!)) return true
+  return false
+}
+
+/** A record with local paths replaced, given the JSON text it was parsed from: a text that may hold none is not walked. */
 export function scrubRecordPaths(record: Row, text: string): Row {
-  return hasPathMark(text) ? scrubLocalPaths(record) : record
+  return mayHoldLocalPath(text) ? scrubLocalPaths(record) : record
 }
 
 /** Every string in a value with local paths replaced, in place (structs and lists walked); returns the value. */
 export function scrubLocalPaths<T>(v: T): T {
-  if (typeof v === 'string') return (hasPathMark(v) ? withoutLocalPaths(v) : v) as T
+  if (typeof v === 'string') return (mayHoldLocalPath(v) ? withoutLocalPaths(v) : v) as T
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
       const x = v[i]

@@ -242,7 +242,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   }
   const tilings = new TilingBook()
   const ruleFamilies = new Map<string, string>()
-  // Needed until the verifications are staged, then released (42 MB at most); not kept at all when there
+  // Needed until the verifications are staged, then released (50 MB at most); not kept at all when there
   // are no verifications, which a publish of patterns alone paid 0.7 s a million patterns for.
   const verificationsComing = (inherited.get('verifications')?.length ?? 0) > 0 || (await exists(join(o.records, 'verifications.jsonl')))
   let patterns: StagedPatterns | undefined = verificationsComing ? new StagedPatterns(o.stagedPatternsCap) : undefined

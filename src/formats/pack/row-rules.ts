@@ -125,7 +125,7 @@ export function verificationMoverClassFinding(cls: string): IdentityFinding {
 
 /**
  * The other half of the mover rule as the publisher meets it, the pattern read first (mover-patterns.ts
- * NonMoverPatterns keeps only that it is not a mover): `verification` names the main verification with a
+ * StagedPatterns keeps only whether it is a mover): `verification` names the main verification with a
  * mover cell, `pattern` its pattern.
  */
 export function moverOfOtherClassFinding(verification: string, pattern: string): IdentityFinding {

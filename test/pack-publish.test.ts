@@ -459,6 +459,18 @@ t.test('ratings need their raters\' rows, here or in a parent, and a note needs 
   await publishPack(opts(store, await records(dir(), [BLOCK], { raters: [raterRow(SELF, true)] })))
   const later = await publishPack(opts(store, await records(dir(), [BLOCK], { ratings: [rating(SELF, 'Small.')] }), { created: '2026-11-12T00:00:00Z' }))
   t.equal(later.seq, 2, 'a rating whose rater\'s row, sharing notes, is in the parent')
+
+  // Raters beyond those kept: published with a note, and a check keeping as few notes it too.
+  const many = await records(dir(), [BLOCK], { ratings: [rating(SELF, null), rating(OTHER_RATER, null)], raters: [raterRow(SELF, false)] })
+  const capped = dir()
+  const note = await publishPack(opts(capped, many, { ratersCap: 1 }))
+  t.same(note.notes.map((n) => n.code), ['pack.raters-unchecked'], 'the rater without a row is beyond the one kept: a note, not a refusal')
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(capped, { level: 1, ratersCap: 1 })) issues.push(i)
+  t.same(issues.map((i) => `${i.level} ${i.code} ${i.note}`), ['1 pack.raters-unchecked true'], 'the check with one rater kept notes it')
+  const full: CheckIssue[] = []
+  for await (const i of checkPack(capped, { level: 1 })) full.push(i)
+  t.same(full.filter((i) => !i.note).map((i) => i.code), ['pack.rater-row-missing'], 'and with room for both, finds the missing row')
 })
 
 t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {

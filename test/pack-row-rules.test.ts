@@ -311,6 +311,23 @@ t.test('the raters book judges after each manifest only what its rows changed, e
   t.same(codes(), ['pack.rater-row-missing ratings 1', 'pack.rater-row-invalid raters 5'], 'each finding once: D\'s missing row, and a new group listing C')
 })
 
+t.test('the raters book keeps at most its cap of raters: those beyond are counted, not judged, and those kept still are', async (t) => {
+  const book = new RaterBook(3)
+  const id = (n: number) => `rater-${n.toString(16).padStart(16, '0')}`
+  const codes = () => book.findings().map((f) => `${f.code} ${f.at}`)
+  book.rating({ rater: id(1), note: null }, 'ratings 0')
+  book.rating({ rater: id(2), note: 'Nice.' }, 'ratings 1')
+  book.rating({ rater: id(3), note: null }, 'ratings 2')
+  book.rating({ rater: id(4), note: null }, 'ratings 3')
+  t.equal(book.unheld, 1, 'a fourth rater is beyond the cap')
+  book.rater(rater(id(2)), 'raters 0')
+  book.rater(rater(id(5)), 'raters 1')
+  t.equal(book.unheld, 2, 'a raters row of a rater beyond it too')
+  t.same(codes(), ['pack.rater-row-missing ratings 0', 'pack.rater-row-missing ratings 2', 'pack.rating-note-without-consent ratings 1'], 'the raters kept are judged (a row kept for one named before the cap); the others are not')
+  book.rating({ rater: id(1), note: null }, 'ratings 4')
+  t.equal(book.unheld, 2, 'a rater kept stays kept')
+})
+
 t.test('rule and gun are set exactly for their classes, both ways', async (t) => {
   for (const cls of ['still_life', 'oscillator', 'spaceship', 'puffer', 'mover', 'gun', 'other']) {
     const withRule = ['puffer', 'mover', 'gun', 'other'].includes(cls)

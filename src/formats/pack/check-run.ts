@@ -92,6 +92,8 @@ export const CHECK_CODES = {
   replayRuleUnkept: 'pack.replay-rule-unkept',
   /** More patterns with a mover cell on a main verification than a check keeps: the classes of those beyond are not checked (note). */
   moverClassUnchecked: 'pack.mover-class-unchecked',
+  /** More distinct raters than a check keeps: the ratings and raters rows of those beyond are not judged (note). */
+  ratersUnchecked: 'pack.raters-unchecked',
 } as const
 
 const LEVEL_1: readonly string[] = [
@@ -99,7 +101,7 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked,
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
@@ -191,6 +193,8 @@ export interface CheckRunOptions {
   moverPatternCap?: number
   /** The most patterns whose main rules are kept for replay (default MAIN_RULES_CAP). */
   mainRulesCap?: number
+  /** The most raters kept for the rating rules (default RATERS_CAP). */
+  ratersCap?: number
 }
 
 /** A part of at least this many bytes goes to a thread, by default. */
@@ -206,6 +210,7 @@ export class CheckRun {
   readonly threadPartBytes: number
   readonly moverPatternCap: number | undefined
   readonly mainRulesCap: number | undefined
+  readonly ratersCap: number | undefined
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -222,6 +227,7 @@ export class CheckRun {
     this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
     this.moverPatternCap = opts.moverPatternCap
     this.mainRulesCap = opts.mainRulesCap
+    this.ratersCap = opts.ratersCap
     this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 

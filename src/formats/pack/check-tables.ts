@@ -73,7 +73,8 @@ export class TableChecker {
   /** Each rule notation's family, as a verification's rule sees it (keepRuleFamily). */
   private readonly ruleFamilies = new Map<string, string>()
   private readonly mainRules: PatternMainRules
-  private readonly raterBook = new RaterBook()
+  private readonly raterBook: RaterBook
+  private ratersNoted = false
   private readonly moverPatterns: MoverPatterns
   /** The mover patterns' words as the threads share them, made again only when more were kept. */
   private sharedMovers: { size: number; slots: Uint32Array } | undefined
@@ -89,6 +90,7 @@ export class TableChecker {
   constructor(private readonly run: CheckRun) {
     this.moverPatterns = new MoverPatterns(run.moverPatternCap)
     this.mainRules = new PatternMainRules(run.mainRulesCap)
+    this.raterBook = new RaterBook(run.ratersCap)
   }
 
   /** Stops or keeps (for the next check) the threads this check started. */
@@ -127,6 +129,10 @@ export class TableChecker {
       if (run.firstVisit(`search ${search} ${run.layout.indexPath(root)}`)) yield* this.search(search, root)
     }
     if (run.at(1)) for (const f of this.raterBook.findings()) yield run.issue(f.code, f.at, f.detail)
+    if (this.raterBook.unheld > 0 && !this.ratersNoted) {
+      this.ratersNoted = true
+      yield run.note(CHECK_CODES.ratersUnchecked, 'ratings', `more distinct raters than a check keeps (memory stays bounded): the ratings and raters rows of those beyond are not judged`)
+    }
   }
 
   /**

@@ -49,6 +49,8 @@ export interface CheckOptions {
   moverPatternCap?: number
   /** The most patterns whose main rules are kept for replay (default MAIN_RULES_CAP; tests give less). */
   mainRulesCap?: number
+  /** The most raters kept for the rating rules (default RATERS_CAP; tests give less). */
+  ratersCap?: number
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -91,6 +93,7 @@ export class PackChecker {
       ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
       ...(this.options.moverPatternCap !== undefined ? { moverPatternCap: this.options.moverPatternCap } : {}),
       ...(this.options.mainRulesCap !== undefined ? { mainRulesCap: this.options.mainRulesCap } : {}),
+      ...(this.options.ratersCap !== undefined ? { ratersCap: this.options.ratersCap } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run)

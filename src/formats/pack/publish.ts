@@ -75,6 +75,8 @@ export interface PublishOptions {
   mainRulesCap?: number
   /** The most patterns kept for the verifications' mover cells and rules (default MAIN_RULES_CAP; tests give less). */
   stagedPatternsCap?: number
+  /** The most raters kept for the rating rules (default RATERS_CAP; tests give less). */
+  ratersCap?: number
   /** The records whose ids IdBook keeps in memory, the rest in a file (default ID_BOOK_LINES; tests give less). */
   idBookLines?: number
   /** How new rows are gathered and how many keys stay in memory before the rest spill (new-rows.ts defaults; tests give less). */
@@ -91,6 +93,8 @@ export const PUBLISH_NOTE_CODES = {
   moverClassUnheld: 'pack.mover-class-unchecked',
   /** Pattern records without a rule beyond those StagedPatterns keeps, not held to having a main verification. */
   patternRuleUnheld: 'pack.pattern-rule-unchecked',
+  /** Ratings and raters records of raters beyond those a RaterBook keeps, not held to its rules. */
+  ratersUnheld: 'pack.raters-unchecked',
 } as const
 
 export interface PublishResult {
@@ -248,7 +252,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   let patterns: StagedPatterns | undefined = verificationsComing ? new StagedPatterns(o.stagedPatternsCap) : undefined
   const ids: Partial<Record<PackTableName, IdBook>> = { patterns: new IdBook('', tmp, o.idBookLines), ants: new IdBook('ant-', tmp, o.idBookLines), quickstart: new IdBook('qs-', tmp, o.idBookLines) }
   const defaults = { publisher: publisherId, engineVersion: o.engineVersion, seq }
-  const raters = new RaterBook<RecordPlace | undefined>()
+  const raters = new RaterBook<RecordPlace | undefined>(o.ratersCap)
   const newParts: Record<string, number> = {}
   const notes: PublishNote[] = []
   const tables: Record<string, string> = {}
@@ -278,6 +282,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
           // What the parents' rows break is theirs; what a record breaks is refused at the record.
           const broken = [...raters.findings()].find((f) => f.at !== undefined)
           if (broken) throw recordError(broken.code, broken.at!, broken.detail)
+          if (raters.unheld > 0) notes.push({ code: PUBLISH_NOTE_CODES.ratersUnheld, detail: `${raters.unheld} ratings, raters rows and group members name raters beyond the first kept (memory stays bounded): they were not held to the rating rules` })
         }
         written = await rows.finish()
       } catch (err) {

@@ -267,7 +267,14 @@ function raterFindings(row: Record<string, unknown>): IdentityFinding[] {
  * findings() runs after every manifest of a check, so it judges only what the rows given since its last
  * run can have changed (raters named, noted or given a row; groups listed; raters that became groups):
  * its cost follows the rows read, not the versions times the raters.
+ *
+ * Raters are people who consented, a few thousand in a large pack; so that memory stays bounded whatever
+ * a pack holds, at most `cap` distinct raters (and as many group rows) are kept. A rating, raters row or
+ * group member of a rater beyond them is not judged, and counted in `unheld`, for the caller's note.
  */
+/** The distinct raters a RaterBook keeps, and group rows (about 250 bytes a rater with its places: 65 MB at the cap). */
+export const RATERS_CAP = 2 ** 18
+
 export class RaterBook<At = string> {
   /** Each rater with a row: whether some row shares notes, and whether it is a group. */
   private readonly rows = new Map<string, { notes: boolean; group: boolean }>()
@@ -284,11 +291,22 @@ export class RaterBook<At = string> {
   private readonly notesToJudge = new Set<string>()
   private newGroupRaters: string[] = []
   private groupsJudged = 0
+  /** Ratings, raters rows and group members of raters beyond the cap, not judged. */
+  unheld = 0
+
+  constructor(private readonly cap = RATERS_CAP) {}
+
+  /** Whether the rater is kept, or can be (under the cap): else it is counted and left alone. */
+  private kept(rater: string): boolean {
+    if (this.named.has(rater) || this.rows.has(rater) || this.named.size + this.rows.size < this.cap) return true
+    this.unheld++
+    return false
+  }
 
   // A malformed id is the id rule's finding alone: it is not looked for among the rows.
   rating(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
-    if (!RATER_ID.test(rater)) return undefined
+    if (!RATER_ID.test(rater) || !this.kept(rater)) return undefined
     this.name(rater, at)
     if (row.note !== null && !this.noted.has(rater)) {
       this.noted.set(rater, at)
@@ -300,13 +318,17 @@ export class RaterBook<At = string> {
   rater(row: Record<string, unknown>, at: At): undefined {
     const rater = row.rater as string
     const members = row.members as string[] | null
+    if (!this.kept(rater)) return undefined
     const had = this.rows.get(rater)
     this.rows.set(rater, { notes: row.notes === true || had?.notes === true, group: members !== null || had?.group === true })
     if (this.noted.has(rater)) this.notesToJudge.add(rater)
-    if (members !== null) {
+    // The row counts; beyond the cap of group rows its members are not judged.
+    if (members !== null && this.groups.length >= this.cap) this.unheld++
+    else if (members !== null) {
       if (had?.group !== true) this.newGroupRaters.push(rater)
       const n = this.groups.push({ at, members }) - 1
       for (const m of members) {
+        if (!this.kept(m)) continue
         if (RATER_ID.test(m)) this.name(m, at)
         const of = this.memberOf.get(m)
         if (of) of.push(n)

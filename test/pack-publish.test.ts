@@ -435,7 +435,7 @@ t.test('"every pattern has one" rule: a lattice pattern whose rule is null needs
   const again = await withVerifications([BLOCK, GLIDER], [verificationRecord(2, LIFE, GLIDER, T0)])
   t.equal((await publishPack(opts(store, again, { created: '2026-11-12T00:00:00Z' }))).seq, 2, 'a parent\'s main verification gives the block its rule')
   const kept: CheckIssue[] = []
-  for await (const i of checkPack(store, { level: 3, mainRulesCap: 1 })) kept.push(i)
+  for await (const i of checkPack(store, { level: 3, caps: { mainRules: 1 } })) kept.push(i)
   t.same(kept.filter((i) => !i.note), [], 'a check keeping one pattern\'s main rules fails nothing')
   t.same(kept.filter((i) => i.code === 'pack.replay-rule-unkept').map((i) => i.level), [3, 3], 'and notes the two patterns whose rules it did not keep as not replayed')
 
@@ -466,7 +466,7 @@ t.test('ratings need their raters\' rows, here or in a parent, and a note needs 
   const note = await publishPack(opts(capped, many, { ratersCap: 1 }))
   t.same(note.notes.map((n) => n.code), ['pack.raters-unchecked'], 'the rater without a row is beyond the one kept: a note, not a refusal')
   const issues: CheckIssue[] = []
-  for await (const i of checkPack(capped, { level: 1, ratersCap: 1 })) issues.push(i)
+  for await (const i of checkPack(capped, { level: 1, caps: { raters: 1 } })) issues.push(i)
   t.same(issues.map((i) => `${i.level} ${i.code} ${i.note}`), ['1 pack.raters-unchecked true'], 'the check with one rater kept notes it')
   const full: CheckIssue[] = []
   for await (const i of checkPack(capped, { level: 1 })) full.push(i)

@@ -249,7 +249,7 @@ t.test('a range only in a rule some B/S or Generations rules row has, a mover on
   const run = async (rows: Record<string, Row[]>, threads: number, moverPatternCap?: number) => {
     const s = await buildStore(fresh(), { rows, search: false })
     const issues: CheckIssue[] = []
-    for await (const i of checkPack(s.dir, { level: 1, threads, threadPartBytes: 0, ...(moverPatternCap === undefined ? {} : { moverPatternCap }) })) issues.push(i)
+    for await (const i of checkPack(s.dir, { level: 1, threads, threadPartBytes: 0, ...(moverPatternCap === undefined ? {} : { caps: { moverPatterns: moverPatternCap } }) })) issues.push(i)
     return { s, found: failures(issues), notes: issues.filter((i) => i.note) }
   }
   for (const threads of [0, 2]) {

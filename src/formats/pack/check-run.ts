@@ -189,12 +189,17 @@ export interface CheckRunOptions {
   threads?: number
   /** The smallest part given to a thread: a smaller one is checked sooner than a thread would start. */
   threadPartBytes?: number
-  /** The most patterns with a mover cell kept for their class's check (default MOVER_PATTERNS_CAP). */
-  moverPatternCap?: number
-  /** The most patterns whose main rules are kept for replay (default MAIN_RULES_CAP). */
-  mainRulesCap?: number
-  /** The most raters kept for the rating rules (default RATERS_CAP). */
-  ratersCap?: number
+  caps?: CheckCaps
+}
+
+/** How much a check keeps across parts; beyond each, what is not kept is noted, not failed. */
+export interface CheckCaps {
+  /** Patterns with a mover cell, for their class's check (MOVER_PATTERNS_CAP). */
+  moverPatterns?: number
+  /** Patterns whose main rules are kept for replay (MAIN_RULES_CAP). */
+  mainRules?: number
+  /** Raters, for the rating rules (RATERS_CAP). */
+  raters?: number
 }
 
 /** A part of at least this many bytes goes to a thread, by default. */
@@ -208,9 +213,7 @@ export class CheckRun {
   /** Worker threads for parts, and the smallest part given to one. */
   readonly threads: number
   readonly threadPartBytes: number
-  readonly moverPatternCap: number | undefined
-  readonly mainRulesCap: number | undefined
-  readonly ratersCap: number | undefined
+  readonly caps: CheckCaps
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
@@ -225,9 +228,7 @@ export class CheckRun {
     this.replayBudget = opts.replayBudget ?? {}
     this.threads = opts.threads ?? availableParallelism()
     this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
-    this.moverPatternCap = opts.moverPatternCap
-    this.mainRulesCap = opts.mainRulesCap
-    this.ratersCap = opts.ratersCap
+    this.caps = opts.caps ?? {}
     this.stats = { kind: layout.kind, manifests: 0, indexes: 0, parts: 0, rows: 0, objects: 0, replay: { confirmed: 0, failed: 0, unchecked: 0, notReplayed: 0 } }
   }
 

@@ -88,9 +88,9 @@ export class TableChecker {
   private pool: CheckPool | undefined
 
   constructor(private readonly run: CheckRun) {
-    this.moverPatterns = new MoverPatterns(run.moverPatternCap)
-    this.mainRules = new PatternMainRules(run.mainRulesCap)
-    this.raterBook = new RaterBook(run.ratersCap)
+    this.moverPatterns = new MoverPatterns(run.caps.moverPatterns)
+    this.mainRules = new PatternMainRules(run.caps.mainRules)
+    this.raterBook = new RaterBook(run.caps.raters)
   }
 
   /** Stops or keeps (for the next check) the threads this check started. */

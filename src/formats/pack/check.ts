@@ -27,10 +27,10 @@ import { authoriseSigner, publisherIdOf, verifyKeyChain, type KeyChain, type Key
 import type { ReplayBudget } from './replay.js'
 import { NS_MANIFEST, verifySshsig } from './sshsig.js'
 import { EXPORT_MANIFEST_PATH, STORE_CODES, STORE_DOCUMENT_PATH, exportHistoryPath, objectPath, readDocumentFile } from './store.js'
-import { CHECK_CODES, CheckRun, STORE_LAYOUT, exportLayout, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
+import { CHECK_CODES, CheckRun, STORE_LAYOUT, exportLayout, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
 import { TableChecker } from './check-tables.js'
 
-export { CHECK_CODES, levelOf, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
+export { CHECK_CODES, levelOf, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
 
 /** Not a store (no jetcarp-store.json) nor an export (no pack.json): a usage error. */
 export const NOT_A_PACK = 'pack.not-a-pack'
@@ -45,12 +45,8 @@ export interface CheckOptions {
   threads?: number
   /** The smallest part a thread checks (default 256 KiB; tests give threads every part with 0). */
   threadPartBytes?: number
-  /** The most patterns with a mover cell kept for their class's check (default MOVER_PATTERNS_CAP; tests give less). */
-  moverPatternCap?: number
-  /** The most patterns whose main rules are kept for replay (default MAIN_RULES_CAP; tests give less). */
-  mainRulesCap?: number
-  /** The most raters kept for the rating rules (default RATERS_CAP; tests give less). */
-  ratersCap?: number
+  /** How much a check keeps across parts, so that memory stays bounded (the defaults; tests give less). */
+  caps?: CheckCaps
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -91,9 +87,7 @@ export class PackChecker {
       ...(this.options.replayBudget ? { replayBudget: this.options.replayBudget } : {}),
       ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
       ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
-      ...(this.options.moverPatternCap !== undefined ? { moverPatternCap: this.options.moverPatternCap } : {}),
-      ...(this.options.mainRulesCap !== undefined ? { mainRulesCap: this.options.mainRulesCap } : {}),
-      ...(this.options.ratersCap !== undefined ? { ratersCap: this.options.ratersCap } : {}),
+      ...(this.options.caps ? { caps: this.options.caps } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run)

@@ -467,6 +467,7 @@ class KeySpill {
   private readonly keys: SpillSort
   private readonly rowSpill: RecordSpill<SpilledRows>
   private readonly entry = new Uint32Array(SPILL_KEY_WORDS)
+  private readonly bloom = new KeyBloom()
   private order = 0
   /** Parents' keys spilled: an event row is pending only when there are some. */
   parentKeys = 0
@@ -475,8 +476,6 @@ class KeySpill {
     this.keys = new SpillSort(dir, prefix, SPILL_KEY_WORDS, SPILL_KEY_SORT_WORDS, records)
     this.rowSpill = new RecordSpill(dir, prefix)
   }
-
-  private readonly bloom = new KeyBloom()
 
   /** Spills the entry (key, then row hash) at `e[at]`; a parent's or a new row's. */
   key(e: Uint32Array, at: number, isNew: boolean): Promise<void> | undefined {

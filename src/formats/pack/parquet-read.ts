@@ -364,7 +364,7 @@ class HeaderReader {
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 
-/** Running totals of step 4, refused as soon as one passes its limit. */
+/** Running totals of step 4, the part's and its current row group's, refused as soon as one passes its limit. */
 class PartBudget {
   uncompressed = 0
   values = 0
@@ -372,8 +372,11 @@ class PartBudget {
   private readonly maxUncompressed: number
   private readonly maxValues: number
   readonly maxDecoded: number
+  private group = 0
+  private groupStored = 0
+  private groupDecoded = 0
 
-  constructor(size: number, limits: ReadLimits) {
+  constructor(size: number, private readonly limits: ReadLimits) {
     this.maxUncompressed = limits.decompressedPerByte * size
     this.maxValues = limits.valuesPerByte * size + limits.valuesExtra
     this.maxDecoded = limits.decodedPerByte * size + limits.decodedExtra
@@ -392,23 +395,20 @@ class PartBudget {
   addDecoded(bytes: number, what: string): void {
     this.decoded += bytes
     if (this.decoded > this.maxDecoded) refuse(READ_CODES.decodedTooLarge, `${what}: the decoded columns pass ${this.maxDecoded} bytes (64x the part's size plus 64 MiB)`)
+    this.groupDecoded += bytes
+    if (this.groupDecoded > this.limits.rowGroupBytes) refuse(READ_CODES.rowGroupTooLarge, `${what}: the row group's decoded columns pass ${this.limits.rowGroupBytes} bytes (a row group is decoded whole)`)
   }
-}
 
-/** A row group's stored chunks and decoded estimate (step 4), each at most `rowGroupBytes`: it is read and decoded whole. */
-class RowGroupBudget {
-  private stored = 0
-  private decoded = 0
-  constructor(private readonly group: number, private readonly limits: ReadLimits) {}
+  /** A row group's totals start; it is read and decoded whole, so its own are bounded too. */
+  startRowGroup(g: number): void {
+    this.group = g
+    this.groupStored = 0
+    this.groupDecoded = 0
+  }
 
   addStored(bytes: number): void {
-    this.stored += bytes
-    if (this.stored > this.limits.rowGroupBytes) refuse(READ_CODES.rowGroupTooLarge, `row group ${this.group}: its column chunks pass ${this.limits.rowGroupBytes} bytes (a row group is read whole)`)
-  }
-
-  addDecoded(bytes: number, what: string): void {
-    this.decoded += bytes
-    if (this.decoded > this.limits.rowGroupBytes) refuse(READ_CODES.rowGroupTooLarge, `${what}: the row group's decoded columns pass ${this.limits.rowGroupBytes} bytes (a row group is decoded whole)`)
+    this.groupStored += bytes
+    if (this.groupStored > this.limits.rowGroupBytes) refuse(READ_CODES.rowGroupTooLarge, `row group ${this.group}: its column chunks pass ${this.limits.rowGroupBytes} bytes (a row group is read whole)`)
   }
 }
 
@@ -429,7 +429,7 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
   const elements = leafElements(metadata)
   const scans: ChunkScan[] = []
   for (let g = 0; g < metadata.row_groups.length; g++) {
-    const group = new RowGroupBudget(g, limits)
+    budget.startRowGroup(g)
     for (const c of metadata.row_groups[g]!.columns) {
       const md = c.meta_data!
       const column = md.path_in_schema.join('.')
@@ -438,7 +438,7 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
       const element = elements.get(column) ?? refuse(READ_CODES.malformed, `${where}: no such leaf column in the schema`)
       const width = md.type === 'FIXED_LEN_BYTE_ARRAY' ? (element.type_length ?? 0) : (FIXED_WIDTH[md.type] ?? 8)
       const { start, end } = chunkRange(md)
-      group.addStored(end - start)
+      budget.addStored(end - start)
       const pages: PageInfo[] = []
       let dictionaryMean = 0
       let chunkValues = 0
@@ -459,7 +459,6 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
           info.encoding = h.dictionary_page_header!.encoding
           dictionaryMean = n > 0 ? h.uncompressed_page_size / n : 0
           budget.addDecoded(h.uncompressed_page_size, what)
-          group.addDecoded(h.uncompressed_page_size, what)
         } else if (h.type === 'DATA_PAGE' || h.type === 'DATA_PAGE_V2') {
           const v1 = h.data_page_header
           const v2 = h.data_page_header_v2
@@ -477,7 +476,6 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
           const dictionaryEncoded = info.encoding === 'PLAIN_DICTIONARY' || info.encoding === 'RLE_DICTIONARY'
           const bytes = md.type !== 'BYTE_ARRAY' ? n * width : dictionaryEncoded ? n * (8 + dictionaryMean) : n * 8 + h.uncompressed_page_size
           budget.addDecoded(bytes, what)
-          group.addDecoded(bytes, what)
         } else if (h.type !== 'INDEX_PAGE') {
           refuse(READ_CODES.unsupported, `${what}: page type ${String(h.type)}`)
         }

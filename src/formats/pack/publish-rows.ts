@@ -269,7 +269,9 @@ export function applyDefaults(table: string, row: Row, d: Defaults, pin: string 
  * scrubbed as its text, where a UNC path's backslashes are doubled (`\\\\server\\share`), so those are
  * matched too (a canonical JSON cell spells `/` and `~` only as themselves).
  */
-const LOCAL_PATH = /(^|[\s"'=([,])(?:file:\/\/[^\s"']*|~\/[^\s"']*|[A-Za-z]:\\[^\s"']*|(?:\\\\){1,2}[^\s"'\\]+\\[^\s"']*|\/[^\s"'/]+\/[^\s"']*)/g
+/** A character a path may follow. */
+const PATH_BEFORE = /[\s"'=([,]/
+const LOCAL_PATH = new RegExp(String.raw`(^|${PATH_BEFORE.source})(?:file:\/\/[^\s"']*|~\/[^\s"']*|[A-Za-z]:\\[^\s"']*|(?:\\\\){1,2}[^\s"'\\]+\\[^\s"']*|\/[^\s"'/]+\/[^\s"']*)`, 'g')
 
 export function withoutLocalPaths(text: string): string {
   return text.replace(LOCAL_PATH, (whole, before: string) => {
@@ -278,9 +280,6 @@ export function withoutLocalPaths(text: string): string {
     return before + name
   })
 }
-
-/** A character a path may follow in LOCAL_PATH. */
-const PATH_BEFORE = /[\s"'=([,]/
 
 /**
  * Whether a text may hold a local path: it holds a `\\` (a drive or UNC path, or in JSON text an escape

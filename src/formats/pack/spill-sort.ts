@@ -88,8 +88,6 @@ export class SpillSort {
   private count = 0
   private readonly runs: string[] = []
   private readonly files: SpillFiles
-  /** Records pushed. */
-  total = 0
 
   constructor(dir: string, prefix: string, readonly words: number, private readonly sortWords: number, private readonly bufferRecords: number) {
     this.buffer = new Uint32Array(bufferRecords * words)
@@ -101,7 +99,6 @@ export class SpillSort {
     const w = this.words
     this.buffer.set(from.subarray(at, at + w), this.count * w)
     this.count++
-    this.total++
     return this.count === this.bufferRecords ? this.writeRun() : undefined
   }
 
@@ -167,9 +164,9 @@ export class SpillSort {
     const heap: RunReader[] = []
     try {
       for (const p of paths) {
+        // An empty run is removed as it is opened.
         const r = await RunReader.open(p, words)
         if (r) heap.push(r)
-        else await unlink(p).catch(() => undefined)
       }
       const less = (a: RunReader, b: RunReader): boolean => {
         const x = a.buffer
@@ -221,8 +218,6 @@ export class RecordSpill<T> {
   private readonly path: string
   private fh: FileHandle | undefined
   private position = 0
-  /** Values written. */
-  count = 0
 
   constructor(dir: string, prefix: string) {
     this.path = join(dir, `${prefix}spill-records`)
@@ -235,7 +230,6 @@ export class RecordSpill<T> {
     head.writeUInt32LE(payload.length)
     this.position = await writeAll(this.fh, head, this.position)
     this.position = await writeAll(this.fh, payload, this.position)
-    this.count++
   }
 
   /** Every value written, in order; then the file is removed. Call once, after the last write. */

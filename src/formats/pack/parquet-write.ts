@@ -907,7 +907,9 @@ class ChunkEncoder {
     const w = this.body
     const lengthAt = w.index
     w.appendUint32(0)
-    w.view.setUint32(lengthAt, writeRleHybrid(w, levels, bitWidth(max)), true)
+    // Measured before the view is taken: writing the levels may grow the buffer and replace its view.
+    const length = writeRleHybrid(w, levels, bitWidth(max))
+    w.view.setUint32(lengthAt, length, true)
   }
 
   private pageStats(leaf: Leaf, p: PageRange, dictionary: boolean): PageStats {

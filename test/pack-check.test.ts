@@ -17,6 +17,7 @@ import { fingerprint, generateKey, signerName } from '../src/formats/pack/ssh-ke
 import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
 import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
 import { exportMediaPath, objectPath, refPath, signaturePath } from '../src/formats/pack/store.js'
+import { READ_LIMITS } from '../src/formats/pack/parquet-read.js'
 import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
 import { findLatticeTiling, latticeTilingRow } from '../src/formats/pack/tilings.js'
 import { LIFE } from '../src/sim/pack-records.js'
@@ -455,4 +456,36 @@ t.test('a tiling whose neighbour lists break the spec\'s rules but hash to its p
   const lint = issues.filter((i) => i.code === 'pack.geometry-lint')
   t.equal(lint.length, 1, shown(issues))
   t.match(lint[0], { level: 1, note: true, target: /square-lopsided/, detail: 'touch[0] lists (1,1,0) but touch[0] does not list (-1,-1,0)' })
+})
+
+/** A tilings row whose first tile type's edge list holds `n` random neighbour offsets (random: they do not compress past the 64x rule). */
+function squareWithEdges(n: number): Row {
+  const offsets = Array.from({ length: n }, () => ({ di: (Math.random() * 2 ** 31) | 0, dj: (Math.random() * 2 ** 31) | 0, k: 0 }))
+  return { ...SQUARE, edge: [offsets] }
+}
+
+/** A row's list elements at every depth, counted on the row as written (independent of the reader's vectors). */
+function listElements(v: unknown): number {
+  if (Array.isArray(v)) return v.length + v.reduce((n: number, x) => n + listElements(x), 0)
+  if (v !== null && typeof v === 'object') return Object.values(v).reduce((n: number, x) => n + listElements(x), 0)
+  return 0
+}
+
+t.test('a row of more list elements than a check builds a row from is a note, and is not built; one at the bound is checked', async (t) => {
+  const bound = READ_LIMITS.rowListItems
+  const others = listElements({ ...SQUARE, edge: [[]] })
+  const [over, at] = await Promise.all([
+    buildStore(fresh(), withRows((rows) => (rows.tilings = [squareWithEdges(bound - others + 1)]))),
+    buildStore(fresh(), withRows((rows) => (rows.tilings = [squareWithEdges(bound - others)]))),
+  ])
+  const o = await check(over.dir, 3)
+  const unchecked = o.filter((i) => i.code === CHECK_CODES.rowUnchecked)
+  t.equal(unchecked.length, 1, 'one note')
+  t.match(unchecked[0], { level: 1, note: true, target: `${partOf(over, 'tilings')} row 0`, detail: new RegExp(`holds ${bound + 1} list elements, more than the ${bound}`) })
+  t.notOk(o.some((i) => i.code === 'pack.geometry-limit'), 'its geometry is not read, so the edge list\'s limit of 4,096 is not reached')
+  // So a pack cannot pass by hiding a tiling in a row too large to build: the records on it fail.
+  t.same(failures(o), Array(6).fill('1 pack.tiling-missing'), 'the tiling is not known to the six records on it')
+  const a = await check(at.dir, 3)
+  t.notOk(a.some((i) => i.code === CHECK_CODES.rowUnchecked), 'at the bound: no note')
+  t.ok(a.some((i) => i.code === 'pack.geometry-limit' && i.target === 'tiling:square' && /has \d+ items, more than the limit 4096/.test(i.detail)), 'at the bound the row is built and its geometry checked')
 })

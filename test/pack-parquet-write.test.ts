@@ -15,7 +15,7 @@ import t from 'tap'
 import { decompress } from 'zstd-napi'
 import { PipeError } from '../src/core/errors.js'
 import { MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_TEXT_BYTES, PACK_CREATED_BY, PackPartWriter, WRITE_CODES, type WrittenPart } from '../src/formats/pack/parquet-write.js'
-import { partFacts, readPartRows } from '../src/formats/pack/parquet-read.js'
+import { partFacts, READ_CODES, READ_LIMITS, readPartRows } from '../src/formats/pack/parquet-read.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, ROW_CODES, canonicalRowText, rowComparator, validateRow, type PackType, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { latticeTilingRows } from '../src/formats/pack/tilings.js'
 import { penroseTilingsRow } from '../src/formats/pack/penrose.js'
@@ -95,6 +95,28 @@ t.test('the tilings rows tilings.ts makes (lattice catalogue, Penrose) write and
   rows.forEach((row, i) => t.same(validateRow(PACK_TABLES.tilings, row, i), [], `${row.pin_key}: a valid row`))
   const read = await readPartRows((await writeOne(PACK_TABLES.tilings, rows)).path, PACK_TABLES.tilings)
   t.equal(read.ok && exact(read.rows), exact(rows.map((r) => asRead(PACK_TABLES.tilings, r as unknown as Record<string, unknown>))), `${rows.length} rows, -0 and all`)
+})
+
+t.test('a row whose page levels outgrow the page buffer (1.3 M list elements in one page) reads back, here and in DuckDB', async (t) => {
+  // One row cannot be cut into pages, so its 1.3 M offsets are one page; writing their levels grows the
+  // page's buffer, whose old view once took the levels' length (a part every reader refused).
+  const n = 1_300_000
+  const offsets = Array.from({ length: n }, (_, i) => ({ di: (i * 7919) % 100_003, dj: -i, k: i % 3 }))
+  const row = { ...latticeTilingRows()[0]!, edge: [offsets] }
+  const path = (await writeOne(PACK_TABLES.tilings, [row])).path
+  t.match(await readPartRows(path, PACK_TABLES.tilings), { ok: false, findings: [{ code: READ_CODES.rowTooLarge, detail: /^row 0 holds \d+ list elements, more than the 1048576 a row is built from$/ }] }, 'the reader does not build a row past its bound')
+  const read = await readPartRows(path, PACK_TABLES.tilings, { ...READ_LIMITS, rowListItems: 2 ** 21 })
+  const edge = read.ok ? (read.rows[0]!['edge'] as { di: number; dj: number; k: number }[][])[0]! : []
+  t.equal(edge.length, n, 'with a larger bound: every offset')
+  t.ok(edge.every((o, i) => o.di === offsets[i]!.di && o.dj === offsets[i]!.dj && o.k === offsets[i]!.k), 'each as written')
+  const db = await DuckDBInstance.create(':memory:')
+  const conn = await db.connect()
+  t.teardown(() => {
+    conn.closeSync()
+    db.closeSync()
+  })
+  const [duck] = (await conn.runAndReadAll(`SELECT count(*) AS n, sum(e.dj) AS dj FROM (SELECT unnest(edge[1]) AS e FROM read_parquet('${path}'))`)).getRowObjectsJson()
+  t.same({ n: Number(duck!['n']), dj: Number(duck!['dj']) }, { n, dj: -(n * (n - 1)) / 2 }, 'DuckDB reads the same offsets')
 })
 
 t.test('DuckDB reads every table\'s part with the expected types and exact values', async (t) => {

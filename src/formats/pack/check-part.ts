@@ -14,7 +14,7 @@ import { IDENTITY_CODES } from './identity.js'
 import { gunFindings, JSON_CELL_COLUMNS, jsonCellChecker, patternCellsFinding, patternClassColumnFinding, patternSiteFinding, verificationMainFinding, verificationMoverClassFinding, verificationMoverFinding, verificationRangeFamilyFinding, verificationSitesFinding, type PhaseCounts, ROW_RULE_CODES, ROW_RULES, type RowRule } from './row-rules.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type IdentityFinding, type PatternCells, type TextCell } from './identity-check.js'
 import { isPackTime } from './key-statements.js'
-import { openPart, PartReadError, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
+import { openPart, PartReadError, READ_LIMITS, rowTooLargeDetail, type RowBatch, type StringVector, type Vector } from './parquet-read.js'
 import { isContentId, quote } from './documents.js'
 import { MOVER_PATTERNS_CAP, type MoverPatterns } from './mover-patterns.js'
 import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, WRITE_CODES, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
@@ -180,11 +180,18 @@ class PartRows {
     const order = this.at1 ? rowGroupOrder(batch, spec.schema, this.compare) : undefined
     // The last valid row of this row group (-1: none yet).
     let lastValid = -1
+    // Rows are counted one by one only in a row group that may hold one too large to build.
+    const mayHoldLarge = batch.listItems(0, batch.rows) > READ_LIMITS.rowListItems
     for (let i = 0; i < batch.rows; i++) {
       const index = batch.rowStart + i
       this.rows++
+      const items = mayHoldLarge ? batch.listItems(i) : 0
+      // A row too large to build is left unchecked, as the spec allows a record too large for its budget
+      // (and not counted valid); its place in the order is still checked, for sort columns are scalars.
+      const built = items <= READ_LIMITS.rowListItems
+      if (!built && this.at1) out.push(note(CHECK_CODES.rowUnchecked, rowAt(index), `${rowTooLargeDetail(index, items)}: its rules, ids and identity are not checked`))
       let row: Record<string, unknown> | undefined
-      if (!screened) {
+      if (!screened && built) {
         row = batch.row(i)
         problems.length = 0
         this.validate(row, index, problems)
@@ -193,13 +200,14 @@ class PartRows {
           continue
         }
       }
-      this.valid++
+      if (built) this.valid++
       if (index === 0) this.firstKey = sortKeyText(spec.schema, batch.pick(i, this.sortColumns, this.key))
       if (order && this.previousIndex >= 0 && (lastValid >= 0 ? order(lastValid, i) : this.compare(this.previous, batch.pick(i, this.sortColumns, this.key))) > 0) {
         out.push(failure(WRITE_CODES.unsorted, rowAt(index), `sorts before row ${this.previousIndex} (by ${spec.schema.sortColumns.join(', ')})`))
       }
       this.previousIndex = index
       lastValid = i
+      if (!built) continue
       cells?.(i, out)
       if (hook) {
         yield* out

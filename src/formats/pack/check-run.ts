@@ -94,6 +94,8 @@ export const CHECK_CODES = {
   moverClassUnchecked: 'pack.mover-class-unchecked',
   /** More distinct raters than a check keeps: the ratings and raters rows of those beyond are not judged (note). */
   ratersUnchecked: 'pack.raters-unchecked',
+  /** A row of more list elements than a check builds a row from: its rules, ids and identity are not checked (note). */
+  rowUnchecked: 'pack.row-unchecked',
 } as const
 
 const LEVEL_1: readonly string[] = [
@@ -101,7 +103,7 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked,
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),

@@ -24,7 +24,7 @@ import { partFacts } from './parquet-read.js'
 import type { AutomatonTiling, Neighbourhood, PatternCell } from './replay-automaton.js'
 import { REPLAY_CODES, replayPeriodic, type ReplayStatus } from './replay.js'
 import { mediaExtension, type MediaFile } from './store.js'
-import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, canonicalRowText, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
+import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitionFindings, type PackTableName, type TableSchema } from './table-schemas.js'
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
@@ -32,6 +32,7 @@ import { keepRuleFamily, RaterBook } from './row-rules.js'
 import { MoverPatterns } from './mover-patterns.js'
 import { PatternMainRules } from './main-rules.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
+import { RowHashBytes } from './row-bytes.js'
 
 type Row = Record<string, unknown>
 
@@ -80,10 +81,13 @@ export class TableChecker {
   private sharedMovers: { size: number; slots: Uint32Array } | undefined
   private moversNoted = false
   /**
-   * The tilings and rules rows read, by table and key, as the SHA-256 of their RFC 8785 text: a tilings
-   * row's text holds its whole edges and params, and a digest of 32 bytes tells two texts apart as well.
+   * The tilings and rules rows read, by table and key, as the SHA-256 of their row bytes (row-bytes.ts,
+   * zeros +0), which are the same exactly when their RFC 8785 texts are: a tilings row holds its whole
+   * edges and params, and a digest of 32 bytes tells two rows apart as well. The bytes, not the text: a
+   * row's text is built from a string for each value, some 500 bytes an element while it is made (measured).
    */
   private readonly factRows = new Map<string, string>()
+  private readonly factBytes = { tilings: new RowHashBytes(PACK_TABLES.tilings), rules: new RowHashBytes(PACK_TABLES.rules) }
 
   private pool: CheckPool | undefined
 
@@ -340,7 +344,7 @@ export class TableChecker {
   private *sameFact(table: 'tilings' | 'rules', row: Row, target: string): Generator<CheckIssue> {
     const schema = PACK_TABLES[table]
     const key = `${table}\n${schema.sortColumns.map((c) => String(row[c])).join('\n')}`
-    const digest = createHash('sha256').update(canonicalRowText(schema, row)).digest('base64')
+    const digest = createHash('sha256').update(this.factBytes[table].of(row)).digest('base64')
     const before = this.factRows.get(key)
     if (before === undefined) this.factRows.set(key, digest)
     else if (before !== digest) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)

@@ -248,7 +248,7 @@ async function* tableRows(from: string, table: 'tilings' | 'media', root: string
     const opened = await openPart(path, schema)
     if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${table} part ${e.part.object}: ${opened.findings[0]!.detail}`)
     try {
-      for await (const group of opened.part.rowGroups()) yield* group.rows
+      yield* opened.part.rows()
     } catch (err) {
       if (err instanceof PartReadError) throw new PipeError(err.finding.code, `${table} part ${e.part.object}: ${err.finding.detail}`)
       throw err

@@ -24,6 +24,12 @@ export const READ_LIMITS = Object.freeze({
   decodedPerByte: 64,
   decodedExtra: 64 * 1024 * 1024,
   rowGroupBytes: 128 * 1024 * 1024,
+  /**
+   * List elements (at every depth) of one row built as objects: a row costs some 60 bytes an element so
+   * built, and a row group's 128 MiB of values can be one row. A phase at the spec's limit of 1,000,000
+   * cells fits.
+   */
+  rowListItems: 2 ** 20,
   stringBytes: MAX_STRING_CELL_BYTES,
 })
 export type ReadLimits = typeof READ_LIMITS
@@ -54,6 +60,8 @@ export const READ_CODES = {
   decodedTooLarge: 'pack.parquet-decoded-too-large',
   /** A row group whose stored column chunks, or whose decoded columns, pass 128 MiB (this reader's bound). */
   rowGroupTooLarge: 'pack.parquet-row-group-too-large',
+  /** A row with more list elements than a reader builds a row from (rowListItems). */
+  rowTooLarge: 'pack.parquet-row-too-large',
   /** A string cell above 1 MiB. */
   stringTooLarge: 'pack.parquet-string-too-large',
   /** A string cell that is not UTF-8. */

@@ -493,13 +493,6 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
 // Reading
 // ---------------------------------------------------------------------------------------------------
 
-export interface PartRows {
-  rowGroup: number
-  /** Index in the part of the group's first row. */
-  rowStart: number
-  rows: Record<string, unknown>[]
-}
-
 /** A part whose limits, page headers and schema have been checked: read it a row group at a time. */
 export class PackPart {
   /** Each row group's column chunks, by leaf path. */
@@ -523,7 +516,7 @@ export class PackPart {
     for (const scan of pages) this.chunksOf[scan.rowGroup]!.set(scan.column, scan)
   }
 
-  get rows(): number {
+  get rowCount(): number {
     return Number(this.metadata.num_rows)
   }
 
@@ -548,12 +541,18 @@ export class PackPart {
     }
   }
 
-  /** The rows in the table's row model, one row group per item (as `batches`, which it builds them from). */
-  async *rowGroups(): AsyncGenerator<PartRows, void, undefined> {
+  /**
+   * The rows in the table's row model, each built when it is asked for (from `batches`), so that only one
+   * is held here. A row of more list elements than `rowListItems` is a PartReadError, before it is built.
+   */
+  async *rows(): AsyncGenerator<Record<string, unknown>, void, undefined> {
     for await (const batch of this.batches()) {
-      const rows = new Array<Record<string, unknown>>(batch.rows)
-      for (let i = 0; i < batch.rows; i++) rows[i] = batch.row(i)
-      yield { rowGroup: batch.rowGroup, rowStart: batch.rowStart, rows }
+      const mayHoldLarge = batch.listItems(0, batch.rows) > this.limits.rowListItems
+      for (let i = 0; i < batch.rows; i++) {
+        const items = mayHoldLarge ? batch.listItems(i) : 0
+        if (items > this.limits.rowListItems) throw new PartReadError({ code: READ_CODES.rowTooLarge, detail: rowTooLargeDetail(batch.rowStart + i, items, this.limits) })
+        yield batch.row(i)
+      }
     }
   }
 
@@ -581,6 +580,11 @@ export class PackPart {
 }
 
 /** A finding raised while a PackPart's rows are read. */
+/** Why row `row` of a part is not built: one line, shared by the reader and pack-check's note. */
+export function rowTooLargeDetail(row: number, items: number, limits: ReadLimits = READ_LIMITS): string {
+  return `row ${row} holds ${items} list elements, more than the ${limits.rowListItems} a row is built from`
+}
+
 export class PartReadError extends Error {
   readonly finding: ParquetFinding
 
@@ -640,7 +644,7 @@ export async function readPartRows(path: string, schema: TableSchema, limits: Re
   if (!opened.ok) return opened
   const rows: Record<string, unknown>[] = []
   try {
-    for await (const g of opened.part.rowGroups()) for (const r of g.rows) rows.push(r)
+    for await (const r of opened.part.rows()) rows.push(r)
     return { ok: true, rows }
   } catch (err) {
     return { ok: false, findings: [err instanceof PartReadError ? err.finding : toFinding(err)] }

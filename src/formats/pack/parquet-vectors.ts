@@ -1089,6 +1089,13 @@ export class RowBatch {
     return this.columns.get(name) ?? null
   }
 
+  /** How many list elements rows [from, to) hold, at every depth: what building them as objects costs, counted on the vectors. */
+  listItems(from: number, to = from + 1): number {
+    let n = 0
+    for (const v of this.columns.values()) if (v) n += listItemsIn(v, from, to)
+    return n
+  }
+
   /** Row i (of the batch) in the table's row model: one member per column, in the table's order. */
   row(i: number): Record<string, unknown> {
     return this.pick(i, this.plans)
@@ -1103,6 +1110,19 @@ export class RowBatch {
     }
     return out
   }
+}
+
+/** The list elements below slots [from, to) of a vector, at every depth (a null list's offsets hold none). */
+function listItemsIn(v: Vector, from: number, to: number): number {
+  if (v.kind === 'list') {
+    const start = v.offsets[from]!
+    const end = v.offsets[to]!
+    return end - start + listItemsIn(v.element, start, end)
+  }
+  if (v.kind !== 'struct') return 0
+  let n = 0
+  for (const f of v.fields.values()) if (f) n += listItemsIn(f, from, to)
+  return n
 }
 
 /** Decodes one row group's columns, each checked by the reader's rules on values before the next is decoded. */

@@ -188,13 +188,11 @@ async function copyRowObjects(from: string, to: string, part: string, schema: Ta
   const opened = await openPart(storeFile(from, objectPath(part, 'parquet')), schema)
   if (!opened.ok) throw new PipeError(opened.findings[0]!.code, opened.findings[0]!.detail)
   try {
-    for await (const g of opened.part.rowGroups()) {
-      for (const r of g.rows) {
-        if (schema.name === 'media') {
-          const ext = mediaExtension(r['media_type'])
-          if (ext.ok) await copyObject(from, to, r['object'] as string, ext.value)
-        } else if (typeof r['reference'] === 'string') await copyObject(from, to, r['reference'], 'parquet')
-      }
+    for await (const r of opened.part.rows()) {
+      if (schema.name === 'media') {
+        const ext = mediaExtension(r['media_type'])
+        if (ext.ok) await copyObject(from, to, r['object'] as string, ext.value)
+      } else if (typeof r['reference'] === 'string') await copyObject(from, to, r['reference'], 'parquet')
     }
   } finally {
     await opened.part.close()
@@ -374,7 +372,7 @@ async function eachPartRow(store: string, object: string, schema: TableSchema, e
   const opened = await openPart(storeFile(store, objectPath(object, 'parquet')), schema)
   if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${object}: ${opened.findings[0]!.detail}`)
   try {
-    for await (const g of opened.part.rowGroups()) for (const r of g.rows) await each(r as Row)
+    for await (const r of opened.part.rows()) await each(r as Row)
   } finally {
     await opened.part.close()
   }

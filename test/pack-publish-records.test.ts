@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { eachRecord, MAX_RECORD_LINE_BYTES, PatternRecordParser } from '../src/formats/pack/publish-records.js'
+import { READ_LIMITS } from '../src/formats/pack/parquet-limits.js'
 import { scrubRecordPaths, type Row } from '../src/formats/pack/publish-rows.js'
 import { LIFE, patternRecord } from '../src/sim/pack-records.js'
 
@@ -201,4 +202,24 @@ t.test('a line longer than the cap is refused at its line before it is gathered,
   const error = await eachRecord(base, 'at-cap.jsonl', async () => {}).then(() => undefined, (e: { message?: string }) => e)
   t.match(error?.message, /not JSON/, 'a line of exactly the cap is read (and refused only as what it holds)')
   await rm(join(base, 'at-cap.jsonl'))
+})
+
+t.test('a record of more list elements than a reader builds a row from is refused at its line; one at the bound is read', async (t) => {
+  const bound = READ_LIMITS.rowListItems
+  const cells = (n: number) => Array.from({ length: n }, (_, i) => ({ i, j: 0, k: 0, s: 1 }))
+  // A pattern's phases (the parser's shape): the outer list and its one phase's cells; and any record (JSON.parse's).
+  const pattern = (elements: number) => JSON.stringify({ ...GLIDER, phases: [cells(elements - 1)] })
+  const zeros = (elements: number) => JSON.stringify({ zeros: new Array(elements).fill(0) })
+  const small = Buffer.from(pattern(3))
+  t.ok(new PatternRecordParser().parse(small, 0, small.length), 'the pattern lines are the parser\'s shape')
+  for (const [name, make] of [['pattern', pattern], ['any record', zeros]] as const) {
+    const file = `elements-${name}.jsonl`
+    await writeFile(join(base, file), `${LINES[0]}\n${make(bound)}\n${make(bound + 1)}\n`)
+    const lines: number[] = []
+    const error = await eachRecord(base, file, async (_, at) => { lines.push(at.line) }, new PatternRecordParser().parse)
+      .then(() => undefined, (e: { code?: string; location?: { line?: number }; message?: string }) => e)
+    t.same(lines, [1, 2], `${name}: the record at the bound is read`)
+    t.match(error, { code: 'pack.record-invalid', location: { line: 3 }, message: new RegExp(`holds ${bound + 1} list elements, more than the ${bound}`) }, `${name}: one more is refused at its line`)
+    await rm(join(base, file))
+  }
 })

@@ -7,6 +7,7 @@
 import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { READ_LIMITS } from './parquet-limits.js'
 import { mayHoldLocalPath, PATTERN_STATED, PUBLISH_CODES, recordError, scrubLocalPaths, scrubRecordPaths, type RecordPlace, type Row } from './publish-rows.js'
 
 /**
@@ -88,6 +89,7 @@ export async function eachRecord(dir: string, file: string, each: (record: Row, 
         let end = block.indexOf(0x0a, start)
         if (end < 0) end = block.length
         const record = shape?.(block, start, end)
+        if (record && end - start >= LIST_ITEMS_GATE) refuseUnbuildable(record, { file: path, line: line + 1 })
         if (record) {
           // Awaited only when `each` waits: an await a record cost a promise and a microtask.
           const waits = each(record, { file: path, line: ++line })
@@ -95,7 +97,9 @@ export async function eachRecord(dir: string, file: string, each: (record: Row, 
         } else {
           for (const text of linesOf(block.toString('utf8', start, end))) {
             const at = { file: path, line: ++line }
-            const waits = each(scrubRecordPaths(parseRecord(text, at), text), at)
+            const parsed = parseRecord(text, at)
+            if (text.length >= LIST_ITEMS_GATE) refuseUnbuildable(parsed, at)
+            const waits = each(scrubRecordPaths(parsed, text), at)
             if (waits) await waits
           }
         }
@@ -107,6 +111,29 @@ export async function eachRecord(dir: string, file: string, each: (record: Row, 
     if (err instanceof LineTooLong) throw recordError(PUBLISH_CODES.record, { file: path, line: line + 1 }, `a line longer than ${MAX_RECORD_LINE_BYTES >> 20} MiB`)
     throw err
   }
+}
+
+/**
+ * Lines shorter than this cannot hold more list elements than a reader builds a row from: each element
+ * takes two bytes of JSON at least (a value, and a comma or a bracket).
+ */
+const LIST_ITEMS_GATE = 2 * READ_LIMITS.rowListItems
+
+/** Refuses a record of more list elements than a reader builds a row from: its row would be published unchecked. */
+function refuseUnbuildable(record: Row, at: RecordPlace): void {
+  const n = listElements(record)
+  if (n > READ_LIMITS.rowListItems) throw recordError(PUBLISH_CODES.record, at, `the record holds ${n} list elements, more than the ${READ_LIMITS.rowListItems} a reader builds a row from`)
+}
+
+function listElements(v: unknown): number {
+  if (Array.isArray(v)) {
+    let n = v.length
+    for (const x of v) if (typeof x === 'object' && x !== null) n += listElements(x)
+    return n
+  }
+  let n = 0
+  if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) if (typeof x === 'object' && x !== null) n += listElements(x)
+  return n
 }
 
 /** A line's record: refused when blank, not JSON, or not an object. */

@@ -6,6 +6,7 @@
  * other columns, and refuses a stated value that disagrees with what follows.
  */
 import { PipeError } from '../../core/errors.js'
+import { quote } from './documents.js'
 import { antId, antIdentity, identifiedPattern, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
 import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
 import { patternSiteFinding } from './row-rules.js'
@@ -35,7 +36,7 @@ function fill(row: Row, column: string, value: unknown, at: RecordPlace): void {
 
 function agree(stated: unknown, column: string, value: unknown, at: RecordPlace): void {
   if (stated !== undefined && stated !== null && JSON.stringify(stated) !== JSON.stringify(value)) {
-    throw recordError(PUBLISH_CODES.disagrees, at, `${column} ${JSON.stringify(stated)} is not what the record's facts give (${JSON.stringify(value)})`, column)
+    throw recordError(PUBLISH_CODES.disagrees, at, `${column} ${quote(stated)} is not what the record's facts give (${quote(value)})`, column)
   }
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
+import { seededRandom } from '../src/sim/random.js'
 import {
   IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, quickstartId, type Cell,
 } from '../src/formats/pack/identity.js'
@@ -134,6 +135,77 @@ t.test('level 1 on a pattern\'s cells: the id, the lines against the columns, th
   const big = identity.replace('\nperiod=4', `\nperiod=${2n ** 60n}`)
   t.same(check({ identity: big, id: patternId(big, SQUARE_PIN), period: 2n ** 60n }), { findings: [], spelling: 'ours' }, 'a period beyond 2^53')
   t.same(check({ identity: big, id: patternId(big, SQUARE_PIN), period: 2n ** 60n + 1n }).findings.map((f) => f.code), [IDENTITY_CODES.identityColumn])
+})
+
+/**
+ * What checkPatternIdentity finds for an identity whose id is its own hash, by the rule as docs/pack-format-notes.md
+ * states it, written plainly: the scheme line, then `key=value` lines, no key twice (else not our spelling);
+ * each line of LINE_ORDER missing (but phases=) or unequal to its column is a finding, in that order.
+ */
+function spellingByTheRule(identity: string, columns: Record<string, string>): { spelling: string; codes: string[] } {
+  const [scheme, ...lines] = identity.split('\n')
+  if (scheme !== 'jetcarp-pattern-v3') return { spelling: 'unknown', codes: [] }
+  const values = new Map<string, string>()
+  for (const line of lines) {
+    const eq = line.indexOf('=')
+    if (eq <= 0 || values.has(line.slice(0, eq))) return { spelling: 'unknown', codes: [] }
+    values.set(line.slice(0, eq), line.slice(eq + 1))
+  }
+  const codes: string[] = []
+  for (const key of ['tiling', 'model', 'nb', 'steps', 'class', 'period', 'd', 'canonical', 'phases']) {
+    const value = values.get(key)
+    if (value === undefined) {
+      if (key !== 'phases') codes.push(IDENTITY_CODES.identityMalformed)
+    } else if (value !== columns[key]) codes.push(key === 'phases' ? IDENTITY_CODES.phasesMismatch : IDENTITY_CODES.identityColumn)
+  }
+  return { spelling: 'ours', codes }
+}
+
+t.test('level 1 on a pattern\'s lines agrees with the rule written plainly, over 20,000 edits of identities our publisher writes', async (t) => {
+  const random = seededRandom(20261205)
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!
+  const facts = [
+    { pinKey: 'square', model: 'bs', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'other' as const, rule: 'B3/S23', period: 1, dx: 0, dy: 0, phases: [GLIDER[0]!], tileTypes: 1 },
+    { pinKey: 'square', model: 'bs', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'spaceship' as const, period: 4, dx: 1, dy: -1, phases: GLIDER, tileTypes: 1 },
+    { pinKey: 'hex', model: 'generations:3', neighbourhood: 'edge' as const, stepsPerGen: 2, class: 'gun' as const, rule: 'B2/S/3', period: 30, dx: 0, dy: 0, phases: [[cell(0, 0, 2), cell(1, 0, 1, 1)]], tileTypes: 2 },
+  ]
+  // Edits that make or break lines, keys, separators and numbers.
+  const alphabet = ['\n', '=', ';', ',', ' ', '-', '0', '1', '2', 'o', '.', '/', 'r', 'x', 'rule=', 'phases=', '\ncanonical=', '\nrule=B3']
+  let fast = 0
+  for (let n = 0; n < 20_000; n++) {
+    const f = pick(facts)
+    const written = patternIdentity(f)
+    let identity = written.identity
+    for (let edits = Math.floor(random() * 3); edits > 0; edits--) {
+      const at = Math.floor(random() * (identity.length + 1))
+      const kind = random()
+      if (kind < 0.4) identity = identity.slice(0, at) + pick(alphabet) + identity.slice(at)
+      else if (kind < 0.7) identity = identity.slice(0, at) + identity.slice(at + 1 + Math.floor(random() * 3))
+      else if (kind < 0.85) identity = identity.slice(0, at) + pick(alphabet) + identity.slice(at + 1)
+      else {
+        const lines = identity.split('\n')
+        const [a, b] = [Math.floor(random() * lines.length), Math.floor(random() * lines.length)]
+        ;[lines[a], lines[b]] = [lines[b]!, lines[a]!]
+        identity = lines.join('\n')
+      }
+    }
+    // Now and then a canonical column with a line break, which only a line of the identity can end, as the
+    // identity's last line too.
+    const broken = random() < 0.05
+    const canonical = broken ? `${written.canonical}\nx=1` : written.canonical
+    if (broken && random() < 0.5) identity = `${identity}\nx=1`
+    if (identity === written.identity && canonical === written.canonical) fast++
+    const columns = { tiling: f.pinKey, model: f.model, nb: f.neighbourhood, steps: String(f.stepsPerGen), class: f.class, period: String(f.period), d: `${f.dx},${f.dy}`, canonical, phases: written.phases.map((p) => p.map((c) => `${c.i},${c.j},${c.k},${c.s}`).join(' ')).join(';') }
+    const found: { code: string; detail: string }[] = []
+    const row = { id: patternId(identity, SQUARE_PIN), identity, pin: SQUARE_PIN, pin_key: f.pinKey, model: f.model, neighbourhood: f.neighbourhood, class: f.class, canonical, steps_per_gen: f.stepsPerGen, period: f.period, dx: f.dx, dy: f.dy, phases: written.phases }
+    const spelling = checkPatternIdentity(cellsOf(row), found)
+    const expected = spellingByTheRule(identity, columns)
+    if (spelling !== expected.spelling || found.map((x) => x.code).join() !== expected.codes.join()) {
+      t.fail(`${JSON.stringify(identity)} (canonical ${JSON.stringify(canonical)}): ${spelling} ${JSON.stringify(found)}, the rule says ${JSON.stringify(expected)}`)
+      return
+    }
+  }
+  t.ok(fast > 1000 && fast < 19_000, `identities left as written (${fast}) and edited ones both tried`)
 })
 
 t.test('level 1 on ant and Quick Start rows', async (t) => {

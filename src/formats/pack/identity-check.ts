@@ -158,6 +158,7 @@ export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): '
   const head = headOf(c)
   // An identity that starts with the head of its columns has their lines, each equal to its column.
   const afterHead = startsWithHead(c.identity, head)
+  if (afterHead && tailMatches(c, c.identity.start + head.bytes!.length)) return 'ours'
   const found = lineValues(c.identity, afterHead ? head : undefined)
   if (!found) return 'unknown'
   const b = c.identity.bytes
@@ -211,6 +212,35 @@ function headOf(c: PatternCells): PatternHead {
 function startsWithHead(identity: TextCell, head: PatternHead): boolean {
   const bytes = head.bytes
   return bytes !== null && identity.end - identity.start >= bytes.length && bytesAt(identity.bytes, identity.start, bytes, 0, bytes.length)
+}
+
+const RULE_KEY = Buffer.from('rule=')
+const PHASES_KEY = Buffer.from('phases=')
+const CANONICAL_KEY = Buffer.from('\ncanonical=')
+
+/**
+ * Whether the identity's lines after its head are those our publisher writes, each equal to its column: an
+ * optional rule= line (checked against nothing), then phases= spelling the typed phases, then canonical=
+ * holding the canonical column to the end. Such an identity is in our spelling with every line right, as
+ * lineValues and lineMatches would find it, without finding its lines first; any other tail (lines in
+ * another order, one more line, a canonical column with a line break) is read by them.
+ */
+function tailMatches(c: PatternCells, p: number): boolean {
+  const b = c.identity.bytes
+  const end = c.identity.end
+  if (end - p >= RULE_KEY.length && bytesAt(b, p, RULE_KEY, 0, RULE_KEY.length)) {
+    p += RULE_KEY.length
+    while (p < end && b[p] !== 0x0a) p++
+    p++
+  }
+  if (end - p < PHASES_KEY.length || !bytesAt(b, p, PHASES_KEY, 0, PHASES_KEY.length)) return false
+  p = phasesEnd(b, p + PHASES_KEY.length, end, c.phases)
+  if (p < 0 || end - p < CANONICAL_KEY.length || !bytesAt(b, p, CANONICAL_KEY, 0, CANONICAL_KEY.length)) return false
+  p += CANONICAL_KEY.length
+  const { bytes, start, end: canonicalEnd } = c.canonical
+  if (end - p !== canonicalEnd - start) return false
+  for (let x = start; x < canonicalEnd; x++, p++) if (b[p] !== bytes[x] || bytes[x] === 0x0a) return false
+  return true
 }
 
 /** lineValues' answer, reused: allocating a typed array per row cost more than finding the lines. */
@@ -290,32 +320,38 @@ function lineKey(b: Uint8Array, start: number, end: number): number {
   return n
 }
 
-/** Whether b[start, end) is exactly the phases= text of the typed phases: cells `i,j,k,s` joined by spaces, phases by `;`. */
-function spellsPhases(b: Uint8Array, start: number, end: number, t: TypedPhases): boolean {
+/** Whether b[start, end) is exactly the phases= text of the typed phases. */
+const spellsPhases = (b: Uint8Array, start: number, end: number, t: TypedPhases): boolean => phasesEnd(b, start, end, t) === end
+
+/**
+ * Where the phases= text of the typed phases (cells `i,j,k,s` joined by spaces, phases by `;`) ends if it
+ * starts at b[start] and ends by `end`, or -1 when the bytes there are not that text.
+ */
+function phasesEnd(b: Uint8Array, start: number, end: number, t: TypedPhases): number {
   let p = start
   for (let q = t.first; q < t.last; q++) {
     if (q > t.first) {
-      if (b[p] !== 0x3b || p >= end) return false
+      if (b[p] !== 0x3b || p >= end) return -1
       p++
     }
     const from = t.cellOffsets[q]!
     const to = t.cellOffsets[q + 1]!
     for (let x = from; x < to; x++) {
       if (x > from) {
-        if (b[p] !== 0x20 || p >= end) return false
+        if (b[p] !== 0x20 || p >= end) return -1
         p++
       }
       p = spellsInteger(b, p, end, t.i[x]!)
-      if (p < 0 || b[p] !== 0x2c) return false
+      if (p < 0 || b[p] !== 0x2c) return -1
       p = spellsInteger(b, p + 1, end, t.j[x]!)
-      if (p < 0 || b[p] !== 0x2c) return false
+      if (p < 0 || b[p] !== 0x2c) return -1
       p = spellsInteger(b, p + 1, end, t.k[x]!)
-      if (p < 0 || b[p] !== 0x2c) return false
+      if (p < 0 || b[p] !== 0x2c) return -1
       p = spellsInteger(b, p + 1, end, t.s[x]!)
-      if (p < 0) return false
+      if (p < 0) return -1
     }
   }
-  return p === end
+  return p
 }
 
 /** Level 1 for an ant row: its id is `ant-` and the hash of its identity and pin. */

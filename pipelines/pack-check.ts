@@ -36,7 +36,8 @@ export const checkPackStage = defineStage({
     // Loaded here: the checks pull in the Parquet, zstd and signature code that other commands need not load.
     // The threads start first, to load the checker alongside this thread.
     const { startThreads } = await import('../src/formats/pack/check-pool.js')
-    startThreads(availableParallelism())
+    // This thread checks parts too (check-pool.ts): one thread fewer than the CPUs.
+    startThreads(availableParallelism() - 1)
     const { PackChecker, packKind, NOT_A_PACK } = await import('../src/formats/pack/check.js')
     const kind = await packKind(o.dir)
     if (kind === undefined) throw new UsageError(NOT_A_PACK, '--dir: neither a store (jetcarp-store.json) nor an export (pack.json)', { location: { file: o.dir } })

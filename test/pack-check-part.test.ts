@@ -2,11 +2,12 @@
  * A part's rows checked on their vectors (src/formats/pack/check-part.ts): row groups whose times, floats
  * or partition values might break a row rule have their rows validated, each finding on its row.
  *
- * Parts checked on worker threads (src/formats/pack/check-pool.ts): a thread's findings carry their level,
- * code and target; a hostile part is a refusal there too, as is an object that does not hash; a part with
- * thousands of findings comes back whole and in order, though a thread may run only a few chunks ahead; a
- * failure on a thread fails the check rather than losing the part. And checkPack gives the same issues, in
- * the same order, with the same counts, whether its parts are checked on threads or not.
+ * Parts checked in a pool's lanes (src/formats/pack/check-pool.ts: the calling thread's and worker
+ * threads'): a lane's findings carry their level, code and target; a hostile part is a refusal there too, as
+ * is an object that does not hash; a part with thousands of findings comes back whole and in order, though a
+ * lane may run only a few chunks ahead; a failure in a lane fails the check rather than losing the part; a
+ * pool closed early stops the calling thread's parts, and waits for them to end. And checkPack gives the same
+ * issues, in the same order, with the same counts, whether its parts are checked in lanes or not.
  */
 import { createHash } from 'node:crypto'
 import { createRequire } from 'node:module'
@@ -56,7 +57,7 @@ async function wrongIds(n: number): Promise<{ file: string; hash: string; bytes:
   return { ...(await save(await readFile(part!.path))), rows: sorted }
 }
 
-t.test('on a thread: a hostile part is refused, an object that does not hash too, each finding at its level on its part', async (t) => {
+t.test('in a lane: a hostile part is refused, an object that does not hash too, each finding at its level on its part', async (t) => {
   const pool = new CheckPool(2)
   t.teardown(() => pool.close())
   const hostile = await save(inflatedPart(1 << 20))
@@ -97,15 +98,37 @@ t.test('a part with a finding on each of 3,000 rows comes back whole and in orde
   t.same(threaded.issues, inline, 'what checkPart gives on this thread')
 })
 
-t.test('a failure on a thread fails the check', async (t) => {
-  const pool = new CheckPool(1)
-  t.teardown(() => pool.close())
+t.test('a failure in a lane fails the check', async (t) => {
   const part = await save(inflatedPart(1 << 20))
-  await t.rejects(take(pool, job({ ...part, schemaId: 'jetcarp-nothing 1' })), { code: 'internal.schema-unknown' })
-  t.same((await take(pool, job(part))).issues.map((i) => i.code), ['pack.parquet-decompressed-too-large'], 'and the pool goes on with the next part')
+  // A pool of one lane is the calling thread's; in a pool of two, a second part at once goes to a thread.
+  for (const size of [1, 2]) {
+    const pool = new CheckPool(size)
+    t.teardown(() => pool.close())
+    const [bad, good] = [pool.submit(job({ ...part, schemaId: 'jetcarp-nothing 1' })), pool.submit(job(part))]
+    const issues = async (p: typeof bad) => {
+      const codes: string[] = []
+      for await (const i of p.issues()) codes.push(i.code)
+      return codes
+    }
+    await t.rejects(issues(bad), { code: 'internal.schema-unknown' }, `${size} lanes`)
+    t.same(await issues(good), ['pack.parquet-decompressed-too-large'], `${size} lanes: and the pool goes on with the next part`)
+    t.same((await take(pool, job(part))).issues.map((i) => i.code), ['pack.parquet-decompressed-too-large'], `${size} lanes: and the one after`)
+  }
 })
 
-t.test('checkPack on threads: the same issues in the same order, and the same counts', async (t) => {
+t.test('a pool closed with parts in the calling thread\'s lane stops them: they end, and close() waits for them', async (t) => {
+  const part = await wrongIds(3000)
+  const tilings: PartJob['tilings'] = [['square', { pin: String(part.rows[0]!.pin), tilingGroup: 'square', kind: 'lattice' }]]
+  const pool = new CheckPool(1)
+  const pending = [0, 1].map(() => pool.submit(job({ ...part, schemaId: PACK_TABLES.patterns.schemaId, tilings, partition: { class_group: 'still_life', tiling_group: 'square' } })))
+  // A few issues taken: each part is held a few chunks ahead of its caller, with 3,000 findings to give.
+  const it = pending[0]!.issues()
+  for (let n = 0; n < 10; n++) await it.next()
+  const late = new Promise((resolve) => setTimeout(resolve, 5000, 'still running')).then((v) => v)
+  t.equal(await Promise.race([pool.close().then(() => 'closed'), late]), 'closed', 'close() resolves: the parts ended')
+})
+
+t.test('checkPack in lanes: the same issues in the same order, and the same counts', async (t) => {
   const rows = cleanRows({ aperiodic: true })
   const glider = rows.patterns!.find((p) => p.class === 'spaceship')!
   glider.id = '0'.repeat(32)
@@ -118,8 +141,9 @@ t.test('checkPack on threads: the same issues in the same order, and the same co
       for await (const i of checker.run()) issues.push(i)
       return { issues, stats: checker.stats }
     }
-    const [here, threaded] = [await run(0), await run(2)]
-    t.same(threaded, here, `level ${level}`)
+    const here = await run(0)
+    // Two lanes: the calling thread's and a worker's; three: and another worker's.
+    for (const threads of [2, 3]) t.same(await run(threads), here, `level ${level}, ${threads} lanes`)
     if (level === 1) t.ok(here.issues.some((i) => i.code === 'pack.id-mismatch' && i.target === `pattern:${'0'.repeat(32)}`) && here.issues.some((i) => i.code === 'pack.record-pin-mismatch'), 'the damage is found')
   }
 })

@@ -187,7 +187,7 @@ export interface CheckRunOptions {
   level: CheckLevel
   signal?: AbortSignal
   replayBudget?: Partial<ReplayBudget>
-  /** Worker threads for parts (0: every part on this thread). */
+  /** Threads that check parts, this one among them (0 or 1: every part on this thread alone). */
   threads?: number
   /** The smallest part given to a thread: a smaller one is checked sooner than a thread would start. */
   threadPartBytes?: number
@@ -212,7 +212,7 @@ export class CheckRun {
   readonly signal: AbortSignal | undefined
   readonly replayBudget: Partial<ReplayBudget>
   readonly stats: CheckStats
-  /** Worker threads for parts, and the smallest part given to one. */
+  /** Threads that check parts (this one and threads - 1 workers), and the smallest part given to a worker's pool. */
   readonly threads: number
   readonly threadPartBytes: number
   readonly caps: CheckCaps

@@ -109,7 +109,7 @@ export class TableChecker {
    */
   private poolFor(bytes: number, objectKnown: boolean | undefined): CheckPool | undefined {
     const run = this.run
-    if (run.threads <= 0 || bytes < run.threadPartBytes || objectKnown === false) return undefined
+    if (run.threads <= 1 || bytes < run.threadPartBytes || objectKnown === false) return undefined
     return (this.pool ??= new CheckPool(run.threads))
   }
 

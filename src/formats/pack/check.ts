@@ -41,7 +41,7 @@ export interface CheckOptions {
   signal?: AbortSignal
   /** Lower replay limits than replay.ts's (tests). */
   replayBudget?: Partial<ReplayBudget>
-  /** Worker threads that check parts (default: one per CPU the process may use; 0: none). */
+  /** Threads that check parts, this one among them: threads - 1 workers (default: one per CPU the process may use; 0 or 1: this thread alone). */
   threads?: number
   /** The smallest part a thread checks (default 256 KiB; tests give threads every part with 0). */
   threadPartBytes?: number

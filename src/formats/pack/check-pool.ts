@@ -1,17 +1,17 @@
 /**
- * Parts checked on worker threads (check-tables.ts). A part's object check and its rows (check-part.ts) run
- * on one of up to `threads` threads while the calling thread walks the indexes, and the calling thread takes
- * the issues back in the order it gave the parts, so a check reports exactly what it reports on one thread.
- * A thread sends issues in chunks and runs at most a few chunks ahead of the caller, so a part with an issue
- * on every row waits for its turn rather than filling memory. Threads start with the first part given to
- * them, and are kept, unref'd, for the next check in the process: starting one and loading the reader costs
- * a few hundred milliseconds.
+ * Parts checked in lanes (check-tables.ts): the calling thread's own and up to `threads - 1` worker threads.
+ * A part's object check and its rows (check-part.ts) run in one lane while the calling thread walks the
+ * indexes, and the calling thread takes the issues back in the order it gave the parts, so a check reports
+ * exactly what it reports on one thread. A lane sends issues in chunks and runs at most a few chunks ahead of
+ * the caller, so a part with an issue on every row waits for its turn rather than filling memory. Threads
+ * start with the first part given to them, and are kept, unref'd, for the next check in the process:
+ * starting one and loading the reader costs a few hundred milliseconds.
  *
  * Only parts whose checks need nothing but the part and a snapshot of the tilings, the rules' families and
  * the mover patterns (shared, not copied) go to a thread: those of tables with a row hook (tilings, rules,
  * media, ratings, raters, and at level 3 verifications and patterns) are checked where the hook's state is.
  *
- * A thread's side is check-pool-worker.ts. This module loads none of the checks, so that a caller can start
+ * A lane's side is check-part-jobs.ts. This module loads none of the checks, so that a caller can start
  * threads (startThreads) first and have them load the checker while it loads its own copy.
  */
 import { Worker } from 'node:worker_threads'

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import { seededRandom } from '../src/sim/random.js'
 import {
-  IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, quickstartId, type Cell,
+  IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, PictureTooLong, quickstartId, type Cell,
 } from '../src/formats/pack/identity.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type PatternCells, type TextCell } from '../src/formats/pack/identity-check.js'
 
@@ -62,6 +62,66 @@ t.test('pictures and phases of unusual cells: repeated, out of order, k past the
     t.same(moved, normalisePhases(phases), 'in place: the same phases as a copy')
     t.ok(moved.every((p, n) => p === own[n]), 'in place: the lists given, moved and sorted')
   }
+})
+
+/**
+ * The picture as docs/pack-format-notes.md states it, written plainly: rows j = 0 to the last, joined by `/`;
+ * a row is, for each i from 0, its tile types' characters (the later of two same cells winning, a k past
+ * the tile types lengthening the group with empty places, one below 0 left out, a state below 0 empty),
+ * `.` for each type of an i with no cell; trailing `.` left off. Cells at i or j below 0 are not drawn.
+ */
+function pictureByTheRule(phase0: Cell[], tileTypes: number): string {
+  const rows: string[] = []
+  const maxJ = phase0.reduce((m, c) => Math.max(m, c.j), -1)
+  for (let j = 0; j <= maxJ; j++) {
+    const cells = phase0.filter((c) => c.j === j && c.i >= 0)
+    const maxI = cells.reduce((m, c) => Math.max(m, c.i), -1)
+    let text = ''
+    for (let i = 0; i <= maxI; i++) {
+      const group: (string | undefined)[] = Array<string>(tileTypes).fill('.')
+      for (const c of cells) if (c.i === i && c.k >= 0) group[c.k] = c.s < 0 ? undefined : c.s < 36 ? '.o23456789abcdefghijklmnopqrstuvwxyz'[c.s] : `(${c.s})`
+      text += group.join('')
+    }
+    rows.push(text.replace(/\.+$/, ''))
+  }
+  return rows.join('/')
+}
+
+t.test('pictures agree with the rule written plainly, over 20,000 random phases with odd cells', async (t) => {
+  const random = seededRandom(7)
+  const int = (lo: number, hi: number) => lo + Math.floor(random() * (hi - lo + 1))
+  for (let n = 0; n < 20_000; n++) {
+    const tileTypes = int(1, 3)
+    const odd = random() < 0.3
+    const phase0 = Array.from({ length: int(0, 12) }, () => cell(int(odd ? -1 : 0, 9), int(odd ? -1 : 0, 5), odd ? int(-1, 40) : int(0, 3), odd ? int(-1, tileTypes + 1) : int(0, tileTypes - 1)))
+    const got = canonicalPicture(phase0, tileTypes)
+    const expected = pictureByTheRule(phase0, tileTypes)
+    if (got !== expected) {
+      t.fail(`${JSON.stringify(phase0)} in ${tileTypes} types: ${JSON.stringify(got)}, the rule says ${JSON.stringify(expected)}`)
+      return
+    }
+  }
+  t.pass('every picture as the rule draws it')
+})
+
+t.test('a picture costs what it holds: cells far apart are refused at the 1 MiB a string cell holds, before it is made', async (t) => {
+  const far = 300_000_000
+  const rss = process.memoryUsage().rss
+  t.equal(canonicalPicture([cell(0, 0), cell(far, 0, 0)], 1), 'o', 'a dead cell far along its row is left off, not drawn')
+  t.equal(canonicalPicture([cell(0, 0, 1, far)], 1), '.o', 'a tile type far past the tiling\'s lengthens its group with empty places')
+  const tooLong = (phase0: Cell[], tileTypes: number): string | undefined => {
+    try {
+      return `made, ${canonicalPicture(phase0, tileTypes).length} characters`
+    } catch (err) {
+      return err instanceof PictureTooLong ? /longer than 1048576 bytes/.exec(err.message)?.[0] : String(err)
+    }
+  }
+  t.equal(tooLong([cell(0, 0), cell(far, 0)], 1), 'longer than 1048576 bytes', 'a live cell far along its row')
+  t.equal(tooLong([cell(0, 0), cell(0, far, 0)], 1), 'longer than 1048576 bytes', 'a cell far down: a `/` a row')
+  t.equal(tooLong([cell(0, 0), cell(1, 0)], far), 'longer than 1048576 bytes', 'a tiling of many tile types')
+  t.equal(canonicalPicture([cell(0, 0), cell(0, 1024 * 1024 - 1, 0)], 1), 'o' + '/'.repeat(1024 * 1024 - 1), 'a picture of exactly 1 MiB is made')
+  t.equal(tooLong([cell(0, 0), cell(0, 1024 * 1024 - 1)], 1), 'longer than 1048576 bytes', 'one byte more is not')
+  t.ok(process.memoryUsage().rss - rss < 64 * 1024 * 1024, 'memory stays near what the pictures hold')
 })
 
 /** A pattern row's cells as a decoded part holds them: text as UTF-8 bytes (each cell in a buffer of its own, at an offset), phases flat. */

@@ -284,6 +284,26 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
   }
 })
 
+t.test('a pattern whose cells lie far apart: its picture is refused at the 1 MiB a string cell holds, before it is made', async (t) => {
+  const far = 300_000_000
+  // Of class other with its rule: a pattern no replay need confirm.
+  const cells = (...more: object[]) => ({ ...BLOCK, class: 'other', rule: LIFE.notation, phases: [[...(BLOCK['phases'] as object[][])[0]!, ...more]] })
+  const rss = process.memoryUsage().rss
+  for (const [what, record] of [
+    ['a live cell far along a row', cells({ i: far, j: 0, k: 0, s: 1 })],
+    ['a cell far down the picture', cells({ i: 0, j: far, k: 0, s: 0 })],
+  ] as const) {
+    const store = dir()
+    const folder = dir()
+    await writeJsonl(join(folder, 'tilings.jsonl'), [{ family: 'square' }])
+    await writeJsonl(join(folder, 'rules.jsonl'), [ruleRecord(LIFE)])
+    await writeJsonl(join(folder, 'patterns.jsonl'), [cells(), record])
+    await t.rejects(publishPack(opts(store, folder)), { code: 'pack.table-string-too-large', exitCode: 2, location: { line: 2, field: 'canonical' }, message: /longer than 1048576 bytes/ }, what)
+    t.notOk(existsSync(join(store, 'refs')), `${what}: nothing published`)
+  }
+  t.ok(process.memoryUsage().rss - rss < 128 * 1024 * 1024, 'memory stays near what the records hold')
+})
+
 t.test('a range in a rule some B/S rules row has, or one no rules row has, and main rules verified again or by others, are published', async (t) => {
   const other = { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', publisher: 'SHA256:Cq5cVSqJBAdxFfJPld1HSH/bAyUPSvZYbr+p0GAIh9g' }
   const kept = await records(dir(), [BLOCK, BLINKER], {

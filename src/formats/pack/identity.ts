@@ -30,6 +30,7 @@
  * pin.
  */
 import { hash } from 'node:crypto'
+import { MAX_STRING_CELL_BYTES } from './table-schemas.js'
 
 export const PATTERN_SCHEME = 'jetcarp-pattern-v3'
 export const ANT_SCHEME = 'jetcarp-ant-v1'
@@ -122,10 +123,81 @@ const ROW_SCRATCH = 4096
 const rowStarts = new Int32Array(ROW_SCRATCH)
 const rowNext = new Int32Array(ROW_SCRATCH)
 
+/** The longest picture: the canonical column is a string cell, at most 1 MiB (table-schemas.ts MAX_STRING_CELL_BYTES). */
+const MAX_PICTURE_BYTES = MAX_STRING_CELL_BYTES
+
+/** A picture longer than a string cell may be: its pattern is refused before more of it is made. */
+export class PictureTooLong extends RangeError {}
+
+/**
+ * A picture is built a row at a time. A row's dead characters are owed (`owed`) until a live one follows,
+ * so the dead run a row ends with, which the picture leaves off, is never made: a pattern whose cells lie
+ * far apart costs what its picture holds, and one whose picture would pass MAX_PICTURE_BYTES (ASCII: a byte
+ * a character) is refused before it does. Short strings joined: a picture is a few dozen characters, which
+ * V8 joins faster than a buffer is read back as a string.
+ */
+interface PictureRow {
+  /** The rows before, joined. */
+  done: string
+  /** This row up to its last live character. */
+  text: string
+  owed: number
+}
+
+const tooLong = (): PictureTooLong => new PictureTooLong(`the canonical picture would be longer than ${MAX_PICTURE_BYTES} bytes, the most a string cell holds`)
+
+/** A row's text with the dead characters it owes, refused where the picture would pass its limit. */
+function withOwed(done: string, text: string, owed: number): string {
+  if (done.length + text.length + owed > MAX_PICTURE_BYTES) throw tooLong()
+  return text + '.'.repeat(owed)
+}
+
+/** Adds a live character (a state's) to the row, after the dead ones it owes. */
+function live(r: PictureRow, char: string): void {
+  if (r.owed > 0) {
+    r.text = withOwed(r.done, r.text, r.owed)
+    r.owed = 0
+  }
+  r.text += char
+}
+
+const pictureRow: PictureRow = { done: '', text: '', owed: 0 }
+
+/** Where the cells of row[n]'s i end, from n. */
+function groupEnd(row: readonly Cell[], n: number, to: number): number {
+  const i = row[n]!.i
+  let end = n + 1
+  while (end < to && row[end]!.i === i) end++
+  return end
+}
+
+/**
+ * The characters of one i's cells row[from, to): one a tile type k, `.` for a type no cell has, the later
+ * of two same cells winning. A k outside [0, tileTypes) is placed as an array index would take it: past
+ * the end it lengthens the group (the places between are empty, not dead), below 0 it is not part of it.
+ * Written from the cells, not from a character a tile type, so a hostile k costs nothing.
+ */
+function writeGroup(w: PictureRow, row: readonly Cell[], from: number, to: number, tileTypes: number): void {
+  // By k, the later cell last among equal k (a stable sort of the cells' order).
+  const cells = row.slice(from, to).filter((c) => c.k >= 0).sort((x, y) => x.k - y.k)
+  let next = 0 // the next k the group is at
+  for (let x = 0; x < cells.length; x++) {
+    const c = cells[x]!
+    if (x + 1 < cells.length && cells[x + 1]!.k === c.k) continue
+    if (c.k > next) w.owed += Math.min(c.k, tileTypes) - Math.min(next, tileTypes)
+    if (c.s === 0) w.owed++
+    else if (c.s > 0) live(w, stateChar(c.s)!)
+    next = c.k + 1
+  }
+  if (tileTypes > next) w.owed += tileTypes - next
+}
+
 /** Phase 0's picture (module comment); `tileTypes` is the tiling's number of tile types. */
 export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): string {
   let maxJ = -1
   for (const c of phase0) if (c.j > maxJ) maxJ = c.j
+  // Every row after the first adds a `/`: a picture of more rows than the limit has bytes is refused at once.
+  if (maxJ > MAX_PICTURE_BYTES) throw tooLong()
   // The picture starts at i = j = 0. Row j's cells are byRow[start[j], start[j + 1]), in phase 0's order (a
   // stable counting sort), which for a normalised phase 0 is by i, then k.
   // Offsets in scratch arrays while they fit: two typed arrays made a picture were a fifth of its time.
@@ -137,9 +209,11 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
   const byRow = new Array<Cell>(start[maxJ + 1]!)
   for (let j = 0; j <= maxJ; j++) next[j] = start[j]!
   for (const c of phase0) if (c.i >= 0 && c.j >= 0) byRow[next[c.j]!++] = c
-  const dead = '.'.repeat(tileTypes)
+  // The row's text and owed dead characters in locals; a group of tile types (rare) passes them through pictureRow.
   let picture = ''
   for (let j = 0; j <= maxJ; j++) {
+    let text = ''
+    let owed = 0
     let from = start[j]!
     let to = start[j + 1]!
     let row = byRow
@@ -150,26 +224,38 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
       from = 0
       break
     }
-    let text = ''
-    let reached = 0 // the next i the text is at
+    let reached = 0 // the next i the row is at
     for (let n = from; n < to; ) {
       const c = row[n]!
-      if (c.i > reached) text += dead.repeat(c.i - reached)
+      if (c.i > reached) owed += tileTypes * (c.i - reached)
       if (tileTypes === 1 && c.k === 0 && (n + 1 === to || row[n + 1]!.i !== c.i)) {
-        text += stateChar(c.s) ?? ''
+        // One character (a state below 0 has none).
+        if (c.s === 0) owed++
+        else if (c.s > 0) {
+          if (owed > 0) {
+            text = withOwed(picture, text, owed)
+            owed = 0
+          }
+          text += stateChar(c.s)!
+        }
         n++
       } else {
-        // The cell's tile types, the later of two same cells winning; a k outside [0, tileTypes) is placed as
-        // an array index would take it (past the end it lengthens the group, below 0 it is not part of it).
-        const group = Array<string>(tileTypes).fill('.')
-        for (; n < to && row[n]!.i === c.i; n++) group[row[n]!.k] = stateChar(row[n]!.s)!
-        text += group.join('')
+        const end = groupEnd(row, n, to)
+        const w = pictureRow
+        w.done = picture
+        w.text = text
+        w.owed = owed
+        writeGroup(w, row, n, end, tileTypes)
+        text = w.text
+        owed = w.owed
+        w.done = w.text = ''
+        n = end
       }
       reached = c.i + 1
     }
-    let end = text.length
-    while (end > 0 && text.charCodeAt(end - 1) === 0x2e) end--
-    picture += j === 0 ? text.slice(0, end) : `/${text.slice(0, end)}`
+    // A `/` before every row but the first; the dead run a row ends with is left off.
+    if (picture.length + text.length + (j > 0 ? 1 : 0) > MAX_PICTURE_BYTES) throw tooLong()
+    picture = j === 0 ? text : `${picture}/${text}`
   }
   return picture
 }

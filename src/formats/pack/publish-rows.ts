@@ -7,10 +7,11 @@
  */
 import { PipeError } from '../../core/errors.js'
 import { quote } from './documents.js'
-import { antId, antIdentity, identifiedPattern, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
+import { antId, antIdentity, identifiedPattern, PictureTooLong, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
 import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
 import { patternSiteFinding } from './row-rules.js'
 import { findLatticeTiling, latticeTilingRow, type TilingsRow } from './tilings.js'
+import { ROW_CODES } from './table-schemas.js'
 
 export const PUBLISH_CODES = {
   record: 'pack.record-invalid',
@@ -66,7 +67,11 @@ export class TilingBook {
    * the index of its tile in the pattern's site, so the picture is one row of the site's tiles.
    */
   tileTypes(row: TilingsRow, phases: readonly (readonly Cell[])[]): number {
-    return row.tile_types?.length ?? 1 + Math.max(0, ...phases.flat().map((c) => c.k))
+    if (row.tile_types) return row.tile_types.length
+    // A loop, not a spread: a phase may hold more cells than a call takes arguments.
+    let most = 0
+    for (const p of phases) for (const c of p) if (c.k > most) most = c.k
+    return 1 + most
   }
 }
 
@@ -133,6 +138,7 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
       phases, phasesOwned: true, tileTypes: tilings.tileTypes(tiling, phases),
     }, tiling.pin)
   } catch (err) {
+    if (err instanceof PictureTooLong) throw recordError(ROW_CODES.stringTooLarge, at, err.message, 'canonical')
     throw recordError(PUBLISH_CODES.record, at, (err as Error).message)
   }
   let minCells = Infinity

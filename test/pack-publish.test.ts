@@ -284,7 +284,7 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
   }
 })
 
-t.test('a pattern whose cells lie far apart: its picture is refused at the 1 MiB a string cell holds, before it is made', async (t) => {
+t.test('a pattern whose cells lie far apart: its picture is refused at the 1 MiB a string cell holds, before it is made; a part that compresses beyond what a reader opens is not published', async (t) => {
   const far = 300_000_000
   // Of class other with its rule: a pattern no replay need confirm.
   const cells = (...more: object[]) => ({ ...BLOCK, class: 'other', rule: LIFE.notation, phases: [[...(BLOCK['phases'] as object[][])[0]!, ...more]] })
@@ -302,6 +302,16 @@ t.test('a pattern whose cells lie far apart: its picture is refused at the 1 MiB
     t.notOk(existsSync(join(store, 'refs')), `${what}: nothing published`)
   }
   t.ok(process.memoryUsage().rss - rss < 128 * 1024 * 1024, 'memory stays near what the records hold')
+
+  // Within the 1 MiB, but half a million dead cells compress beyond the 64x of a part's size a reader opens.
+  const store = dir()
+  const folder = dir()
+  await writeJsonl(join(folder, 'tilings.jsonl'), [{ family: 'square' }])
+  await writeJsonl(join(folder, 'rules.jsonl'), [ruleRecord(LIFE)])
+  await writeJsonl(join(folder, 'patterns.jsonl'), [cells(), cells({ i: 500_000, j: 0, k: 0, s: 1 })])
+  await t.rejects(publishPack(opts(store, folder)), { code: 'pack.parquet-decompressed-too-large', exitCode: 2, message: /^patterns: the part of rows .* compresses beyond what a reader opens \(Limits\): .*64x the part's size/ }, 'a part no reader opens is not published')
+  t.notOk(existsSync(join(store, 'refs')), 'nothing published')
+  t.same((await readdir(join(store, '.tmp'))).filter((f) => f.endsWith('.parquet.tmp')), [], 'and no part left behind')
 })
 
 t.test('a range in a rule some B/S rules row has, or one no rules row has, and main rules verified again or by others, are published', async (t) => {

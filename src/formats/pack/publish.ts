@@ -12,7 +12,7 @@
  * - Deterministic: the same records, keys and `created` give the same bytes.
  */
 import { createReadStream } from 'node:fs'
-import { mkdir, readFile, readdir } from 'node:fs/promises'
+import { mkdir, readFile, readdir, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
@@ -304,8 +304,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
         }
         patterns = undefined
       }
-      const parts: TablePart[] = []
-      for (const p of written) parts.push(await adopt(o.store, p))
+      const parts = await adoptParts(o.store, written, schema)
       newParts[name] = parts.length
       if (parts.length === 0 && kept.length === 0) continue
       const firstParentIndex = parents[0]?.manifest.tables[name]
@@ -532,17 +531,42 @@ async function storeMedia(o: PublishOptions, row: Row, at: RecordPlace): Promise
 async function writePatch(store: string, rows: readonly object[]): Promise<string> {
   const writer = new PackPartWriter(REFERENCE_PATCH_SCHEMA, { dir: join(store, TMP_FOLDER) })
   await writer.write(rows)
-  const [part, ...more] = await writer.finish()
-  if (!part || more.length > 0) throw new PipeError('pack.reference-patch', 'a reference patch is one Parquet object')
-  return (await adoptObjectFile(store, part.path, part.sha256, part.bytes, 'parquet')).hash
+  const written = await writer.finish()
+  if (written.length !== 1) throw new PipeError('pack.reference-patch', 'a reference patch is one Parquet object')
+  return (await adoptParts(store, written, REFERENCE_PATCH_SCHEMA))[0]!.object
+}
+
+/**
+ * Refuses a part a reader would refuse before decoding it: what Limits bounds from its footer and page
+ * headers (the pages' uncompressed sizes at most 64x the part's size, their values and decoded size), read
+ * back by the reader itself. Rows can pass every row rule and still compress beyond that, a long run of one
+ * character in a cell or a picture of mostly dead cells, and a part no reader opens is not published.
+ */
+async function readable(p: WrittenPart, schema: TableSchema): Promise<void> {
+  const opened = await openPart(p.path, schema)
+  if (opened.ok) return opened.part.close()
+  const f = opened.findings[0]!
+  throw new PipeError(f.code, `${schema.name}: the part of rows ${JSON.stringify(p.first)} to ${JSON.stringify(p.last)} compresses beyond what a reader opens (Limits): ${f.detail}`, { exitCode: 2 })
+}
+
+/** Moves written parts into the store once every one is readable; else removes them all and refuses. */
+async function adoptParts(store: string, written: readonly WrittenPart[], schema: TableSchema): Promise<TablePart[]> {
+  try {
+    for (const p of written) await readable(p, schema)
+  } catch (err) {
+    for (const p of written) await unlink(p.path).catch(() => undefined)
+    throw err
+  }
+  const parts: TablePart[] = []
+  for (const p of written) {
+    const o = await adoptObjectFile(store, p.path, p.sha256, p.bytes, 'parquet')
+    parts.push({ bytes: p.bytes, first: p.first, last: p.last, object: o.hash, partition: { ...p.partition }, rows: p.rows })
+  }
+  return parts
 }
 
 const WRITE_BATCH = 4096
 
-async function adopt(store: string, p: WrittenPart): Promise<TablePart> {
-  const o = await adoptObjectFile(store, p.path, p.sha256, p.bytes, 'parquet')
-  return { bytes: p.bytes, first: p.first, last: p.last, object: o.hash, partition: { ...p.partition }, rows: p.rows }
-}
 
 /** A table's index: its parts in one index, or under children of at most 10,000 parts each. */
 async function writeIndex(store: string, schema: TableSchema, parts: TablePart[]): Promise<string> {
@@ -615,7 +639,7 @@ async function segmentObject(store: string, schema: TableSchema, dir: string, fi
   const validate = rowValidator(schema)
   const findings: RowFinding[] = []
   const writer = new PackPartWriter(schema, { dir: join(store, TMP_FOLDER) })
-  const parts: TablePart[] = []
+  let parts: TablePart[] = []
   try {
     let batch: Row[] = []
     await eachRecord(dir, file, async (row, at) => {
@@ -628,7 +652,7 @@ async function segmentObject(store: string, schema: TableSchema, dir: string, fi
       }
     })
     await writer.write(batch)
-    for (const p of await writer.finish()) parts.push(await adopt(store, p))
+    parts = await adoptParts(store, await writer.finish(), schema)
   } catch (err) {
     await writer.abort()
     throw err

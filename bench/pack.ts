@@ -15,7 +15,8 @@
  * Life (the rule column set, as "every pattern has one" rule asks of a pattern without verifications),
  * which level 1 (ids, identity lines, typed phases, pins, hashes, order) checks and level 3 notes as not
  * replayable (class other);
- * generating them is not timed. Each side runs BENCH_ROUNDS times (default 2) and its best wall time counts.
+ * generating them is not timed. Each side runs BENCH_ROUNDS times (default 3, as the other benches: the same code on this
+ * shared box moves 10-20% between minutes) and its best wall time counts.
  * The last line: `pack-check ratio-vs-floor R pack-publish ratio-vs-duckdb R2 peak-rss-mb M`
  * (M: the higher peak RSS of the publish and the check).
  */
@@ -31,7 +32,7 @@ import { ZSTD_LEVEL } from '../src/formats/pack/parquet-write.js'
 import { LIFE, ruleRecord } from '../src/sim/pack-records.js'
 
 const PATTERNS = Number(process.env.BENCH_PATTERNS ?? 1_000_000)
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 
 /** The fastest round, with the highest peak RSS of all rounds. */
 function best(rounds: Timed[]): Timed {

@@ -15,7 +15,7 @@ import t from 'tap'
 import { decompress } from 'zstd-napi'
 import { PipeError } from '../src/core/errors.js'
 import { MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_TEXT_BYTES, PACK_CREATED_BY, PackPartWriter, WRITE_CODES, type WrittenPart } from '../src/formats/pack/parquet-write.js'
-import { partFacts, READ_CODES, READ_LIMITS, readPartRows } from '../src/formats/pack/parquet-read.js'
+import { openPart, partFacts, READ_CODES, READ_LIMITS, readPartRows } from '../src/formats/pack/parquet-read.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, ROW_CODES, canonicalRowText, rowComparator, validateRow, type PackType, type TableSchema } from '../src/formats/pack/table-schemas.js'
 import { latticeTilingRows } from '../src/formats/pack/tilings.js'
 import { penroseTilingsRow } from '../src/formats/pack/penrose.js'
@@ -61,6 +61,34 @@ t.test('every schema round trips exactly through the reader', async (t) => {
     t.equal(part.bytes, bytes.length, `${s.name}: bytes`)
     t.equal(part.sha256, createHash('sha256').update(bytes).digest('hex'), `${s.name}: sha256`)
   }
+})
+
+t.test('the writer counts each part\'s decoded size as the reader counts it while decoding', async (t) => {
+  const count = async (part: WrittenPart, schema: TableSchema): Promise<{ all: number; largest: number }> => {
+    const opened = await openPart(part.path, schema)
+    if (!opened.ok) throw new Error(JSON.stringify(opened.findings))
+    let [before, largest] = [0, 0]
+    try {
+      for await (const _ of opened.part.batches()) {
+        largest = Math.max(largest, opened.part.decodedBytes - before)
+        before = opened.part.decodedBytes
+      }
+      return { all: opened.part.decodedBytes, largest }
+    } finally {
+      await opened.part.close()
+    }
+  }
+  for (const s of ALL_SCHEMAS) {
+    const part = written.get(s.name)!
+    t.equal(part.decodedBytes, (await count(part, s)).all, `${s.name}: ${part.decodedBytes} bytes`)
+  }
+  // Several row groups, lists, nulls and dictionary and PLAIN strings.
+  const rows = patternRows(3000)
+  const part = await writeOne(PACK_TABLES.patterns, rows, { maxRowGroupRows: 700 })
+  const read = await count(part, PACK_TABLES.patterns)
+  t.equal(part.decodedBytes, read.all, 'patterns in row groups of 700')
+  t.equal(part.largestRowGroupDecodedBytes, read.largest, 'and the largest row group')
+  t.ok(read.largest < read.all, 'of several')
 })
 
 /** DuckDB's name for a schema type (its own quotes around keyword-like names are dropped before comparing). */

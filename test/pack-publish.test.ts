@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
@@ -18,7 +18,9 @@ import { parseTableIndex } from '../src/formats/pack/doc-index.js'
 import { patternId } from '../src/formats/pack/identity.js'
 import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
 import { readPartRows } from '../src/formats/pack/parquet-read.js'
-import { publishPack, type PublishOptions } from '../src/formats/pack/publish.js'
+import { publishPack, readablePart, type PublishOptions } from '../src/formats/pack/publish.js'
+import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
+import { patternRow } from './pack-check-fixtures.js'
 import { mayHoldLocalPath, scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
 import { seededRandom } from '../src/sim/random.js'
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
@@ -312,6 +314,19 @@ t.test('a pattern whose cells lie far apart: its picture is refused at the 1 MiB
   await t.rejects(publishPack(opts(store, folder)), { code: 'pack.parquet-decompressed-too-large', exitCode: 2, message: /^patterns: the part of rows .* compresses beyond what a reader opens \(Limits\): .*64x the part's size/ }, 'a part no reader opens is not published')
   t.notOk(existsSync(join(store, 'refs')), 'nothing published')
   t.same((await readdir(join(store, '.tmp'))).filter((f) => f.endsWith('.parquet.tmp')), [], 'and no part left behind')
+})
+
+t.test('a part is held to the decoded sizes a reader counts while decoding, which no page header states', async (t) => {
+  const folder = dir()
+  await mkdir(folder, { recursive: true })
+  const w = new PackPartWriter(PACK_TABLES.patterns, { dir: folder, partition: { class_group: 'still_life', tiling_group: 'square' } })
+  await w.write([patternRow(LIFE, [[0, 0], [1, 0], [0, 1], [1, 1]])])
+  const [part] = await w.finish()
+  await t.resolves(readablePart(part!, PACK_TABLES.patterns), 'as written')
+  const limit = 64 * part!.bytes + 64 * 1024 * 1024
+  await t.resolves(readablePart({ ...part!, decodedBytes: limit }, PACK_TABLES.patterns), 'decoding to 64x its size plus 64 MiB')
+  await t.rejects(readablePart({ ...part!, decodedBytes: limit + 1 }, PACK_TABLES.patterns), { code: 'pack.parquet-decoded-too-large', exitCode: 2, message: /^patterns: the part of rows .* decode to \d+ bytes, above \d+/ }, 'a byte more')
+  await t.rejects(readablePart({ ...part!, largestRowGroupDecodedBytes: 128 * 1024 * 1024 + 1 }, PACK_TABLES.patterns), { code: 'pack.parquet-row-group-too-large' }, 'a row group a reader does not decode whole')
 })
 
 t.test('a range in a rule some B/S rules row has, or one no rules row has, and main rules verified again or by others, are published', async (t) => {

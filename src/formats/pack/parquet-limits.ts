@@ -34,6 +34,15 @@ export const READ_LIMITS = Object.freeze({
 })
 export type ReadLimits = typeof READ_LIMITS
 
+/** The decoded bytes a part of `size` bytes may hold: 64 a byte of it plus 64 MiB ("Limits": decoded size of a part). */
+export const maxDecodedBytes = (size: number, limits: ReadLimits): number => limits.decodedPerByte * size + limits.decodedExtra
+
+/**
+ * What a leaf column chunk counts as decoded, as it is decoded: a string by its bytes, any other value as
+ * 8, over its `values` non-null values of `valueBytes` bytes in all. The part writer counts its own parts so.
+ */
+export const decodedLeafBytes = (isBytes: boolean, values: number, valueBytes: number): number => (isBytes ? valueBytes : 8 * values)
+
 /** Stable codes of the reader's findings. */
 export const READ_CODES = {
   /** The part is above 4 GiB. */

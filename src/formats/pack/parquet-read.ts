@@ -34,7 +34,7 @@ import type { FileHandle } from 'node:fs/promises'
 import { open } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import type { ColumnMetaData, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet'
-import { READ_CODES, READ_LIMITS, refuse, toFinding, type ParquetFinding, type ReadLimits } from './parquet-limits.js'
+import { maxDecodedBytes, READ_CODES, READ_LIMITS, refuse, toFinding, type ParquetFinding, type ReadLimits } from './parquet-limits.js'
 import { compileColumns, decodeRowGroup, giveArena, takeArena, type Arena, type ChunkScan, type ChunkSource, type ColumnPlan, type DecodedMeter, type PageInfo, type RowBatch } from './parquet-vectors.js'
 import type { TableSchema } from './table-schemas.js'
 
@@ -379,7 +379,7 @@ class PartBudget {
   constructor(size: number, private readonly limits: ReadLimits) {
     this.maxUncompressed = limits.decompressedPerByte * size
     this.maxValues = limits.valuesPerByte * size + limits.valuesExtra
-    this.maxDecoded = limits.decodedPerByte * size + limits.decodedExtra
+    this.maxDecoded = maxDecodedBytes(size, limits)
   }
 
   addPage(bytes: number, what: string): void {
@@ -518,6 +518,11 @@ export class PackPart {
 
   get rowCount(): number {
     return Number(this.metadata.num_rows)
+  }
+
+  /** The decoded bytes the row groups read so far counted against the part's limit. */
+  get decodedBytes(): number {
+    return this.meter.bytes
   }
 
   /**

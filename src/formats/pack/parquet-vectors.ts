@@ -18,7 +18,7 @@
 import { isUtf8 } from 'node:buffer'
 import { createRequire } from 'node:module'
 import type { ColumnMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet'
-import { READ_CODES, refuse, toFinding, type ReadLimits } from './parquet-limits.js'
+import { decodedLeafBytes, READ_CODES, refuse, toFinding, type ReadLimits } from './parquet-limits.js'
 import type { PackField, PackType, ScalarKind, TableSchema } from './table-schemas.js'
 
 // Deep modules through require(), as parquet-write.ts explains; both packages export their src/*.js.
@@ -783,12 +783,7 @@ function decodeLeafChunk(raw: Uint8Array, rawStart: number, scan: ChunkScan, lea
     }
     nv += k
   }
-  // Counted as decoded: a string by its bytes, anything else as 8.
-  if (isBytes) {
-    meterAdd(meter, spanned(start!, end!, nv))
-  } else {
-    meterAdd(meter, 8 * nv)
-  }
+  meterAdd(meter, decodedLeafBytes(isBytes, nv, isBytes ? spanned(start!, end!, nv) : 0))
   const bytes = built.length === 0 ? pool : Buffer.concat([pool, ...built])
   return {
     entries, def, rep, count: nv,

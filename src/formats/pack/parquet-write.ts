@@ -44,6 +44,7 @@ import { OrderedJob, siblingWorkerUrl } from '../../core/ordered-worker.js'
 import { partitionFindings, rowComparator, rowValidator, WRITE_CODES, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
 import { RowBatchBuilder, type RowBatch } from './row-bytes.js'
 import { writeRleHybrid } from './rle-hybrid.js'
+import { decodedLeafBytes } from './parquet-limits.js'
 
 export { WRITE_CODES }
 
@@ -1037,6 +1038,12 @@ export interface WrittenPart {
   first: string
   last: string
   partition: Readonly<Record<string, string>>
+  /**
+   * What a reader counts as decoded reading the part, in all and in its largest row group (parquet-limits.ts
+   * decodedLeafBytes): the "Limits" on decoded size that no page header states.
+   */
+  decodedBytes: number
+  largestRowGroupDecodedBytes: number
 }
 
 /** What the encoding thread needs to make a table's parts. */
@@ -1075,6 +1082,9 @@ class OpenPart {
   last = ''
   readonly rowGroups: RowGroup[] = []
   readonly chunks: EncodedChunk[] = []
+  /** What a reader counts as decoded: in all, and in the largest row group. */
+  decoded = 0
+  largestGroupDecoded = 0
   private readonly hash: Hash = createHash('sha256')
 
   constructor(
@@ -1175,7 +1185,11 @@ export class PartFiles {
     out.index = 0
     out.offset = 0
     const encoded = this.shredder.leaves.map((leaf) => this.encoder.encode(leaf, out))
-    for (const leaf of this.shredder.leaves) leaf.reset()
+    let decoded = 0
+    for (const leaf of this.shredder.leaves) {
+      decoded += leaf instanceof StringLeaf ? decodedLeafBytes(true, leaf.values, leaf.totalPlain - 4 * leaf.values) : decodedLeafBytes(false, leaf.values, 0)
+      leaf.reset()
+    }
     const rows = this.groupRows
     this.groupRows = 0
     this.groupTextBytes = 0
@@ -1198,6 +1212,8 @@ export class PartFiles {
       sorting_columns: this.sortingColumns,
     })
     part.chunks.push(...encoded)
+    part.decoded += decoded
+    part.largestGroupDecoded = Math.max(part.largestGroupDecoded, decoded)
     if (part.rows === 0) part.first = this.groupFirst
     part.last = this.groupLast
     part.rows += rows
@@ -1264,7 +1280,10 @@ export class PartFiles {
     await part.append(w.getBytes())
     await part.fh.sync()
     await part.fh.close()
-    this.parts.push({ path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.runPartition })
+    this.parts.push({
+      path: part.path, bytes: part.offset, sha256: part.digest(), rows: part.rows, first: part.first, last: part.last, partition: this.runPartition,
+      decodedBytes: part.decoded, largestRowGroupDecodedBytes: part.largestGroupDecoded,
+    })
   }
 }
 

@@ -22,7 +22,8 @@ import { isPackTime } from './key-statements.js'
 import { isFeedName, isUuid, parseTarget, readPackJson, storeDocumentBytes } from './documents.js'
 import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js'
 import { PackPartWriter, type WrittenPart } from './parquet-write.js'
-import { openPart } from './parquet-read.js'
+import { openPart, READ_CODES, READ_LIMITS } from './parquet-read.js'
+import { maxDecodedBytes } from './parquet-limits.js'
 import {
   PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
   type RecordPlace, type Row,
@@ -537,22 +538,27 @@ async function writePatch(store: string, rows: readonly object[]): Promise<strin
 }
 
 /**
- * Refuses a part a reader would refuse before decoding it: what Limits bounds from its footer and page
- * headers (the pages' uncompressed sizes at most 64x the part's size, their values and decoded size), read
- * back by the reader itself. Rows can pass every row rule and still compress beyond that, a long run of one
- * character in a cell or a picture of mostly dead cells, and a part no reader opens is not published.
+ * Refuses a part a reader would refuse: what Limits bounds from its footer and page headers (the pages'
+ * uncompressed sizes at most 64x the part's size, their values and decoded size), read back by the reader
+ * itself, and its decoded size as the reader counts it while decoding (the writer's count). Rows can pass
+ * every row rule and still compress beyond that, a long run of one character in a cell or a picture of
+ * mostly dead cells, and a part no reader opens is not published.
  */
-async function readable(p: WrittenPart, schema: TableSchema): Promise<void> {
+export async function readablePart(p: WrittenPart, schema: TableSchema): Promise<void> {
   const opened = await openPart(p.path, schema)
-  if (opened.ok) return opened.part.close()
-  const f = opened.findings[0]!
-  throw new PipeError(f.code, `${schema.name}: the part of rows ${JSON.stringify(p.first)} to ${JSON.stringify(p.last)} compresses beyond what a reader opens (Limits): ${f.detail}`, { exitCode: 2 })
+  let f = opened.ok ? undefined : opened.findings[0]!
+  if (opened.ok) await opened.part.close()
+  // What its headers do not state, the writer counted as the reader will while decoding.
+  const decodedLimit = maxDecodedBytes(p.bytes, READ_LIMITS)
+  if (!f && p.decodedBytes > decodedLimit) f = { code: READ_CODES.decodedTooLarge, detail: `its columns decode to ${p.decodedBytes} bytes, above ${decodedLimit} (64x the part's size plus 64 MiB)` }
+  if (!f && p.largestRowGroupDecodedBytes > READ_LIMITS.rowGroupBytes) f = { code: READ_CODES.rowGroupTooLarge, detail: `a row group decodes to ${p.largestRowGroupDecodedBytes} bytes, above the ${READ_LIMITS.rowGroupBytes} a reader decodes whole` }
+  if (f) throw new PipeError(f.code, `${schema.name}: the part of rows ${JSON.stringify(p.first)} to ${JSON.stringify(p.last)} compresses beyond what a reader opens (Limits): ${f.detail}`, { exitCode: 2 })
 }
 
 /** Moves written parts into the store once every one is readable; else removes them all and refuses. */
 async function adoptParts(store: string, written: readonly WrittenPart[], schema: TableSchema): Promise<TablePart[]> {
   try {
-    for (const p of written) await readable(p, schema)
+    for (const p of written) await readablePart(p, schema)
   } catch (err) {
     for (const p of written) await unlink(p.path).catch(() => undefined)
     throw err

@@ -54,6 +54,15 @@ t.test('each chunk is sorted as a part must be; rows the parents have are left o
   t.same(threaded.map((p) => p.sha256), parts.map((p) => p.sha256), 'on the encoding thread, the same parts')
 })
 
+t.test('a chunk ends at its row limit as at its text limit: a row group\'s rows, one part of one partition', async (t) => {
+  const schema = PACK_TABLES.sightings
+  const all = Array.from({ length: 1000 }, sighting)
+  const parts = await collect(schema, all, [], { maxChunkRows: 128 })
+  t.same(parts.map((p) => p.rows.length), [...Array.from({ length: 7 }, () => 128), 1000 - 7 * 128], 'chunks of 128 rows, the last of the rest')
+  const roomy = await collect(schema, all, [], { maxChunkRows: 128, maxChunkBytes: 20_000 })
+  t.ok(roomy.length > parts.length && roomy.every((p) => p.rows.length <= 128), `and of less where their text ends them first (${roomy.length} parts)`)
+})
+
 t.test('patterns: a key is its content id\'s own bits, as a hash of it would be', async (t) => {
   const schema = PACK_TABLES.patterns
   const rows = patternRows(6) as Record<string, unknown>[]

@@ -234,7 +234,7 @@ function penroseMover(rows: Record<string, Row[]>): Row {
   return p
 }
 
-t.test('a range only in a rule some B/S or Generations rules row has, a mover only on an aperiodic mover: here and on threads', async (t) => {
+t.test('a range only in a rule some B/S or Generations rules row has, a mover only on an aperiodic mover: here and in lanes (the calling thread\'s and workers\')', async (t) => {
   const cyclic = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
   const kept = () => {
     const rows = cleanRows({ aperiodic: true })
@@ -252,7 +252,7 @@ t.test('a range only in a rule some B/S or Generations rules row has, a mover on
     for await (const i of checkPack(s.dir, { level: 1, threads, threadPartBytes: 0, ...(moverPatternCap === undefined ? {} : { caps: { moverPatterns: moverPatternCap } }) })) issues.push(i)
     return { s, found: failures(issues), notes: issues.filter((i) => i.note) }
   }
-  for (const threads of [0, 2]) {
+  for (const threads of [0, 2, 3]) {
     const { found } = await run(kept(), threads)
     t.same(found, [], `kept, ${threads} threads: ${JSON.stringify(found)}`)
   }
@@ -261,7 +261,7 @@ t.test('a range only in a rule some B/S or Generations rules row has, a mover on
     ['a mover on a square-grid pattern\'s main verification', (rows) => Object.assign(rows.verifications!.find((v) => v.rule === 'B2/S345/4')!, { mover: '{"followed":100}' }), /mover is set, but its pin is a lattice tiling's/],
   ]
   for (const [what, change, detail] of broken) {
-    for (const threads of [0, 2]) {
+    for (const threads of [0, 2, 3]) {
       const rows = kept()
       const changed = change(rows)
       const { s, found } = await run(rows, threads)
@@ -278,7 +278,7 @@ t.test('a range only in a rule some B/S or Generations rules row has, a mover on
     rows.verifications!.push({ ...verificationRow(block, LIFE), pin: p.pin, publisher: OTHER_PUBLISHER, mover: '{"followed":100}' })
     return { rows, block }
   }
-  for (const threads of [0, 2]) {
+  for (const threads of [0, 2, 3]) {
     const { rows, block } = stillLife()
     const { found, notes } = await run(rows, threads)
     t.same(found.map((i) => `${i.level} ${i.code} ${i.target}`), [`1 pack.verification-range-invalid pattern:${String(block.id)}`], `a mover cell on a still life's main verification, ${threads} threads: ${JSON.stringify(found)}`)

@@ -71,10 +71,15 @@ export function servePartJobs(port: JobPort): () => Promise<void> {
         if (chunk.length >= CHUNK_ISSUES) {
           await send(id, chunk)
           chunk = []
+          // Stopped while it waited: no further row group is decoded.
+          if (credit.stopped) {
+            await issues.return(undefined as never)
+            return
+          }
         }
       }
     } catch (err) {
-      port.postMessage({ type: 'failed', id, code: err instanceof PipeError ? err.code : 'internal.worker-failed', message: err instanceof Error ? err.message : String(err) })
+      port.postMessage({ type: 'failed', id, code: err instanceof PipeError ? err.code : 'internal.part-check-failed', message: err instanceof Error ? err.message : String(err) })
     } finally {
       jobs.delete(id)
     }

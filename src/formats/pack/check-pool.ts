@@ -8,7 +8,7 @@
  * starting one and loading the reader costs a few hundred milliseconds.
  *
  * Only parts whose checks need nothing but the part and a snapshot of the tilings, the rules' families and
- * the mover patterns (shared, not copied) go to a thread: those of tables with a row hook (tilings, rules,
+ * the mover patterns (shared, not copied) go to the pool: those of tables with a row hook (tilings, rules,
  * media, ratings, raters, and at level 3 verifications and patterns) are checked where the hook's state is.
  *
  * A lane's side is check-part-jobs.ts. This module loads none of the checks, so that a caller can start
@@ -55,7 +55,7 @@ export type FromThread =
 
 /** A part given to the pool: its issues and result, as they come back. */
 export class PendingPart {
-  thread: Lane | undefined
+  lane: Lane | undefined
   private readonly chunks: CheckIssue[][] = []
   private result: PartJobResult | undefined
   private failure: PipeError | undefined
@@ -68,13 +68,13 @@ export class PendingPart {
     private readonly before: readonly CheckIssue[],
   ) {}
 
-  /** Its issues, in order; then its result. Throws if its thread fails. */
+  /** Its issues, in order; then its result. Throws if its lane fails. */
   async *issues(): AsyncGenerator<CheckIssue, PartJobResult> {
     yield* this.before
     for (;;) {
       const chunk = this.chunks.shift()
       if (chunk) {
-        if (!this.result) this.thread?.send({ type: 'more', id: this.id })
+        if (!this.result) this.lane?.send({ type: 'more', id: this.id })
         yield* chunk
         continue
       }
@@ -84,7 +84,7 @@ export class PendingPart {
     }
   }
 
-  /** @internal The thread's messages. */
+  /** @internal Its lane's messages. */
   receive(msg: FromThread): void {
     if (msg.type === 'issues') this.chunks.push(msg.issues)
     else if (msg.type === 'done') this.result = msg.result
@@ -116,7 +116,7 @@ const RESOURCE_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb:
  * Parts a lane is given at once: while it checks one, the next one's file is read and hashed (the reads
  * run on libuv's threads), rather than the lane waiting for it after each part.
  */
-const PARTS_PER_THREAD = 2
+const PARTS_PER_LANE = 2
 
 /** Where parts are checked: a worker thread, or the calling thread's own lane. */
 abstract class Lane {
@@ -188,7 +188,8 @@ class Thread extends Lane {
  * The calling thread as one more lane: between walking indexes and passing issues on it mostly waits for
  * the threads, and checking parts itself saves a thread's start and the warming of its own copy of the
  * checks (a second thread cost 0.46 s of CPU on a pack of a million patterns). Messages go both ways as
- * microtasks, in order, with no copy; the part's checks run between the caller's own steps.
+ * microtasks, in order, with no copy; the part's checks run between the caller's own steps. Its parts are
+ * held to the reader's limits (a row group decodes to at most 128 MiB) but not to a thread's heap limit.
  */
 class CallerLane extends Lane {
   private deliver: ((msg: ToThread) => void) | undefined
@@ -198,7 +199,10 @@ class CallerLane extends Lane {
   }))
 
   send(msg: ToThread): void {
-    void this.serving.then(() => this.deliver!(msg))
+    this.serving.then(() => this.deliver!(msg), (err: unknown) => {
+      this.dead = true
+      this.failAll(new PipeError('internal.part-check-failed', `the checks did not load: ${err instanceof Error ? err.message : String(err)}`, { cause: err }))
+    })
   }
 
   enlist(pool: CheckPool): void {
@@ -207,7 +211,7 @@ class CallerLane extends Lane {
 
   async release(): Promise<void> {
     this.pool = undefined
-    if (this.jobs.size === 0) return
+    if (this.jobs.size === 0 || this.dead) return
     this.jobs.clear()
     const stop = await this.serving
     await stop()
@@ -268,10 +272,10 @@ export class CheckPool {
         lane.enlist(this)
         this.lanes.push(lane)
       }
-      if (!lane || lane.jobs.size >= PARTS_PER_THREAD) return
+      if (!lane || lane.jobs.size >= PARTS_PER_LANE) return
       const part = this.queue.shift()!
       lane.jobs.set(part.id, part)
-      part.thread = lane
+      part.lane = lane
       lane.send({ type: 'part', id: part.id, job: part.job })
     }
   }

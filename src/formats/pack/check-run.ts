@@ -189,7 +189,7 @@ export interface CheckRunOptions {
   replayBudget?: Partial<ReplayBudget>
   /** Threads that check parts, this one among them (0 or 1: every part on this thread alone). */
   threads?: number
-  /** The smallest part given to a thread: a smaller one is checked sooner than a thread would start. */
+  /** The smallest part given to the pool's lanes: a smaller one is checked at once, in the walk. */
   threadPartBytes?: number
   caps?: CheckCaps
 }

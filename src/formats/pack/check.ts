@@ -43,7 +43,7 @@ export interface CheckOptions {
   replayBudget?: Partial<ReplayBudget>
   /** Threads that check parts, this one among them: threads - 1 workers (default: one per CPU the process may use; 0 or 1: this thread alone). */
   threads?: number
-  /** The smallest part a thread checks (default 256 KiB; tests give threads every part with 0). */
+  /** The smallest part given to the pool's lanes (default 256 KiB; tests give them every part with 0). */
   threadPartBytes?: number
   /** How much a check keeps across parts, so that memory stays bounded (the defaults; tests give less). */
   caps?: CheckCaps

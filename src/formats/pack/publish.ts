@@ -573,7 +573,6 @@ async function adoptParts(store: string, written: readonly WrittenPart[], schema
 
 const WRITE_BATCH = 4096
 
-
 /** A table's index: its parts in one index, or under children of at most 10,000 parts each. */
 async function writeIndex(store: string, schema: TableSchema, parts: TablePart[]): Promise<string> {
   const index = (p: TablePart[], children: string[] = []) => buildTableIndex({ table: schema.name, schema: schema.schemaId, parts: p, children })

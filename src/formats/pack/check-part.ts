@@ -141,6 +141,23 @@ function mayBeInvalid(batch: RowBatch, schema: TableSchema, partition: Readonly<
   return false
 }
 
+/** A row group being checked (PartRows): what its rows are read with, and where the check has got to. */
+interface RowGroupCheck {
+  batch: RowBatch
+  /** Whether its values settle that every row is valid (mayBeInvalid). */
+  screened: boolean
+  rowAt: (index: number) => string
+  /** Issues of rows, in row order, until they go out (with the next hook's or at the end). */
+  out: CheckIssue[]
+  cells: ((i: number, out: CheckIssue[]) => void) | undefined
+  order: ((p: number, i: number) => number) | undefined
+  /** The last valid row of the row group (-1: none yet). */
+  lastValid: number
+  mayHoldLarge: boolean
+  /** The row built for the hook, if one was. */
+  row: Record<string, unknown> | undefined
+}
+
 /** The rows of one part, a row group at a time: what every part's rows are held to, and its table's own checks. */
 class PartRows {
   rows = 0
@@ -170,19 +187,52 @@ class PartRows {
     this.records = this.at1 ? recordCheck(spec.schema.name, ctx, spec.rel, this.moverPatterns) : undefined
   }
 
+  /**
+   * A row group's rows: every issue in row order, and a row hook's on each valid row after the row's own.
+   * The rows are checked by rowsFrom, a plain method: as this generator's own loop, V8 threw its optimised
+   * code away some thirty times a check of a million patterns (each time recompiling it, and running the
+   * rest of the row group unoptimised).
+   */
   async *batch(batch: RowBatch, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
+    const group = this.open(batch)
+    for (let from = 0; ; ) {
+      const hooked = this.rowsFrom(group, from, hook !== undefined)
+      yield* group.out
+      group.out.length = 0
+      if (hooked < 0) break
+      const more = hook!(group.row ?? batch.row(hooked), group.rowAt(batch.rowStart + hooked))
+      if (more) yield* more
+      from = hooked + 1
+    }
+    // Taken before the next row group is decoded over this one's vectors.
+    if (group.lastValid >= 0) this.previous = batch.pick(group.lastValid, this.sortColumns, {})
+    if (batch.rows > 0) this.lastKey = group.lastValid === batch.rows - 1 ? sortKeyText(this.spec.schema, this.previous) : undefined
+  }
+
+  private open(batch: RowBatch): RowGroupCheck {
+    const spec = this.spec
+    return {
+      batch,
+      screened: !mayBeInvalid(batch, spec.schema, spec.partition),
+      rowAt: (index) => `${spec.rel} row ${index}`,
+      out: [],
+      cells: this.records?.open(batch),
+      order: this.at1 ? rowGroupOrder(batch, spec.schema, this.compare) : undefined,
+      lastValid: -1,
+      // Rows are counted one by one only in a row group that may hold one too large to build.
+      mayHoldLarge: batch.listItems(0, batch.rows) > READ_LIMITS.rowListItems,
+      row: undefined,
+    }
+  }
+
+  /**
+   * Checks the row group's rows from `from`, their issues into `group.out`; with `toHook`, stops after the
+   * next valid row (its index returned, the row built for it in `group.row`) for the hook to see. -1 at the end.
+   */
+  private rowsFrom(group: RowGroupCheck, from: number, toHook: boolean): number {
     const { spec, problems } = this
-    const screened = !mayBeInvalid(batch, spec.schema, spec.partition)
-    const rowAt = (index: number): string => `${spec.rel} row ${index}`
-    // Issues of rows without a hook wait here, in row order, and go out with the next hook's or at the end.
-    const out: CheckIssue[] = []
-    const cells = this.records?.open(batch)
-    const order = this.at1 ? rowGroupOrder(batch, spec.schema, this.compare) : undefined
-    // The last valid row of this row group (-1: none yet).
-    let lastValid = -1
-    // Rows are counted one by one only in a row group that may hold one too large to build.
-    const mayHoldLarge = batch.listItems(0, batch.rows) > READ_LIMITS.rowListItems
-    for (let i = 0; i < batch.rows; i++) {
+    const { batch, screened, rowAt, out, cells, order, mayHoldLarge } = group
+    for (let i = from; i < batch.rows; i++) {
       const index = batch.rowStart + i
       this.rows++
       const items = mayHoldLarge ? batch.listItems(i) : 0
@@ -202,24 +252,19 @@ class PartRows {
       }
       if (built) this.valid++
       if (index === 0) this.firstKey = sortKeyText(spec.schema, batch.pick(i, this.sortColumns, this.key))
-      if (order && this.previousIndex >= 0 && (lastValid >= 0 ? order(lastValid, i) : this.compare(this.previous, batch.pick(i, this.sortColumns, this.key))) > 0) {
+      if (order && this.previousIndex >= 0 && (group.lastValid >= 0 ? order(group.lastValid, i) : this.compare(this.previous, batch.pick(i, this.sortColumns, this.key))) > 0) {
         out.push(failure(WRITE_CODES.unsorted, rowAt(index), `sorts before row ${this.previousIndex} (by ${spec.schema.sortColumns.join(', ')})`))
       }
       this.previousIndex = index
-      lastValid = i
+      group.lastValid = i
       if (!built) continue
       cells?.(i, out)
-      if (hook) {
-        yield* out
-        out.length = 0
-        const more = hook(row ?? batch.row(i), rowAt(index))
-        if (more) yield* more
+      if (toHook) {
+        group.row = row
+        return i
       }
     }
-    // Taken before the next row group is decoded over this one's vectors.
-    if (lastValid >= 0) this.previous = batch.pick(lastValid, this.sortColumns, {})
-    if (batch.rows > 0) this.lastKey = lastValid === batch.rows - 1 ? sortKeyText(spec.schema, this.previous) : undefined
-    yield* out
+    return -1
   }
 
   *finish(): Generator<CheckIssue> {

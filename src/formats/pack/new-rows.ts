@@ -605,6 +605,27 @@ class NewRows implements PartsWork<NewRowsItem> {
   private readonly columns: ((a: unknown, b: unknown) => number)[]
   /** Whether the first sort column is text, whose chunk is sorted by utf8OrderPrefix first. */
   private readonly textFirst: boolean
+  /** The chunk writeChunk sorts, which compareRows reads. */
+  private sorting: { folder: Int32Array; keys: unknown[]; texts: string[]; prefix: Float64Array | undefined; prefix2: Float64Array | undefined } | undefined
+
+  /**
+   * How two rows of the chunk being sorted compare. One comparator for the table's chunks, reading the
+   * chunk from `sorting`: one made for each chunk was compiled anew for each (43 times a publish).
+   */
+  private readonly compareRows = (i: number, j: number): number => {
+    const { folder, keys, texts, prefix, prefix2 } = this.sorting!
+    if (folder[i] !== folder[j]) return compareUtf8(this.folderNames[folder[i]!]!, this.folderNames[folder[j]!]!)
+    // -1 or 1, not the difference: a double returned to the sort is a heap number a comparison.
+    if (prefix && prefix[i] !== prefix[j]) return prefix[i]! < prefix[j]! ? -1 : 1
+    if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! < prefix2[j]! ? -1 : 1
+    const columns = this.columns
+    const n = columns.length
+    for (let c = 0; c < n; c++) {
+      const d = columns[c]!(keys[i * n + c], keys[j * n + c])
+      if (d !== 0) return d
+    }
+    return compareUtf8(texts[i]!, texts[j]!)
+  }
 
   constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly limits: { maxChunkBytes: number; maxChunkRows: number; seenCap: number; spillRecords: number }) {
     this.fact = schema.kind === 'fact'
@@ -668,26 +689,44 @@ class NewRows implements PartsWork<NewRowsItem> {
   private async place(s: Omit<StagedRows, 'hashes' | 'hashedRows'>, status: Uint8Array, now: boolean): Promise<void> {
     const { batch } = s
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
-    const n = this.schema.sortColumns.length
+    const staged: Received = { staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }
     const folders = s.partitions.map((p) => this.folderNumber(p))
+    for (let r = 0; r < batch.rows; ) {
+      r = this.placeRows(staged, status, now, folders, r)
+      if (this.full()) await this.writeChunk()
+    }
+  }
+
+  /** Whether the chunk holds its text or its rows. */
+  private full(): boolean {
+    return this.chunk.measure >= this.limits.maxChunkBytes || this.chunk.count >= this.limits.maxChunkRows
+  }
+
+  /**
+   * Puts rows from `from` in the chunk until it is full; returns the row after the last it took (the row
+   * count at the end). A plain method, apart from the awaits of place: as one async loop it was compiled a
+   * dozen times a publish, its optimised code thrown away at each new kind of batch.
+   */
+  private placeRows(received: Received, status: Uint8Array, now: boolean, folders: readonly number[], from: number): number {
+    const s = received.staged
+    const rows = s.batch.rows
+    const n = this.schema.sortColumns.length
+    const chunk = this.chunk
     let source = -1
-    for (let r = 0; r < batch.rows; r++) {
+    for (let r = from; r < rows; r++) {
       if (now ? status[r] !== KEEP && status[r] !== PLACED : status[r] !== KEEP && status[r] !== CONFLICT) continue // DROP: the table has it already, from a parent or earlier in this publish
       if (status[r] === CONFLICT) {
         const key = s.sortValues.slice(r * n, r * n + n)
         throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
       }
-      const chunk = this.chunk
-      if (source < 0) source = chunk.sources.push({ staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }) - 1
+      if (source < 0) source = chunk.sources.push(received) - 1
       chunk.push(source, r, folders[s.partitionOf[r]!]!)
       for (let c = 0; c < n; c++) chunk.keys.push(s.sortValues[r * n + c])
       if (!this.fact) chunk.texts.push(s.texts[r]!)
       chunk.measure += s.textUnits[r]! + 64
-      if (chunk.measure >= this.limits.maxChunkBytes || chunk.count >= this.limits.maxChunkRows) {
-        await this.writeChunk()
-        source = -1
-      }
+      if (this.full()) return r + 1
     }
+    return rows
   }
 
   private folderNumber(partition: Readonly<Record<string, string>>): number {
@@ -705,9 +744,7 @@ class NewRows implements PartsWork<NewRowsItem> {
   private async writeChunk(): Promise<void> {
     const { sources, source, row, folder, keys, texts, count } = this.chunk
     this.chunk = new Chunk()
-    const names = this.folderNames
-    const columns = this.columns
-    const n = columns.length
+    const n = this.columns.length
     const order = new Int32Array(count)
     for (let e = 0; e < count; e++) order[e] = e
     // Two prefixes, units 0-2 and 3-5: a chunk holds more ids than one prefix of hex digits has values, and
@@ -720,17 +757,9 @@ class NewRows implements PartsWork<NewRowsItem> {
         prefix2[e] = utf8OrderPrefix(keys[e * n] as string, 3)
       }
     }
-    order.sort((i, j) => {
-      if (folder[i] !== folder[j]) return compareUtf8(names[folder[i]!]!, names[folder[j]!]!)
-      // -1 or 1, not the difference: a double returned to the sort is a heap number a comparison.
-      if (prefix && prefix[i] !== prefix[j]) return prefix[i]! < prefix[j]! ? -1 : 1
-      if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! < prefix2[j]! ? -1 : 1
-      for (let c = 0; c < n; c++) {
-        const d = columns[c]!(keys[i * n + c], keys[j * n + c])
-        if (d !== 0) return d
-      }
-      return compareUtf8(texts[i]!, texts[j]!)
-    })
+    this.sorting = { folder, keys, texts, prefix, prefix2 }
+    order.sort(this.compareRows)
+    this.sorting = undefined
     for (let k = 0; k < count; k++) {
       const e = order[k]!
       if (k === 0 || folder[e] !== folder[order[k - 1]!]) this.files.startRun(this.folderPartitions[folder[e]!]!)

@@ -57,11 +57,8 @@ export function servePartJobs(port: JobPort): () => Promise<void> {
     const issues = runPartJob(job)
     try {
       let chunk: CheckIssue[] = []
-      for (let next = await issues.next(); ; next = await issues.next()) {
-        if (credit.stopped) {
-          await issues.return(undefined as never)
-          return
-        }
+      for (;;) {
+        const next = await issues.next()
         if (next.done) {
           if (chunk.length > 0) port.postMessage({ type: 'issues', id, issues: chunk })
           port.postMessage({ type: 'done', id, result: next.value })
@@ -71,11 +68,11 @@ export function servePartJobs(port: JobPort): () => Promise<void> {
         if (chunk.length >= CHUNK_ISSUES) {
           await send(id, chunk)
           chunk = []
-          // Stopped while it waited: no further row group is decoded.
-          if (credit.stopped) {
-            await issues.return(undefined as never)
-            return
-          }
+        }
+        // Stopped (while it read, or waited to send): no further row group is decoded.
+        if (credit.stopped) {
+          await issues.return(undefined as never)
+          return
         }
       }
     } catch (err) {

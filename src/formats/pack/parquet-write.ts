@@ -973,12 +973,6 @@ class ChunkEncoder {
 }
 
 /**
- * Compares two byte ranges of one buffer, unsigned, four bytes at a time (big-endian words order as their
- * bytes do). Buffer#compare does the same natively but checks its five arguments in JS on every call, which
- * made it the writer's largest single cost on unique strings; values that share long prefixes (identities)
- * made a byte at a time the next.
- */
-/**
  * A string leaf's value i: where its UTF-8 starts and ends, in the dictionary's bytes or the PLAIN ones.
  * Functions of the module, not closures made for each page: a closure a page was compiled anew each time
  * it grew hot (80 compilations a publish of a million patterns).
@@ -992,6 +986,12 @@ function compareStrings(leaf: StringLeaf, fromDictionary: boolean, view: DataVie
   return compareRanges(view, stringStart(leaf, fromDictionary, i), stringEnd(leaf, fromDictionary, i), stringStart(leaf, fromDictionary, j), stringEnd(leaf, fromDictionary, j))
 }
 
+/**
+ * Compares two byte ranges of one buffer, unsigned, four bytes at a time (big-endian words order as their
+ * bytes do). Buffer#compare does the same natively but checks its five arguments in JS on every call, which
+ * made it the writer's largest single cost on unique strings; values that share long prefixes (identities)
+ * made a byte at a time the next.
+ */
 function compareRanges(v: DataView, a0: number, a1: number, b0: number, b1: number): number {
   const n = Math.min(a1 - a0, b1 - b0)
   let k = 0

@@ -199,4 +199,13 @@ t.test('rows out of order by their UTF-8 bytes are found within row groups and a
     ['pack.parquet-rows-unsorted', 'p row 7'],
     ['pack.parquet-rows-unsorted', 'p row 8'],
   ], 'row 3 and row 6 after the last row of the group before, rows 7 and 8 in theirs; the index\'s first and last are the rows\'')
+
+  // A row group's rows are checked in stretches of 2,048 (between which the thread takes its messages): the
+  // order runs across them, the first row of the second stretch held to the last of the first.
+  const many = Array.from({ length: 3000 }, (_x, n) => String(n).padStart(5, '0'))
+  ;[many[2047], many[2048]] = [many[2048]!, many[2047]!]
+  const long = await save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 's', data: many, type: 'STRING', nullable: false }], rowGroupSize: 5000 })))
+  const found: CheckIssue[] = []
+  for await (const i of checkPart({ rel: 'p', file: long.file, schema, listing: { rows: many.length, first: many[0]!, last: many.at(-1)! } }, { level: 1, tilings: new Map(), ruleFamilies: new Map() })) found.push(i)
+  t.same(found.map((i) => [i.code, i.target]), [['pack.parquet-rows-unsorted', 'p row 2048']], 'a row out of order where a stretch begins')
 })

@@ -141,6 +141,13 @@ function mayBeInvalid(batch: RowBatch, schema: TableSchema, partition: Readonly<
   return false
 }
 
+/**
+ * Rows checked in one stretch before the thread's other tasks get a turn. On the calling thread those are
+ * the check pool's messages: a worker that finished its parts waits for the next until they are taken, and
+ * a row group of patterns is some 50 ms of work.
+ */
+const STRETCH_ROWS = 2048
+
 /** A row group being checked (PartRows): what its rows are read with, and where the check has got to. */
 interface RowGroupCheck {
   batch: RowBatch
@@ -195,11 +202,16 @@ class PartRows {
    */
   async *batch(batch: RowBatch, hook: RowHook | undefined): AsyncGenerator<CheckIssue> {
     const group = this.open(batch)
-    for (let from = 0; ; ) {
-      const hooked = this.rowsFrom(group, from, hook !== undefined)
+    for (let from = 0; from < batch.rows; ) {
+      const to = Math.min(batch.rows, from + STRETCH_ROWS)
+      const hooked = this.rowsFrom(group, from, to, hook !== undefined)
       yield* group.out
       group.out.length = 0
-      if (hooked < 0) break
+      if (hooked < 0) {
+        from = to
+        if (from < batch.rows) await new Promise(setImmediate)
+        continue
+      }
       const more = hook!(group.row ?? batch.row(hooked), group.rowAt(batch.rowStart + hooked))
       if (more) yield* more
       from = hooked + 1
@@ -226,13 +238,14 @@ class PartRows {
   }
 
   /**
-   * Checks the row group's rows from `from`, their issues into `group.out`; with `toHook`, stops after the
-   * next valid row (its index returned, the row built for it in `group.row`) for the hook to see. -1 at the end.
+   * Checks the row group's rows from `from` to `to`, their issues into `group.out`; with `toHook`, stops
+   * after the next valid row (its index returned, the row built for it in `group.row`) for the hook to see.
+   * -1 at `to`.
    */
-  private rowsFrom(group: RowGroupCheck, from: number, toHook: boolean): number {
+  private rowsFrom(group: RowGroupCheck, from: number, to: number, toHook: boolean): number {
     const { spec, problems } = this
     const { batch, screened, rowAt, out, cells, order, mayHoldLarge } = group
-    for (let i = from; i < batch.rows; i++) {
+    for (let i = from; i < to; i++) {
       const index = batch.rowStart + i
       this.rows++
       const items = mayHoldLarge ? batch.listItems(i) : 0

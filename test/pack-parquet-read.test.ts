@@ -65,13 +65,19 @@ interface CraftOptions {
   headerStatistics?: number
   /** The column chunk's codec, as Parquet's enum numbers it (0 uncompressed, 2 GZIP, 7 LZ4_RAW). */
   codec?: number
+  /** An OPTIONAL column, with these RLE / bit-packed runs as its definition levels (the values are the defined ones). */
+  definitionLevels?: number[]
 }
 
 /** A part of one INT64 column `n`: one row group, one uncompressed PLAIN v1 data page. */
 function craft(o: CraftOptions = {}): Uint8Array {
   const values = o.values ?? [1n, 2n, 3n]
-  const body = new Uint8Array(values.length * 8)
-  values.forEach((v, i) => new DataView(body.buffer).setBigInt64(i * 8, v, true))
+  const plain = new Uint8Array(values.length * 8)
+  values.forEach((v, i) => new DataView(plain.buffer).setBigInt64(i * 8, v, true))
+  const levels = o.definitionLevels ? concat(le32(o.definitionLevels.length), new Uint8Array(o.definitionLevels)) : new Uint8Array(0)
+  const body = concat(levels, plain)
+  // With levels, the rows are the entries, nulls among them.
+  const rows = BigInt(o.definitionLevels ? o.numValues ?? values.length : values.length)
   const header = thrift({
     field_1: 0,
     field_2: o.uncompressed ?? body.length,
@@ -80,8 +86,8 @@ function craft(o: CraftOptions = {}): Uint8Array {
   })
   const footer = thrift({
     field_1: 1,
-    field_2: [{ field_4: 'schema', field_5: 1 }, { field_1: 2, field_3: 0, field_4: 'n' }],
-    field_3: BigInt(values.length),
+    field_2: [{ field_4: 'schema', field_5: 1 }, { field_1: 2, field_3: o.definitionLevels ? 1 : 0, field_4: 'n' }],
+    field_3: rows,
     field_4: [{
       field_1: [{
         field_2: 4n,
@@ -91,7 +97,7 @@ function craft(o: CraftOptions = {}): Uint8Array {
         },
       }],
       field_2: BigInt(header.length + body.length),
-      field_3: BigInt(values.length),
+      field_3: rows,
     }],
   })
   return withFooter([header, body], footer)
@@ -129,6 +135,18 @@ const good = await (async () => {
 t.test('a crafted part reads', async (t) => {
   const r = await readPartRows(await save(craft({ values: [5n, -1n, 2n ** 62n] })), N_SCHEMA)
   t.same(r.ok && r.rows, [{ n: 5n }, { n: -1n }, { n: 2n ** 62n }])
+})
+
+t.test('definition levels: an RLE run wider than the levels\' bit width is refused, not taken for a level', async (t) => {
+  const nullable = table([{ name: 'n', type: { kind: 'int64' }, nullable: true }])
+  // Runs: a header (count << 1 for RLE, (groups << 1) | 1 bit-packed), then the value in one byte (width 1).
+  const read = async (definitionLevels: number[], values: bigint[], numValues: number) => readPartRows(await save(craft({ definitionLevels, values, numValues })), nullable)
+  t.same(await read([3 << 1, 1], [5n, -1n, 7n], 3), { ok: true, rows: [{ n: 5n }, { n: -1n }, { n: 7n }] }, 'three defined')
+  t.same(await read([(1 << 1) | 1, 0b101], [5n, 7n], 3), { ok: true, rows: [{ n: 5n }, { n: null }, { n: 7n }] }, 'bit-packed: defined, null, defined')
+  for (const wide of [2, 255]) {
+    const r = await read([3 << 1, wide], [5n, -1n, 7n], 3)
+    t.match(r, { ok: false, findings: [{ code: READ_CODES.malformed, detail: new RegExp(`an RLE run of ${wide}, wider than 1 bits`) }] }, `a run of ${wide} in 1-bit levels`)
+  }
 })
 
 t.test('pages claiming more than 64x the part are refused before anything is allocated', async (t) => {

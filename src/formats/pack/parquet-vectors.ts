@@ -449,6 +449,8 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
       if (p + bytesPerRle > end) refuse(READ_CODES.malformed, `${what}: an RLE run past the page`)
       let value = 0
       for (let b = 0; b < bytesPerRle; b++) value += buf[p + b]! * 2 ** (8 * b)
+      // Its bytes may hold more bits than the width, which a value must fit in (readLevels counts on it).
+      if (value >= 2 ** width) refuse(READ_CODES.malformed, `${what}: an RLE run of ${value}, wider than ${width} bits`)
       p += bytesPerRle
       if (dictionary) {
         if (value >= dictionary.size) outsideDictionary(value, dictionary.size, what)
@@ -460,7 +462,9 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
     }
     const groups = (header - 1) / 2
     const take = Math.min(groups * 8, n - i)
-    const needed = Math.ceil((take * width) / 8)
+    // Multiplied by an eighth, not divided by 8: V8 took the first quotients, whole, for integer division,
+    // and threw the function's optimised code away at the first that was not.
+    const needed = Math.ceil(take * width * 0.125)
     if (p + needed > end) refuse(READ_CODES.malformed, `${what}: a bit-packed run past the page`)
     if (width === 0) out.fill(0, at + i, at + i + take)
     else if (width <= 24) {
@@ -518,8 +522,11 @@ function readHybrid(buf: Uint8Array, p: number, end: number, width: number, out:
 
 /** The levels of a page, checked to be at most `max`; `v1Prefixed`: preceded by their 4-byte length (v1 pages). */
 function readLevels(region: Uint8Array, p: number, end: number, max: number, out: Uint8Array, at: number, n: number, what: string): void {
-  readHybrid(region, p, end, bitWidth(max), out, at, n, what)
-  for (let k = at; k < at + n; k++) if (out[k]! > max) refuse(READ_CODES.malformed, `${what}: a level of ${out[k]}, above the column's ${max}`)
+  const width = bitWidth(max)
+  readHybrid(region, p, end, width, out, at, n, what)
+  // Levels of `width` bits (readHybrid refuses a wider run) can pass the maximum only where it is not all
+  // ones (2 in 2 bits, say).
+  if (max < 2 ** width - 1) for (let k = at; k < at + n; k++) if (out[k]! > max) refuse(READ_CODES.malformed, `${what}: a level of ${out[k]}, above the column's ${max}`)
 }
 
 /** Where a v1 page's levels that start at p (their 4-byte length, then the runs) end. */
@@ -862,7 +869,16 @@ function checkCell(length: number, limits: ReadLimits, what: string): void {
  * every value is (a character cannot run across a space, nor a value start inside one).
  */
 function plainBytes(region: Uint8Array, p: number, regionAt: number, n: number, start: Int32Array, end: Int32Array, at: number, limits: ReadLimits, what: string): void {
-  const from = p
+  const after = plainByteRanges(region, p, regionAt, n, start, end, at, limits, what)
+  if (after > p && !isUtf8(region.subarray(p, after))) refuse(READ_CODES.stringNotUtf8, 'a string cell that is not UTF-8')
+}
+
+/**
+ * plainBytes' loop, where the values' ranges are read: a function that ends with its loop, for V8 compiles a
+ * long loop while it first runs (on-stack replacement), and code after it, not yet run, deoptimised that
+ * code at each call's end.
+ */
+function plainByteRanges(region: Uint8Array, p: number, regionAt: number, n: number, start: Int32Array, end: Int32Array, at: number, limits: ReadLimits, what: string): number {
   for (let j = 0; j < n; j++) {
     if (p + 4 > region.length) refuse(READ_CODES.malformed, `${what}: value ${j} of ${n} past the page`)
     const len = region[p]! + region[p + 1]! * 2 ** 8 + region[p + 2]! * 2 ** 16 + region[p + 3]! * 2 ** 24
@@ -874,7 +890,7 @@ function plainBytes(region: Uint8Array, p: number, regionAt: number, n: number, 
     end[at + j] = regionAt + p + len
     p += len
   }
-  if (p > from && !isUtf8(region.subarray(from, p))) refuse(READ_CODES.stringNotUtf8, 'a string cell that is not UTF-8')
+  return p
 }
 
 /** `n` PLAIN fixed-width values from region[p...] into out[at...]. */
@@ -993,6 +1009,20 @@ function requiredShapes(chain: readonly ChainNode[], leaf: LeafChunk, what: stri
   const counts = new Int32Array(levels + 1)
   // offsets[l]: where each slot of level l - 1 starts its list of level l elements.
   const offsets = Array.from({ length: levels + 1 }, (_x, l) => (l === 0 ? new Int32Array(0) : arena.i32(`${key} offsets ${l}`, n + 1)))
+  countLevels(def, rep, n, levels, counts, offsets, what)
+  for (let l = 1; l <= levels; l++) offsets[l]![counts[l - 1]!] = counts[l]!
+  return chain.map((c, i) => {
+    const slots = counts[c.rep]!
+    const lists = i + 1 < chain.length && chain[i + 1]!.repeated
+    return { slots, valid: null, offsets: lists ? offsets[c.rep + 1]!.subarray(0, slots + 1) : null, present: null, holding: i === chain.length - 1 ? slots : 0 }
+  })
+}
+
+/**
+ * requiredShapes' walk of the entries: each level's slots counted, and where each list starts. A function
+ * that ends with its loop (as plainByteRanges, for on-stack replacement).
+ */
+function countLevels(def: Uint8Array | null, rep: Uint8Array | null, n: number, levels: number, counts: Int32Array, offsets: Int32Array[], what: string): void {
   for (let e = 0; e < n; e++) {
     const d = def ? def[e]! : levels
     const r = rep ? rep[e]! : 0
@@ -1007,22 +1037,20 @@ function requiredShapes(chain: readonly ChainNode[], leaf: LeafChunk, what: stri
       counts[l]!++
     }
   }
-  for (let l = 1; l <= levels; l++) offsets[l]![counts[l - 1]!] = counts[l]!
-  return chain.map((c, i) => {
-    const slots = counts[c.rep]!
-    const lists = i + 1 < chain.length && chain[i + 1]!.repeated
-    return { slots, valid: null, offsets: lists ? offsets[c.rep + 1]!.subarray(0, slots + 1) : null, present: null, holding: i === chain.length - 1 ? slots : 0 }
-  })
 }
 
 /** The definition level every entry has when all have the same and none repeats (a column null throughout, say), or -1. */
 function sameEntries(leaf: LeafChunk): number {
   const { def, rep } = leaf
-  if (rep) for (let e = 0; e < leaf.entries; e++) if (rep[e] !== 0) return -1
-  if (!def) return -1
+  if (!def || (rep && !allAre(rep, leaf.entries, 0))) return -1
   const d = def[0] ?? 0
-  for (let e = 1; e < leaf.entries; e++) if (def[e] !== d) return -1
-  return d
+  return allAre(def, leaf.entries, d) ? d : -1
+}
+
+/** Whether levels[0, n) are all `level` (a loop alone in its function, as plainByteRanges). */
+function allAre(levels: Uint8Array, n: number, level: number): boolean {
+  for (let e = 0; e < n; e++) if (levels[e] !== level) return false
+  return true
 }
 
 /** shapeChain's shapes when all n entries are rows with definition level d: one entry's walk, n times over. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import { seededRandom } from '../src/sim/random.js'
 import {
-  IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, PictureTooLong, quickstartId, type Cell,
+  IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, PictureTooLong, quickstartId, writeNumber, type Cell,
 } from '../src/formats/pack/identity.js'
 import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type PatternCells, type TextCell } from '../src/formats/pack/identity-check.js'
 
@@ -229,6 +229,8 @@ t.test('level 1 on a pattern\'s lines agrees with the rule written plainly, over
     { pinKey: 'square', model: 'bs', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'other' as const, rule: 'B3/S23', period: 1, dx: 0, dy: 0, phases: [GLIDER[0]!], tileTypes: 1 },
     { pinKey: 'square', model: 'bs', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'spaceship' as const, period: 4, dx: 1, dy: -1, phases: GLIDER, tileTypes: 1 },
     { pinKey: 'hex', model: 'generations:3', neighbourhood: 'edge' as const, stepsPerGen: 2, class: 'gun' as const, rule: 'B2/S/3', period: 30, dx: 0, dy: 0, phases: [[cell(0, 0, 2), cell(1, 0, 1, 1)]], tileTypes: 2 },
+    // Numbers of several digits, and a state past 9.
+    { pinKey: 'square', model: 'generations:40', neighbourhood: 'touch' as const, stepsPerGen: 12, class: 'oscillator' as const, period: 107, dx: 0, dy: 0, phases: [[cell(0, 3, 39), cell(120, 0, 12), cell(7, 1045, 1)], [cell(0, 3, 38), cell(120, 0, 11)]], tileTypes: 1 },
   ]
   // Edits that make or break lines, keys, separators and numbers.
   const alphabet = ['\n', '=', ';', ',', ' ', '-', '0', '1', '2', 'o', '.', '/', 'r', 'x', 'rule=', 'phases=', '\ncanonical=', '\nrule=B3']
@@ -267,6 +269,21 @@ t.test('level 1 on a pattern\'s lines agrees with the rule written plainly, over
     }
   }
   t.ok(fast > 1000 && fast < 19_000, `identities left as written (${fast}) and edited ones both tried`)
+})
+
+t.test('writeNumber writes a number as String() does, 32-bit integers digit by digit', async (t) => {
+  const random = seededRandom(20261206)
+  const edges = [0, -0, 1, 9, 10, 11, 99, 100, -1, -9, -10, -11, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, -(2 ** 31) - 1, 1.5, -0.25, 1e21, 1e-7, 2 ** 53, Number.MAX_VALUE, NaN, Infinity, -Infinity]
+  const numbers = [...edges, ...Array.from({ length: 5000 }, () => Math.floor((random() - 0.5) * 2 ** 33))]
+  const b = Buffer.alloc(64)
+  for (const x of numbers) {
+    const end = writeNumber(b, 3, x)
+    if (b.toString('latin1', 3, end) !== String(x)) {
+      t.fail(`${x}: wrote ${b.toString('latin1', 3, end)}`)
+      return
+    }
+  }
+  t.pass(`${numbers.length} numbers`)
 })
 
 t.test('level 1 on ant and Quick Start rows', async (t) => {

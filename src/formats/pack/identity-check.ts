@@ -1,12 +1,13 @@
 /**
  * Level 1 on records' ids and identity texts ("Ids"; identity.ts gives our spelling of the lines). A
  * pattern's cells are checked where they lie, as UTF-8 bytes and typed arrays of a decoded part
- * (parquet-vectors.ts): hashing its identity and comparing its lines with its columns needs no string, and
- * its typed phases are matched against the phases= line number by number, with no text built for them.
- * Ants and Quick Start entries are checked on their rows.
+ * (parquet-vectors.ts), with no string made for them: our spelling of the row's columns is written as bytes
+ * (its typed phases with the publisher's writeNumber) and compared with the identity in one call, and where
+ * they are the same the spelling, already in place, is what is hashed. Any other identity has its lines
+ * found and compared one by one. Ants and Quick Start entries are checked on their rows.
  */
 import { hash } from 'node:crypto'
-import { antId, CONTENT_ID_DIGITS, IDENTITY_CODES, PATTERN_SCHEME, patternHeadLines, quickstartId } from './identity.js'
+import { antId, CONTENT_ID_DIGITS, IDENTITY_CODES, PATTERN_SCHEME, patternHeadLines, quickstartId, writeNumber } from './identity.js'
 
 export interface IdentityFinding { code: string; detail: string }
 
@@ -52,26 +53,16 @@ const bytesAt = (a: Uint8Array, at: number, b: Uint8Array, start: number, end: n
 
 const sameText = (a: TextCell, b: Uint8Array, start: number, end: number): boolean => a.end - a.start === end - start && bytesAt(a.bytes, a.start, b, start, end)
 
+/** Where a number's text is written to be compared (numberEnd): a 32-bit integer takes at most 11 bytes. */
+const NUMBER_TEXT = Buffer.alloc(32)
+
 /**
- * Where the decimal text of integer v (as JS writes it: a minus sign, no leading zeros) ends if it starts
- * at b[p], or -1 when the bytes there are not that text.
+ * Where the text of number v (as JS writes it: writeNumber) ends if it starts at b[p] and ends by `end`, or -1
+ * when the bytes there are not that text.
  */
-function spellsInteger(b: Uint8Array, p: number, end: number, v: number): number {
-  // One digit, as most cells' coordinates and states are.
-  if (v >= 0 && v < 10) return p < end && b[p] === 0x30 + v ? p + 1 : -1
-  if (v < 0) {
-    if (p >= end || b[p] !== 0x2d) return -1
-    p++
-    v = -v
-  }
-  let digits = 1
-  for (let t = v; t >= 10; t = Math.floor(t / 10)) digits++
-  if (p + digits > end) return -1
-  for (let q = p + digits - 1; q >= p; q--) {
-    if (b[q] !== 0x30 + (v % 10)) return -1
-    v = Math.floor(v / 10)
-  }
-  return p + digits
+function numberEnd(b: Uint8Array, p: number, end: number, v: number): number {
+  const n = writeNumber(NUMBER_TEXT, 0, v)
+  return p + n <= end && bytesAt(b, p, NUMBER_TEXT, 0, n) ? p + n : -1
 }
 
 const SCHEME = Buffer.from(PATTERN_SCHEME)
@@ -83,30 +74,48 @@ const LINE_KEYS = LINES.map((l) => Buffer.from(l))
 const [LINE_TILING, LINE_MODEL, LINE_NB, LINE_STEPS, LINE_CLASS, LINE_PERIOD, LINE_D, LINE_CANONICAL, PHASES] = [0, 1, 2, 3, 4, 5, 6, 7, 8] as const
 
 /**
- * Where identity + "\n" + pin is put together to be hashed: the line break at PIN_AT, the pin after it and
- * the identity copied to end before it. A part's rows mostly share a pin, so the pin is copied only when it
- * is not the one already there; a cell too long for its side is joined on its own.
+ * Where an identity is put for its hash, with "\n" and the pin after it: spelled from its row's columns
+ * (spellIdentity) or copied (contentDigest). It grows, keeping what it holds, to the longest identity met (a
+ * cell is at most 1 MiB).
  */
-const PIN_AT = 4096
-const joined = Buffer.allocUnsafe(2 * PIN_AT)
-joined[PIN_AT] = 0x0a
-/** The length of the pin after PIN_AT (-1: none yet), and the views to hash for it, by the identity's length. */
-let pinHeld = -1
+let scratch = Buffer.allocUnsafe(16 * 1024)
+/**
+ * Views of the scratch's first bytes, by length, up to VIEWS_UP_TO: hash() takes a whole view, and making one
+ * a row cost more than the hash's own work on a short identity.
+ */
+const VIEWS_UP_TO = 4096
 let views: Buffer[] = []
-const LINE_BREAK = Buffer.from('\n')
+/** The head whose bytes the scratch starts with (null: none). */
+let headInScratch: PatternHead | null = null
+
+/** The scratch, with room for `bytes`. */
+function room(bytes: number): Buffer {
+  if (scratch.length < bytes) {
+    const grown = Buffer.allocUnsafe(Math.max(bytes, 2 * scratch.length))
+    scratch.copy(grown)
+    scratch = grown
+    views = []
+  }
+  return scratch
+}
+
+/** The SHA-256 (hex) of the scratch's first `length` bytes, "\n" and the pin. */
+function scratchDigest(length: number, pin: TextCell): string {
+  const n = pin.end - pin.start
+  const total = length + 1 + n
+  const b = room(total)
+  b[length] = 0x0a
+  for (let x = 0; x < n; x++) b[length + 1 + x] = pin.bytes[pin.start + x]!
+  return hash('sha256', total <= VIEWS_UP_TO ? (views[total] ??= b.subarray(0, total)) : b.subarray(0, total), 'hex')
+}
 
 /** The SHA-256 (hex) of text + "\n" + pin, from the cells' bytes. */
 function contentDigest(textCell: TextCell, pin: TextCell): string {
   const t = textCell.end - textCell.start
-  const p = pin.end - pin.start
-  if (t > PIN_AT || p >= PIN_AT) return hash('sha256', Buffer.concat([textCell.bytes.subarray(textCell.start, textCell.end), LINE_BREAK, pin.bytes.subarray(pin.start, pin.end)]), 'hex')
-  if (p !== pinHeld || !bytesAt(pin.bytes, pin.start, joined, PIN_AT + 1, PIN_AT + 1 + p)) {
-    if (p !== pinHeld) views = []
-    pinHeld = p
-    pin.bytes.copy(joined, PIN_AT + 1, pin.start, pin.end)
-  }
-  textCell.bytes.copy(joined, PIN_AT - t, textCell.start, textCell.end)
-  return hash('sha256', (views[t] ??= joined.subarray(PIN_AT - t, PIN_AT + 1 + p)), 'hex')
+  const b = room(t + 1 + pin.end - pin.start)
+  textCell.bytes.copy(b, 0, textCell.start, textCell.end)
+  headInScratch = null
+  return scratchDigest(t, pin)
 }
 
 /** Whether an id cell is a digest's first CONTENT_ID_DIGITS digits. */
@@ -126,12 +135,12 @@ function lineMatches(c: PatternCells, n: number, b: Buffer, start: number, end: 
   if (cell) return sameText(c[cell], b, start, end)
   switch (LINES[n]) {
     case 'steps':
-      return spellsInteger(b, start, end, c.stepsPerGen) === end
+      return numberEnd(b, start, end, c.stepsPerGen) === end
     case 'period':
-      return typeof c.period === 'number' ? spellsInteger(b, start, end, c.period) === end : b.toString('utf8', start, end) === String(c.period)
+      return typeof c.period === 'number' ? numberEnd(b, start, end, c.period) === end : b.toString('utf8', start, end) === String(c.period)
     case 'd': {
-      const comma = spellsInteger(b, start, end, c.dx)
-      return comma >= 0 && b[comma] === 0x2c && spellsInteger(b, comma + 1, end, c.dy) === end
+      const comma = numberEnd(b, start, end, c.dx)
+      return comma >= 0 && b[comma] === 0x2c && numberEnd(b, comma + 1, end, c.dy) === end
     }
     default:
       return spellsPhases(b, start, end, c.phases)
@@ -153,12 +162,15 @@ function columnText(c: PatternCells, n: number): string {
  * it: level 4 is JETCARP's). Findings are appended to `out`.
  */
 export function checkPatternIdentity(c: PatternCells, out: IdentityFinding[]): 'ours' | 'unknown' {
-  const digest = contentDigest(c.identity, c.pin)
-  if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, CONTENT_ID_DIGITS)})` })
   const head = headOf(c)
+  // An identity that is our spelling of its columns has every line right, and its hash is the spelling's.
+  const spelled = head.bytes === null ? -1 : spellIdentity(c, head)
+  const ours = spelled >= 0 && c.identity.bytes.compare(scratch, 0, spelled, c.identity.start, c.identity.end) === 0
+  const digest = ours ? scratchDigest(spelled, c.pin) : contentDigest(c.identity, c.pin)
+  if (!isIdOf(c.id, digest)) out.push({ code: IDENTITY_CODES.idMismatch, detail: `id ${text(c.id)} is not the hash of its identity and pin (${digest.slice(0, CONTENT_ID_DIGITS)})` })
+  if (ours) return 'ours'
   // An identity that starts with the head of its columns has their lines, each equal to its column.
   const afterHead = startsWithHead(c.identity, head)
-  if (afterHead && tailMatches(c, c.identity.start + head.bytes!.length)) return 'ours'
   const found = lineValues(c.identity, afterHead ? head : undefined)
   if (!found) return 'unknown'
   const b = c.identity.bytes
@@ -217,30 +229,52 @@ function startsWithHead(identity: TextCell, head: PatternHead): boolean {
 const RULE_KEY = Buffer.from('rule=')
 const PHASES_KEY = Buffer.from('phases=')
 const CANONICAL_KEY = Buffer.from('\ncanonical=')
+/** The most a phase's separator and a cell of four 32-bit integers take: spelling stops after one that passes its limit. */
+const CELL_TEXT_MAX = 1 + 4 * 11 + 4
+
+/** Writes a few bytes at s[p] (a loop: TypedArray set's call cost more than copying a key); returns the end. */
+function put(s: Uint8Array, p: number, bytes: Uint8Array): number {
+  for (let x = 0; x < bytes.length; x++) s[p++] = bytes[x]!
+  return p
+}
 
 /**
- * Whether the identity's lines after its head are those our publisher writes, each equal to its column: an
- * optional rule= line (checked against nothing), then phases= spelling the typed phases, then canonical=
- * holding the canonical column to the end. Such an identity is in our spelling with every line right, as
- * lineValues and lineMatches would find it, without finding its lines first; any other tail (lines in
- * another order, one more line, a canonical column with a line break) is read by them.
+ * Spells at the scratch's start the identity our publisher writes for the row's columns: the head, the
+ * identity's own rule= line where it has one (checked against nothing), phases= the typed phases, canonical=
+ * the canonical column to the end. Returns its length, or -1 where it cannot be the identity (it would be
+ * longer or shorter, the identity's rule= line does not end, the canonical column holds a line break). The
+ * identity is in our spelling with every line right exactly when it is these bytes; any other (lines in
+ * another order, one more line) is read by lineValues.
  */
-function tailMatches(c: PatternCells, p: number): boolean {
-  const b = c.identity.bytes
-  const end = c.identity.end
-  if (end - p >= RULE_KEY.length && bytesAt(b, p, RULE_KEY, 0, RULE_KEY.length)) {
-    p += RULE_KEY.length
-    while (p < end && b[p] !== 0x0a) p++
-    p++
+function spellIdentity(c: PatternCells, head: PatternHead): number {
+  const { bytes: b, start, end } = c.identity
+  const length = end - start
+  const headBytes = head.bytes!
+  if (headBytes.length > length) return -1
+  const s = room(length + CELL_TEXT_MAX + CANONICAL_KEY.length)
+  if (headInScratch !== head) {
+    s.set(headBytes, 0)
+    headInScratch = head
   }
-  if (end - p < PHASES_KEY.length || !bytesAt(b, p, PHASES_KEY, 0, PHASES_KEY.length)) return false
-  p = phasesEnd(b, p + PHASES_KEY.length, end, c.phases)
-  if (p < 0 || end - p < CANONICAL_KEY.length || !bytesAt(b, p, CANONICAL_KEY, 0, CANONICAL_KEY.length)) return false
-  p += CANONICAL_KEY.length
-  const { bytes, start, end: canonicalEnd } = c.canonical
-  if (end - p !== canonicalEnd - start) return false
-  for (let x = start; x < canonicalEnd; x++, p++) if (b[p] !== bytes[x] || bytes[x] === 0x0a) return false
-  return true
+  let p = headBytes.length
+  if (length - p >= RULE_KEY.length && bytesAt(b, start + p, RULE_KEY, 0, RULE_KEY.length)) {
+    let x = start + p
+    while (x < end && b[x] !== 0x0a) s[p++] = b[x++]!
+    if (x === end) return -1
+    s[p++] = 0x0a
+  }
+  if (p + PHASES_KEY.length > length) return -1
+  p = put(s, p, PHASES_KEY)
+  p = writeTypedPhases(s, p, c.phases, length)
+  const { bytes: canonical, start: from, end: to } = c.canonical
+  if (p < 0 || p + CANONICAL_KEY.length + to - from !== length) return -1
+  p = put(s, p, CANONICAL_KEY)
+  for (let x = from; x < to; x++) {
+    const byte = canonical[x]!
+    if (byte === 0x0a) return -1
+    s[p++] = byte
+  }
+  return p
 }
 
 /** lineValues' answer, reused: allocating a typed array per row cost more than finding the lines. */
@@ -321,35 +355,34 @@ function lineKey(b: Uint8Array, start: number, end: number): number {
 }
 
 /** Whether b[start, end) is exactly the phases= text of the typed phases. */
-const spellsPhases = (b: Uint8Array, start: number, end: number, t: TypedPhases): boolean => phasesEnd(b, start, end, t) === end
+function spellsPhases(b: Uint8Array, start: number, end: number, t: TypedPhases): boolean {
+  const s = room(end - start + CELL_TEXT_MAX)
+  headInScratch = null
+  return writeTypedPhases(s, 0, t, end - start) === end - start && bytesAt(b, start, s, 0, end - start)
+}
 
 /**
- * Where the phases= text of the typed phases (cells `i,j,k,s` joined by spaces, phases by `;`) ends if it
- * starts at b[start] and ends by `end`, or -1 when the bytes there are not that text.
+ * Writes the phases= text of the typed phases (cells `i,j,k,s` joined by spaces, phases by `;`, as the
+ * publisher's writePhases) at s[p]; returns its end, or -1 once it passes `limit` (the writing stops within
+ * CELL_TEXT_MAX of it).
  */
-function phasesEnd(b: Uint8Array, start: number, end: number, t: TypedPhases): number {
-  let p = start
+function writeTypedPhases(s: Uint8Array, p: number, t: TypedPhases, limit: number): number {
   for (let q = t.first; q < t.last; q++) {
-    if (q > t.first) {
-      if (b[p] !== 0x3b || p >= end) return -1
-      p++
-    }
+    if (q > t.first) s[p++] = 0x3b
     const from = t.cellOffsets[q]!
     const to = t.cellOffsets[q + 1]!
     for (let x = from; x < to; x++) {
-      if (x > from) {
-        if (b[p] !== 0x20 || p >= end) return -1
-        p++
-      }
-      p = spellsInteger(b, p, end, t.i[x]!)
-      if (p < 0 || b[p] !== 0x2c) return -1
-      p = spellsInteger(b, p + 1, end, t.j[x]!)
-      if (p < 0 || b[p] !== 0x2c) return -1
-      p = spellsInteger(b, p + 1, end, t.k[x]!)
-      if (p < 0 || b[p] !== 0x2c) return -1
-      p = spellsInteger(b, p + 1, end, t.s[x]!)
-      if (p < 0) return -1
+      if (x > from) s[p++] = 0x20
+      p = writeNumber(s, p, t.i[x]!)
+      s[p++] = 0x2c
+      p = writeNumber(s, p, t.j[x]!)
+      s[p++] = 0x2c
+      p = writeNumber(s, p, t.k[x]!)
+      s[p++] = 0x2c
+      p = writeNumber(s, p, t.s[x]!)
+      if (p > limit) return -1
     }
+    if (p > limit) return -1
   }
   return p
 }

@@ -305,15 +305,32 @@ function writePhases(at: number, phases: readonly (readonly Cell[])[]): number {
   return at
 }
 
-/** Writes a number as JS prints it (digits by hand for a single digit, the common case); returns the end. */
-function writeNumber(b: Buffer, at: number, x: number): number {
-  if ((x | 0) === x && x >= 0 && x < 10) {
+/**
+ * Writes a number as JS prints it; returns the end. A 32-bit integer, as every cell's numbers are, is written
+ * digit by digit (at most 11 bytes), with no string made for it: the checker spells a row's typed phases with
+ * this too (identity-check.ts).
+ */
+export function writeNumber(b: Uint8Array, at: number, x: number): number {
+  if ((x | 0) !== x) {
+    const text = String(x)
+    for (let i = 0; i < text.length; i++) b[at + i] = text.charCodeAt(i)
+    return at + text.length
+  }
+  if (x < 0) {
+    b[at++] = 0x2d
+    x = -x
+  }
+  if (x < 10) {
     b[at] = 0x30 + x
     return at + 1
   }
-  const text = String(x)
-  for (let i = 0; i < text.length; i++) b[at + i] = text.charCodeAt(i)
-  return at + text.length
+  let digits = 1
+  for (let t = x; t >= 10; t = Math.floor(t / 10)) digits++
+  for (let q = at + digits - 1; q >= at; q--) {
+    b[q] = 0x30 + (x % 10)
+    x = Math.floor(x / 10)
+  }
+  return at + digits
 }
 
 export interface PatternFacts {

@@ -128,6 +128,31 @@ t.test('a pool closed with parts in the calling thread\'s lane stops them: they 
   t.equal(await Promise.race([pool.close().then(() => 'closed'), late]), 'closed', 'close() resolves: the parts ended')
 })
 
+t.test('a lane\'s parts take turns at their rows in the order they came, though a later one is ready sooner', async (t) => {
+  const part = await wrongIds(3000)
+  const tilings: PartJob['tilings'] = [['square', { pin: String(part.rows[0]!.pin), tilingGroup: 'square', kind: 'lattice' }]]
+  const like = { ...part, schemaId: PACK_TABLES.patterns.schemaId, tilings, partition: { class_group: 'still_life', tiling_group: 'square' } }
+  for (const size of [1, 2]) {
+    const pool = new CheckPool(size)
+    t.teardown(() => pool.close())
+    // The first's object is hashed before its rows; the second's is not, so it would be ready first. Each
+    // has more findings than a lane sends ahead: had the second taken the turn, it would wait for its issues
+    // to be taken, and the caller, taking the first's, for it.
+    const pending = [pool.submit(job({ ...like, verify: true })), pool.submit(job({ ...like, verify: false })), pool.submit(job({ ...like, verify: true }))]
+    const all = (async () => {
+      const counts: number[] = []
+      for (const p of pending) {
+        let n = 0
+        for await (const _issue of p.issues()) n++
+        counts.push(n)
+      }
+      return counts
+    })()
+    const late = new Promise((resolve) => setTimeout(resolve, 20_000, 'stuck'))
+    t.same(await Promise.race([all, late]), [3000, 3000, 3000], `${size} lanes: every part's findings, in turn`)
+  }
+})
+
 t.test('checkPack in lanes: the same issues in the same order, and the same counts', async (t) => {
   const rows = cleanRows({ aperiodic: true })
   const glider = rows.patterns!.find((p) => p.class === 'spaceship')!

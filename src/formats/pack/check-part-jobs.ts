@@ -14,22 +14,56 @@ import type { FromThread, PartJob, PartJobResult, ToThread } from './check-pool.
 const CHUNK_ISSUES = 256
 const CHUNKS_AHEAD = 4
 
-/** A part's checks, as a lane runs them: its object (unless checked before), then its rows. */
-async function* runPartJob(job: PartJob): AsyncGenerator<CheckIssue, PartJobResult> {
-  if (job.verify) {
-    const problem = await objectProblem(job.file, job.rel, job.hash, job.level, job.bytes)
-    if (problem) {
-      yield failure(problem.code, job.rel, problem.detail)
-      return { objectChecked: true, objectOk: false, outcome: { opened: false, rows: 0, complete: false } }
-    }
+/**
+ * A lane's parts take turns at their rows: while one is decoded and checked, the next one's object is read
+ * and hashed, but it is opened only when the one before has ended. A part's rows are checked in stretches
+ * that let the thread's other tasks run (check-part.ts); the lane's next part is not one of them, so a lane
+ * holds one part's decoded row group (and one arena), not two.
+ */
+class Turns {
+  private last: Promise<void> = Promise.resolve()
+
+  /** Waits for the turns taken before this one; the function it gives ends this one. */
+  async take(): Promise<() => void> {
+    let end!: () => void
+    const mine = new Promise<void>((resolve) => { end = resolve })
+    const before = this.last
+    this.last = before.then(() => mine)
+    await before
+    return end
   }
-  const schema = SCHEMAS_BY_ID.get(job.schemaId)
-  if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
-  const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
-  const outcome = yield* checkPart(spec, {
-    level: job.level, tilings: new Map(job.tilings), ruleFamilies: new Map(job.ruleFamilies), ...(job.moverPatterns ? { moverPatterns: new MoverPatterns(undefined, job.moverPatterns) } : {}),
-  })
-  return { objectChecked: job.verify, objectOk: true, outcome }
+}
+
+/**
+ * A part's checks, as a lane runs them: its object (unless checked before), then its rows in its turn. The
+ * turn is taken when the part comes, for the caller takes the parts' issues in that order: a part that took
+ * it first would wait, its issues untaken, for the caller, who would wait for the part before it.
+ */
+async function* runPartJob(job: PartJob, turn: Promise<() => void>, stopped: () => boolean): AsyncGenerator<CheckIssue, PartJobResult> {
+  let endTurn: (() => void) | undefined
+  try {
+    if (job.verify) {
+      const problem = await objectProblem(job.file, job.rel, job.hash, job.level, job.bytes)
+      if (problem) {
+        yield failure(problem.code, job.rel, problem.detail)
+        return { objectChecked: true, objectOk: false, outcome: { opened: false, rows: 0, complete: false } }
+      }
+    }
+    const schema = SCHEMAS_BY_ID.get(job.schemaId)
+    if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
+    const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
+    endTurn = await turn
+    // Stopped while it waited: its rows are not read.
+    if (stopped()) return { objectChecked: job.verify, objectOk: true, outcome: { opened: false, rows: 0, complete: false } }
+    const outcome = yield* checkPart(spec, {
+      level: job.level, tilings: new Map(job.tilings), ruleFamilies: new Map(job.ruleFamilies), ...(job.moverPatterns ? { moverPatterns: new MoverPatterns(undefined, job.moverPatterns) } : {}),
+    })
+    return { objectChecked: job.verify, objectOk: true, outcome }
+  } finally {
+    // A part that ended before its turn came (its object refused, or it failed) gives the turn up when it comes.
+    if (endTurn) endTurn()
+    else void turn.then((end) => end())
+  }
 }
 
 /** Where a lane's messages come from and go: a worker's parentPort, or the calling thread's lane. */
@@ -47,14 +81,15 @@ interface Credit { ahead: number; wake: (() => void) | undefined; stopped: boole
  */
 export function servePartJobs(port: JobPort): () => Promise<void> {
   const jobs = new Map<number, Credit>()
+  const turns = new Turns()
   const send = async (id: number, issues: CheckIssue[]): Promise<void> => {
     port.postMessage({ type: 'issues', id, issues })
     const credit = jobs.get(id)!
     credit.ahead++
     while (credit.ahead >= CHUNKS_AHEAD && !credit.stopped) await new Promise<void>((resolve) => { credit.wake = resolve })
   }
-  const run = async (credit: Credit, id: number, job: PartJob): Promise<void> => {
-    const issues = runPartJob(job)
+  const run = async (credit: Credit, id: number, job: PartJob, turn: Promise<() => void>): Promise<void> => {
+    const issues = runPartJob(job, turn, () => credit.stopped)
     try {
       let chunk: CheckIssue[] = []
       for (;;) {
@@ -85,7 +120,7 @@ export function servePartJobs(port: JobPort): () => Promise<void> {
     if (msg.type === 'part') {
       const credit: Credit = { ahead: 0, wake: undefined, stopped: false, ended: Promise.resolve() }
       jobs.set(msg.id, credit)
-      credit.ended = run(credit, msg.id, msg.job)
+      credit.ended = run(credit, msg.id, msg.job, turns.take())
       return
     }
     const credit = jobs.get(msg.id)

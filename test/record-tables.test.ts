@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -540,9 +541,12 @@ t.test('DuckDB reads every table file: exact decimals, microsecond times, row co
 // Memory and throughput
 // ------------------------------------------------------------------------------------------------
 
-t.test('2,000,000 rows stream through with peak RSS under 300 MB', async (t) => {
-  const bench = join(ROOT, 'bench', 'parquet-write.ts')
-  const r = spawnSync(process.execPath, ['--import', 'tsx', bench, '--rows', '2000000', '--json'], { cwd: ROOT, encoding: 'utf8', timeout: 600_000 })
+// The built bench: run through tsx, the peak held tsx's own 50 MB too, and under the suite's load it passed
+// 300 MB (303) with the writer's share unchanged.
+const BUILT_BENCH = join(ROOT, 'dist', 'bench', 'parquet-write.js')
+
+t.test('2,000,000 rows stream through with peak RSS under 300 MB', { skip: existsSync(BUILT_BENCH) ? false : 'dist/bench/parquet-write.js is not built (npm run build; npm test builds it)' }, async (t) => {
+  const r = spawnSync(process.execPath, [BUILT_BENCH, '--rows', '2000000', '--json'], { cwd: ROOT, encoding: 'utf8', timeout: 600_000 })
   t.equal(r.status, 0, r.stderr)
   const report = JSON.parse(r.stdout.trim().split('\n').pop()!) as { rows: number; seconds: number; rowsPerSec: number; rowsPerCpuSec: number; maxRssMb: number; size: number }
   t.equal(report.rows, 2_000_000)

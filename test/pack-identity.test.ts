@@ -271,6 +271,31 @@ t.test('level 1 on a pattern\'s lines agrees with the rule written plainly, over
   t.ok(fast > 1000 && fast < 19_000, `identities left as written (${fast}) and edited ones both tried`)
 })
 
+t.test('level 1 on long identities: spelled and hashed past the scratch\'s first size, or copied to be hashed', async (t) => {
+  // Some 60,000 cells in four phases: an identity of about 1 MiB, far past the 16 KiB the scratch starts with.
+  const phase = Array.from({ length: 15_000 }, (_x, n) => cell(n % 1000, Math.floor(n / 1000) * 3, 1 + (n % 7)))
+  const f = { pinKey: 'square', model: 'generations:8', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'oscillator' as const, period: 4, dx: 0, dy: 0, phases: [phase, phase, phase, phase], tileTypes: 1 }
+  const { identity, phases, canonical } = patternIdentity(f)
+  t.ok(identity.length > 500_000, `${identity.length} bytes`)
+  const row = { id: patternId(identity, SQUARE_PIN), identity, pin: SQUARE_PIN, pin_key: 'square', model: 'generations:8', neighbourhood: 'touch', class: 'oscillator', canonical, steps_per_gen: 1, period: 4, dx: 0, dy: 0, phases }
+  const check = (r: object) => {
+    const found: { code: string; detail: string }[] = []
+    return { spelling: checkPatternIdentity(cellsOf({ ...row, ...r }), found), codes: found.map((x) => x.code) }
+  }
+  const short = patternIdentity({ ...f, phases: [[cell(0, 0, 2)]] })
+  const shortRow = { ...short, id: patternId(short.identity, SQUARE_PIN) }
+  t.same(check(shortRow), { spelling: 'ours', codes: [] }, 'a short one first')
+  t.same(check({}), { spelling: 'ours', codes: [] }, 'in our spelling')
+  t.same(check({ id: '0'.repeat(32) }), { spelling: 'ours', codes: [IDENTITY_CODES.idMismatch] }, 'its id checked')
+  const other = `${identity}\nnote=1`
+  t.same(check({ identity: other, id: patternId(other, SQUARE_PIN) }), { spelling: 'ours', codes: [] }, 'one line more: read line by line, hashed from a copy')
+  t.same(check({ phases: [phase, phase, phase] }), { spelling: 'ours', codes: [IDENTITY_CODES.phasesMismatch] }, 'a phase fewer in the typed phases')
+  // As long as the first short one, other bytes: the scratch grew under what it had spelled.
+  const other2 = patternIdentity({ ...f, phases: [[cell(0, 0, 3)]] })
+  t.equal(other2.identity.length, short.identity.length)
+  t.same(check({ ...other2, id: patternId(other2.identity, SQUARE_PIN) }), { spelling: 'ours', codes: [] }, 'and a short one after, the scratch grown')
+})
+
 t.test('writeNumber writes a number as String() does, 32-bit integers digit by digit', async (t) => {
   const random = seededRandom(20261206)
   const edges = [0, -0, 1, 9, 10, 11, 99, 100, -1, -9, -10, -11, 2 ** 31 - 1, -(2 ** 31), 2 ** 31, -(2 ** 31) - 1, 1.5, -0.25, 1e21, 1e-7, 2 ** 53, Number.MAX_VALUE, NaN, Infinity, -Infinity]

@@ -39,7 +39,7 @@ class Turns {
  * turn is taken when the part comes, for the caller takes the parts' issues in that order: a part that took
  * it first would wait, its issues untaken, for the caller, who would wait for the part before it.
  */
-async function* runPartJob(job: PartJob, turn: Promise<() => void>, stopped: () => boolean): AsyncGenerator<CheckIssue, PartJobResult> {
+async function* runPartJob(job: PartJob, turn: Promise<() => void>): AsyncGenerator<CheckIssue, PartJobResult> {
   let endTurn: (() => void) | undefined
   try {
     if (job.verify) {
@@ -53,8 +53,6 @@ async function* runPartJob(job: PartJob, turn: Promise<() => void>, stopped: () 
     if (!schema) throw new PipeError('internal.schema-unknown', `no schema ${job.schemaId}`)
     const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
     endTurn = await turn
-    // Stopped while it waited: its rows are not read.
-    if (stopped()) return { objectChecked: job.verify, objectOk: true, outcome: { opened: false, rows: 0, complete: false } }
     const outcome = yield* checkPart(spec, {
       level: job.level, tilings: new Map(job.tilings), ruleFamilies: new Map(job.ruleFamilies), ...(job.moverPatterns ? { moverPatterns: new MoverPatterns(undefined, job.moverPatterns) } : {}),
     })
@@ -89,7 +87,7 @@ export function servePartJobs(port: JobPort): () => Promise<void> {
     while (credit.ahead >= CHUNKS_AHEAD && !credit.stopped) await new Promise<void>((resolve) => { credit.wake = resolve })
   }
   const run = async (credit: Credit, id: number, job: PartJob, turn: Promise<() => void>): Promise<void> => {
-    const issues = runPartJob(job, turn, () => credit.stopped)
+    const issues = runPartJob(job, turn)
     try {
       let chunk: CheckIssue[] = []
       for (;;) {

@@ -135,6 +135,18 @@ t.test('the same records and time give byte-identical stores', async (t) => {
   t.equal(same, fa.length, 'every file has the same bytes')
 })
 
+t.test('tables encoded on the caller\'s thread or on the encoding thread give the same bytes', async (t) => {
+  const rec = await records(dir(), [BLOCK, BLINKER, GLIDER])
+  const [inline, threaded] = [dir(), dir()]
+  await publishPack(opts(inline, rec, { inlineTableBytes: Infinity }))
+  await publishPack(opts(threaded, rec, { inlineTableBytes: 0 }))
+  const names = await files(inline)
+  t.same(await files(threaded), names)
+  let same = 0
+  for (const f of names) if ((await readFile(join(inline, f))).equals(await readFile(join(threaded, f)))) same++
+  t.equal(same, names.length, 'every file has the same bytes')
+})
+
 t.test('keys beyond the in-memory table and ids beyond the in-memory book spill to disk: the same rows, the same bytes again, nothing left behind', async (t) => {
   // Two blocks k cells apart: a still life each, all different.
   const twoBlocks = (k: number) => patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1], [k, 0], [k + 1, 0], [k, 1], [k + 1, 1]])

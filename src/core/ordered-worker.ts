@@ -77,6 +77,18 @@ export class OrderedJob<Open, Item, Result> {
     thread.owner = this as OrderedJob<unknown, unknown, unknown>
   }
 
+  /**
+   * Starts a thread of `url`'s module, idle, unless one is: the next job of the module takes it. Starting a
+   * thread and loading its modules takes a few hundred milliseconds, which the caller spends on its own
+   * start rather than waiting for them at its first job.
+   */
+  static prewarm(url: URL, opts: Pick<OrderedJobOptions, 'youngGenerationMb'> = {}): void {
+    if (idle.some((t) => t.url === url.href)) return
+    const thread = startThread(url, opts.youngGenerationMb ?? 16)
+    thread.worker.unref()
+    idle.push(thread)
+  }
+
   /** Starts a job on an idle thread of `url`'s module, or a new one. */
   static open<Open, Item, Result>(url: URL, open: Open, opts: OrderedJobOptions = {}): OrderedJob<Open, Item, Result> {
     const at = idle.findIndex((t) => t.url === url.href)

@@ -1370,6 +1370,13 @@ export function partRuns(open: PartsJobOpen): PartsWork<PartRowsItem> {
   return { add: (item) => files.addRuns(item), finish: () => files.finish() }
 }
 
+const PARTS_THREAD = siblingWorkerUrl(import.meta.url, 'parquet-write-worker')
+
+/** Starts the encoding thread of the jobs to come while the caller does other work (OrderedJob.prewarm). */
+export function prewarmPartsThread(): void {
+  OrderedJob.prewarm(PARTS_THREAD)
+}
+
 /**
  * The parts of one table being made on the encoding thread (parquet-write-worker.ts), beside the caller
  * making the next item, as DuckDB's writer uses both cores. At most `maxInFlight` items wait for the
@@ -1411,7 +1418,7 @@ export class PartsJob<Item> {
       const work = (this.inline ??= Promise.resolve(this.makeWork(this.open)))
       return this.failing(async () => partFileWork('writing a row group', async () => (await work).add(item)))
     }
-    this.job ??= OrderedJob.open(siblingWorkerUrl(import.meta.url, 'parquet-write-worker'), this.open, { maxInFlight: this.maxInFlight })
+    this.job ??= OrderedJob.open(PARTS_THREAD, this.open, { maxInFlight: this.maxInFlight })
     const job = this.job
     return this.failing(async () => job.post(item, transfer))
   }

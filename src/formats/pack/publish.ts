@@ -12,7 +12,7 @@
  * - Deterministic: the same records, keys and `created` give the same bytes.
  */
 import { createReadStream } from 'node:fs'
-import { mkdir, readFile, readdir, unlink } from 'node:fs/promises'
+import { mkdir, readFile, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../../core/errors.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from './doc-manifest.js'
@@ -21,7 +21,7 @@ import { buildRef, parseRef, signRef } from './doc-ref.js'
 import { isPackTime } from './key-statements.js'
 import { isFeedName, isUuid, parseTarget, readPackJson, storeDocumentBytes } from './documents.js'
 import { countPartBytes, walkSearchIndex, walkTableIndex } from './index-walk.js'
-import { PackPartWriter, type WrittenPart } from './parquet-write.js'
+import { PackPartWriter, prewarmPartsThread, type WrittenPart } from './parquet-write.js'
 import { openPart, READ_CODES, READ_LIMITS } from './parquet-read.js'
 import { maxDecodedBytes } from './parquet-limits.js'
 import {
@@ -82,6 +82,8 @@ export interface PublishOptions {
   idBookLines?: number
   /** How new rows are gathered and how many keys stay in memory before the rest spill (new-rows.ts defaults; tests give less). */
   newRows?: NewRowsLimits
+  /** Records bytes below which a table with no parent parts is encoded on the caller's thread (default INLINE_TABLE_BYTES). */
+  inlineTableBytes?: number
 }
 
 /** What a publish did not hold its records to, and why; the publish still succeeds. */
@@ -243,6 +245,9 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       }
     }
   }
+  const onThread = new Set<PackTableName>()
+  for (const name of TABLE_ORDER) if ((inherited.get(name)?.length ?? 0) > 0 || (await recordsBytes(o.records, name)) >= (o.inlineTableBytes ?? INLINE_TABLE_BYTES)) onThread.add(name)
+  if (onThread.size > 0) prewarmPartsThread()
   const tilings = new TilingBook()
   const ruleFamilies = new Map<string, string>()
   // Needed until the verifications are staged, then released (50 MB at most); not kept at all when there
@@ -259,7 +264,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     for (const name of TABLE_ORDER) {
       const schema = PACK_TABLES[name]
       const kept = inherited.get(name) ?? []
-      const rows = new NewRowsJob(schema, { ...o.newRows, dir: tmp })
+      const rows = new NewRowsJob(schema, { ...o.newRows, dir: tmp, encodeOnThread: onThread.has(name) })
       let written: WrittenPart[]
       try {
         for (const part of kept) {
@@ -355,6 +360,18 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   const ref = signRef(buildRef({ feed: o.feed, manifest: manifest.hash, publisher: publisherKey, seq, updated: o.created }), o.key)
   await writeStoreFile(o.store, refPath(o.feed), ref.bytes)
   return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats, notes }
+}
+
+/**
+ * A table with no parts from a parent and fewer bytes of records than this is encoded on the caller's
+ * thread. The encoding thread takes longer to start (0.15 s, loading its modules) than such a table takes
+ * to write, and the caller waited for it: the tilings and rules come before the patterns.
+ */
+const INLINE_TABLE_BYTES = 1 << 20
+
+/** The size of a table's records file; 0 when there is none. */
+async function recordsBytes(dir: string, table: PackTableName): Promise<number> {
+  return (await stat(join(dir, `${table}.jsonl`)).catch(() => undefined))?.size ?? 0
 }
 
 async function readMetadata(dir: string): Promise<PackMetadata> {

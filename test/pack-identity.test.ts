@@ -42,6 +42,25 @@ t.test('a glider: translation does not change its identity; its lines and pictur
   t.match(patternIdentity({ ...facts, class: 'gun', rule: 'B3/S23' }).identity, /\nrule=B3\/S23\nphases=/)
 })
 
+t.test('a pattern\'s canonical column is its identity\'s picture: short, long, past the scratch, after a head of more bytes than characters', async (t) => {
+  const facts = { pinKey: 'square', model: 'bs', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'still_life' as const, period: 1, dx: 0, dy: 0, tileTypes: 1 }
+  const pictures = [
+    [cell(0, 0)],
+    [cell(0, 0, 2), cell(20, 0, 2 ** 40), cell(3, 1, 35)],
+    [cell(0, 0), cell(70_000, 0), cell(5, 2_000)],
+  ]
+  for (const model of ['bs', 'bs-é€😀']) {
+    for (const phase of pictures) {
+      const made = patternIdentity({ ...facts, model, phases: [phase] })
+      const picture = canonicalPicture(made.phases[0]!, 1)
+      t.equal(made.canonical, picture, `${model}: ${picture.length} characters`)
+      t.ok(made.identity.endsWith(`\ncanonical=${picture}`), 'the identity ends with it')
+      t.ok(made.identity.includes(`\nmodel=${model}\n`))
+    }
+  }
+  t.match(canonicalPicture([cell(0, 0, 2 ** 40)], 1), '(1099511627776)')
+})
+
 t.test('pictures: tile types, states, empty rows', async (t) => {
   t.equal(canonicalPicture([cell(0, 0, 1, 1), cell(1, 0, 3, 0), cell(0, 2, 2, 0)], 2), '.o3/ /2'.replace(' ', ''), 'two types a cell, a row of nothing is empty')
   t.equal(canonicalPicture([cell(0, 0, 40)], 1), '(40)')

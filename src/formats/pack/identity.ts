@@ -114,11 +114,9 @@ export function normalisePhases(phases: readonly (readonly Cell[])[], inPlace = 
 }
 
 const STATE_CHARS = '.o23456789abcdefghijklmnopqrstuvwxyz'
+const DEAD = 0x2e // .
 
-/** A cell's character: `undefined` for a state below 0, which a picture leaves out. */
-const stateChar = (s: number): string | undefined => (s < STATE_CHARS.length ? STATE_CHARS[s] : `(${s})`)
-
-/** canonicalPicture's row offsets for pictures of up to ROW_SCRATCH - 1 rows: where each row's cells start, and where its next cell goes. */
+/** writePicture's row offsets for pictures of up to ROW_SCRATCH - 1 rows: where each row's cells start, and where its next cell goes. */
 const ROW_SCRATCH = 4096
 const rowStarts = new Int32Array(ROW_SCRATCH)
 const rowNext = new Int32Array(ROW_SCRATCH)
@@ -129,39 +127,43 @@ const MAX_PICTURE_BYTES = MAX_STRING_CELL_BYTES
 /** A picture longer than a string cell may be: its pattern is refused before more of it is made. */
 export class PictureTooLong extends RangeError {}
 
+const tooLong = (): PictureTooLong => new PictureTooLong(`the canonical picture would be longer than ${MAX_PICTURE_BYTES} bytes, the most a string cell holds`)
+
 /**
- * A picture is built a row at a time. A row's dead characters are owed (`owed`) until a live one follows,
- * so the dead run a row ends with, which the picture leaves off, is never made: a pattern whose cells lie
- * far apart costs what its picture holds, and one whose picture would pass MAX_PICTURE_BYTES (ASCII: a byte
- * a character) is refused before it does. Short strings joined: a picture is a few dozen characters, which
- * V8 joins faster than a buffer is read back as a string.
+ * A picture being written in the identity scratch, after `canonical=`: it is ASCII, a byte a character. A
+ * row's dead characters are owed (`owed`) until a live one follows, so the dead run a row ends with, which
+ * the picture leaves off, is never written: a pattern whose cells lie far apart costs what its picture
+ * holds, and one whose picture would pass MAX_PICTURE_BYTES is refused before it does. Written as bytes:
+ * as a string joined from a row's characters it was a sixth of the main thread's garbage at a million
+ * patterns, and the identity holds it as bytes anyway.
  */
-interface PictureRow {
-  /** The rows before, joined. */
-  done: string
-  /** This row up to its last live character. */
-  text: string
+interface PictureWriter {
+  start: number
+  at: number
   owed: number
 }
 
-const tooLong = (): PictureTooLong => new PictureTooLong(`the canonical picture would be longer than ${MAX_PICTURE_BYTES} bytes, the most a string cell holds`)
+const picture: PictureWriter = { start: 0, at: 0, owed: 0 }
 
-/** A row's text with the dead characters it owes, refused where the picture would pass its limit. */
-function withOwed(done: string, text: string, owed: number): string {
-  if (done.length + text.length + owed > MAX_PICTURE_BYTES) throw tooLong()
-  return text + '.'.repeat(owed)
-}
-
-/** Adds a live character (a state's) to the row, after the dead ones it owes. */
-function live(r: PictureRow, char: string): void {
-  if (r.owed > 0) {
-    r.text = withOwed(r.done, r.text, r.owed)
-    r.owed = 0
+/** Writes the dead characters owed and the character of state `s` (above 0). */
+function writeLive(w: PictureWriter, s: number): void {
+  // `(n)`: n as writeNumber writes it, at most 24 characters.
+  const room = w.owed + (s < STATE_CHARS.length ? 1 : 26)
+  if (w.at - w.start + w.owed + 1 > MAX_PICTURE_BYTES) throw tooLong()
+  const b = scratchRoom(w.at, room)
+  if (w.owed > 0) {
+    b.fill(DEAD, w.at, w.at + w.owed)
+    w.at += w.owed
+    w.owed = 0
   }
-  r.text += char
+  if (s < STATE_CHARS.length) b[w.at++] = STATE_CHARS.charCodeAt(s)
+  else {
+    b[w.at++] = 0x28 // (
+    w.at = writeNumber(b, w.at, s)
+    b[w.at++] = 0x29 // )
+  }
+  if (w.at - w.start > MAX_PICTURE_BYTES) throw tooLong()
 }
-
-const pictureRow: PictureRow = { done: '', text: '', owed: 0 }
 
 /** Where the cells of row[n]'s i end, from n. */
 function groupEnd(row: readonly Cell[], n: number, to: number): number {
@@ -177,7 +179,7 @@ function groupEnd(row: readonly Cell[], n: number, to: number): number {
  * the end it lengthens the group (the places between are empty, not dead), below 0 it is not part of it.
  * Written from the cells, not from a character a tile type, so a hostile k costs nothing.
  */
-function writeGroup(w: PictureRow, row: readonly Cell[], from: number, to: number, tileTypes: number): void {
+function writeGroup(w: PictureWriter, row: readonly Cell[], from: number, to: number, tileTypes: number): void {
   // By k, the later cell last among equal k (a stable sort of the cells' order).
   const cells = row.slice(from, to).filter((c) => c.k >= 0).sort((x, y) => x.k - y.k)
   let next = 0 // the next k the group is at
@@ -186,14 +188,17 @@ function writeGroup(w: PictureRow, row: readonly Cell[], from: number, to: numbe
     if (x + 1 < cells.length && cells[x + 1]!.k === c.k) continue
     if (c.k > next) w.owed += Math.min(c.k, tileTypes) - Math.min(next, tileTypes)
     if (c.s === 0) w.owed++
-    else if (c.s > 0) live(w, stateChar(c.s)!)
+    else if (c.s > 0) writeLive(w, c.s)
     next = c.k + 1
   }
   if (tileTypes > next) w.owed += tileTypes - next
 }
 
-/** Phase 0's picture (module comment); `tileTypes` is the tiling's number of tile types. */
-export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): string {
+/**
+ * Writes phase 0's picture (module comment) at `at` in the identity scratch; returns its end.
+ * `tileTypes` is the tiling's number of tile types.
+ */
+function writePicture(at: number, phase0: readonly Cell[], tileTypes: number): number {
   let maxJ = -1
   for (const c of phase0) if (c.j > maxJ) maxJ = c.j
   // Every row after the first adds a `/`: a picture of more rows than the limit has bytes is refused at once.
@@ -209,11 +214,16 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
   const byRow = new Array<Cell>(start[maxJ + 1]!)
   for (let j = 0; j <= maxJ; j++) next[j] = start[j]!
   for (const c of phase0) if (c.i >= 0 && c.j >= 0) byRow[next[c.j]!++] = c
-  // The row's text and owed dead characters in locals; a group of tile types (rare) passes them through pictureRow.
-  let picture = ''
+  const w = picture
+  w.start = at
+  w.at = at
   for (let j = 0; j <= maxJ; j++) {
-    let text = ''
-    let owed = 0
+    // A `/` before every row but the first; the dead run a row ends with is left off.
+    if (j > 0) {
+      if (w.at - w.start + 1 > MAX_PICTURE_BYTES) throw tooLong()
+      scratchRoom(w.at, 1)[w.at++] = 0x2f
+    }
+    w.owed = 0
     let from = start[j]!
     let to = start[j + 1]!
     let row = byRow
@@ -227,37 +237,29 @@ export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): st
     let reached = 0 // the next i the row is at
     for (let n = from; n < to; ) {
       const c = row[n]!
-      if (c.i > reached) owed += tileTypes * (c.i - reached)
+      if (c.i > reached) w.owed += tileTypes * (c.i - reached)
       if (tileTypes === 1 && c.k === 0 && (n + 1 === to || row[n + 1]!.i !== c.i)) {
         // One character (a state below 0 has none).
-        if (c.s === 0) owed++
-        else if (c.s > 0) {
-          if (owed > 0) {
-            text = withOwed(picture, text, owed)
-            owed = 0
-          }
-          text += stateChar(c.s)!
-        }
+        if (c.s === 0) w.owed++
+        else if (c.s > 0) writeLive(w, c.s)
         n++
       } else {
         const end = groupEnd(row, n, to)
-        const w = pictureRow
-        w.done = picture
-        w.text = text
-        w.owed = owed
         writeGroup(w, row, n, end, tileTypes)
-        text = w.text
-        owed = w.owed
-        w.done = w.text = ''
         n = end
       }
       reached = c.i + 1
     }
-    // A `/` before every row but the first; the dead run a row ends with is left off.
-    if (picture.length + text.length + (j > 0 ? 1 : 0) > MAX_PICTURE_BYTES) throw tooLong()
-    picture = j === 0 ? text : `${picture}/${text}`
   }
-  return picture
+  return w.at
+}
+
+/** Phase 0's picture (module comment) as a string; `tileTypes` is the tiling's number of tile types. */
+export function canonicalPicture(phase0: readonly Cell[], tileTypes: number): string {
+  // Written where an identity's head is kept: the next identity writes its head again.
+  head = undefined
+  const end = writePicture(0, phase0, tileTypes)
+  return identityScratch.toString('latin1', 0, end)
 }
 
 /**
@@ -362,8 +364,9 @@ export function patternHeadLines(f: { pinKey: string; model: string; neighbourho
 
 /** The identity text of a pattern, and the normalised phases and picture its typed columns copy. */
 export function patternIdentity(f: PatternFacts): { identity: string; phases: Cell[][]; canonical: string } {
-  const { bytes, phases, canonical } = writePatternIdentity(f)
-  return { identity: identityScratch.toString('utf8', 0, bytes), phases, canonical }
+  const { bytes, phases, pictureBytes } = writePatternIdentity(f)
+  const identity = identityScratch.toString('utf8', 0, bytes)
+  return { identity, phases, canonical: identity.slice(identity.length - pictureBytes) }
 }
 
 /**
@@ -372,22 +375,29 @@ export function patternIdentity(f: PatternFacts): { identity: string; phases: Ce
  * column is refused for it.
  */
 export function identifiedPattern(f: PatternFacts, pin: string): { identity: string; id: string; phases: Cell[][]; canonical: string } {
-  const { bytes, phases, canonical } = writePatternIdentity(f)
+  const { bytes, phases, pictureBytes } = writePatternIdentity(f)
   const identity = identityScratch.toString('utf8', 0, bytes)
   const end = writeText(bytes, `\n${pin}`)
   const id = hash('sha256', identityScratch.subarray(0, end), 'hex').slice(0, CONTENT_ID_DIGITS)
-  return { identity, id, phases, canonical }
+  // The picture ends the identity, a character a byte.
+  return { identity, id, phases, canonical: identity.slice(identity.length - pictureBytes) }
 }
 
-/** Writes a pattern's identity at the scratch's start; `bytes` is its length. */
-function writePatternIdentity(f: PatternFacts): { bytes: number; phases: Cell[][]; canonical: string } {
+/**
+ * Writes a pattern's identity at the scratch's start; `bytes` is its length, the last `pictureBytes` of it
+ * the picture (ASCII: as many characters).
+ */
+function writePatternIdentity(f: PatternFacts): { bytes: number; phases: Cell[][]; pictureBytes: number } {
   const phases = normalisePhases(f.phases, f.phasesOwned)
-  const canonical = canonicalPicture(phases[0] ?? [], f.tileTypes)
   let at = writeHead(f)
   at = writePhases(at, phases)
-  at = writeText(at, `\ncanonical=${canonical}`)
-  return { bytes: at, phases, canonical }
+  const b = scratchRoom(at, CANONICAL_LINE.length)
+  for (let n = 0; n < CANONICAL_LINE.length; n++) b[at++] = CANONICAL_LINE.charCodeAt(n)
+  const end = writePicture(at, phases[0] ?? [], f.tileTypes)
+  return { bytes: end, phases, pictureBytes: end - at }
 }
+
+const CANONICAL_LINE = '\ncanonical='
 
 /** The facts whose head (the lines before the phases) is at the scratch's start, and where it ends. */
 let head: { f: PatternFacts; rule: string | null; end: number } | undefined

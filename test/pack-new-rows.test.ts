@@ -170,24 +170,25 @@ t.test('a failure on the encoding thread: one line with its code, every call aft
   t.notOk(existsSync(gone), 'nothing written where the folder was')
 })
 
-t.test('HashTable128 keeps every key and its value through growth', async (t) => {
-  const table = new HashTable128()
+t.test('HashTable128 keeps every key and its value through growth, made small, as large as its keys, or larger', async (t) => {
   const n = 50_000
   // Entries side by side, each its key and its value (the key again), as the parents' hashes come.
   const entries = new Uint32Array(8 * n)
-  for (let i = 0; i < n; i++) {
-    for (let w = 0; w < 4; w++) entries[8 * i + w] = entries[8 * i + 4 + w] = i === 7 ? 0 : Math.floor(rand() * 2 ** 32)
-    table.add(entries, 8 * i)
+  for (let i = 0; i < n; i++) for (let w = 0; w < 4; w++) entries[8 * i + w] = entries[8 * i + 4 + w] = i === 7 ? 0 : Math.floor(rand() * 2 ** 32)
+  for (const expected of [0, 3_000, n - 1, n, 5 * n]) {
+    const table = new HashTable128(expected)
+    for (let i = 0; i < n; i++) table.add(entries, 8 * i)
+    let ok = 0
+    for (let i = 0; i < n; i++) if (table.has(entries, 8 * i) && table.holds(entries, 8 * i)) ok++
+    t.equal(ok, n, `made for ${expected}: every key found with its value, the all-zero key too`)
+    t.equal(table.size, n)
+    const otherValue = entries.slice(8 * 3, 8 * 3 + 8)
+    otherValue[4]! ^= 1
+    t.equal(table.holds(otherValue, 0), false, 'another value')
+    const absent = new Uint32Array(8).fill(0xabababab)
+    t.equal(table.has(absent, 0), false)
+    t.equal(table.holds(absent, 0), undefined)
   }
-  let ok = 0
-  for (let i = 0; i < n; i++) if (table.has(entries, 8 * i) && table.holds(entries, 8 * i)) ok++
-  t.equal(ok, n, 'every key found with its value, the all-zero key too')
-  const otherValue = entries.slice(8 * 3, 8 * 3 + 8)
-  otherValue[4]! ^= 1
-  t.equal(table.holds(otherValue, 0), false, 'another value')
-  const absent = new Uint32Array(8).fill(0xabababab)
-  t.equal(table.has(absent, 0), false)
-  t.equal(table.holds(absent, 0), undefined)
 })
 
 t.test('keys beyond the in-memory table spill to disk: the same rows, sorted parts, the same bytes again, and the same refusals as with room for every key', async (t) => {

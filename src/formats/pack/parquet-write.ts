@@ -1357,7 +1357,7 @@ export interface PartsWork<Item> {
 }
 
 /** The job kinds the encoding thread knows (parquet-write-worker.ts), with what each needs to start. */
-export type PartsJobKind = { kind: 'runs' } | { kind: 'new-rows'; maxChunkBytes: number; maxChunkRows: number; seenCap: number; spillRecords: number }
+export type PartsJobKind = { kind: 'runs' } | { kind: 'new-rows'; maxChunkBytes: number; maxChunkRows: number; seenCap: number; spillRecords: number; seenKeys: number }
 
 export interface PartsJobOpen {
   files: PartFilesOptions

@@ -246,7 +246,14 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     }
   }
   const onThread = new Set<PackTableName>()
-  for (const name of TABLE_ORDER) if ((inherited.get(name)?.length ?? 0) > 0 || (await recordsBytes(o.records, name)) >= (o.inlineTableBytes ?? INLINE_TABLE_BYTES)) onThread.add(name)
+  const expectedKeys = new Map<PackTableName, number>()
+  for (const name of TABLE_ORDER) {
+    const bytes = await recordsBytes(o.records, name)
+    const kept = inherited.get(name) ?? []
+    if (kept.length > 0 || bytes >= (o.inlineTableBytes ?? INLINE_TABLE_BYTES)) onThread.add(name)
+    // Only a fact table's new rows add keys (new-rows.ts).
+    expectedKeys.set(name, kept.reduce((n, p) => n + p.rows, 0) + (PACK_TABLES[name].kind === 'fact' ? Math.ceil(bytes / RECORD_BYTES_PER_KEY) : 0))
+  }
   if (onThread.size > 0) prewarmPartsThread()
   const tilings = new TilingBook()
   const ruleFamilies = new Map<string, string>()
@@ -264,7 +271,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     for (const name of TABLE_ORDER) {
       const schema = PACK_TABLES[name]
       const kept = inherited.get(name) ?? []
-      const rows = new NewRowsJob(schema, { ...o.newRows, dir: tmp, encodeOnThread: onThread.has(name) })
+      const rows = new NewRowsJob(schema, { expectedKeys: expectedKeys.get(name), ...o.newRows, dir: tmp, encodeOnThread: onThread.has(name) })
       let written: WrittenPart[]
       try {
         for (const part of kept) {
@@ -368,6 +375,13 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
  * to write, and the caller waited for it: the tilings and rules come before the patterns.
  */
 const INLINE_TABLE_BYTES = 1 << 20
+
+/**
+ * Bytes of records a new key is expected for, to size a table's keys at once (NewRowsLimits.expectedKeys):
+ * fewer than the shortest pattern record holds, so that a table is rarely sized below its keys; one sized
+ * above them holds at most new-rows.ts SEEN_CAP keys' room.
+ */
+const RECORD_BYTES_PER_KEY = 128
 
 /** The size of a table's records file; 0 when there is none. */
 async function recordsBytes(dir: string, table: PackTableName): Promise<number> {

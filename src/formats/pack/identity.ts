@@ -151,11 +151,11 @@ function writeLive(w: PictureWriter, s: number): void {
   const room = w.owed + (s < STATE_CHARS.length ? 1 : 26)
   if (w.at - w.start + w.owed + 1 > MAX_PICTURE_BYTES) throw tooLong()
   const b = scratchRoom(w.at, room)
-  if (w.owed > 0) {
-    b.fill(DEAD, w.at, w.at + w.owed)
-    w.at += w.owed
-    w.owed = 0
-  }
+  // A few dead characters by hand: Buffer#fill checks its arguments in JS, which cost more than a short run.
+  if (w.owed > 16) b.fill(DEAD, w.at, w.at + w.owed)
+  else for (let n = 0; n < w.owed; n++) b[w.at + n] = DEAD
+  w.at += w.owed
+  w.owed = 0
   if (s < STATE_CHARS.length) b[w.at++] = STATE_CHARS.charCodeAt(s)
   else {
     b[w.at++] = 0x28 // (

@@ -25,6 +25,7 @@ import {
   type TableSchema,
 } from '../src/formats/pack/table-schemas.js'
 import { ALL_SCHEMAS, patternRows, sampleRows } from './pack-parquet-fixtures.js'
+import { patternIdentity } from '../src/formats/pack/identity.js'
 
 /** The spec's notation again, from the parsed schema, to compare with the spec's text. */
 function notation(type: PackType): string {
@@ -161,6 +162,25 @@ t.test('one validator over many rows: lengths stay exact and problems are found 
   }
 })
 
+t.test('an identity just built is measured as its RFC 8785 text, whatever its facts hold', async (t) => {
+  const p = PACK_TABLES.patterns
+  const check = rowValidator(p)
+  const good = patternRows(1)[0]!
+  const facts = { pinKey: 'square', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'gun' as const, period: 30, dx: 0, dy: 0, tileTypes: 1 }
+  const phases = [[{ i: 0, j: 0, k: 0, s: 1 }, { i: 70, j: 3, k: 0, s: 40 }, { i: -2, j: 1, k: 0, s: 2 ** 40 }], [{ i: 1, j: 1, k: 0, s: 1 }]]
+  const models = ['bs', 'bs\ttab', 'a"quote', 'back\\slash', 'ctl\u0001', 'é€', '😀', 'lone\ud800', 'lone\udc00x', 'hi\ud800é']
+  for (const model of models) {
+    for (const rule of ['B3/S23', 'R"1\\']) {
+      const { identity } = patternIdentity({ ...facts, model, rule, phases })
+      const row = { ...good, period: 30, identity }
+      const findings: never[] = []
+      t.equal(check(row, 0, findings), Buffer.byteLength(canonicalize(row)!), `${JSON.stringify(model)}, ${JSON.stringify(rule)}`)
+      t.same(findings, [])
+      t.equal(check({ ...row, identity: identity + '\n' }, 0, findings), Buffer.byteLength(canonicalize(row)!) + 2, 'another text is measured itself')
+    }
+  }
+})
+
 t.test('row findings name table, row and column', async (t) => {
   const p = PACK_TABLES.patterns
   const good = patternRows(1, { site: true })[0]!
@@ -198,6 +218,17 @@ t.test('row findings name table, row and column', async (t) => {
   t.match(partitionFindings(PACK_TABLES.rules, { x: 'a' }), [{ code: ROW_CODES.partitionMismatch, column: 'x' }])
   t.match(partitionFindings(PACK_TABLES.ants, { tiling_group: 'Hex' }), [{ code: ROW_CODES.partitionValue }])
   t.equal(validateRow(p, { ...good, speed: undefined, rule: undefined, site: undefined, gun: undefined }, 0).length, 0, 'missing nullable members are null')
+  // Unknown columns wherever they are in the row's order, which the check compares with the schema's first.
+  const columns = p.columns.map((c) => c.name)
+  const ordered = Object.fromEntries(columns.map((c) => [c, good[c]]))
+  t.equal(validateRow(p, ordered, 0).length, 0, 'the columns in the schema\'s order')
+  t.equal(validateRow(p, Object.fromEntries(columns.toReversed().map((c) => [c, good[c]])), 0).length, 0, 'in reverse order')
+  for (const at of [0, 5, columns.length]) {
+    const entries = columns.map((c) => [c, good[c]])
+    entries.splice(at, 0, ['finder_name', 'x'])
+    t.match(validateRow(p, Object.fromEntries(entries), 0), [{ code: ROW_CODES.invalid, column: 'finder_name' }], `an unknown column at ${at} of the columns' order, and no other finding`)
+    t.equal(validateRow(p, Object.fromEntries(entries), 0).length, 1)
+  }
   t.equal(validateRow(p, { ...good, site: { ...site, extra: 1 } }, 0).length, 0, 'a nested struct\'s extra member is ignored')
 })
 

@@ -30,7 +30,7 @@
  * pin.
  */
 import { hash } from 'node:crypto'
-import { MAX_STRING_CELL_BYTES } from './table-schemas.js'
+import { jsonStringLength, MAX_STRING_CELL_BYTES, tellStringCell } from './table-schemas.js'
 
 export const PATTERN_SCHEME = 'jetcarp-pattern-v3'
 export const ANT_SCHEME = 'jetcarp-ant-v1'
@@ -365,7 +365,7 @@ export function patternHeadLines(f: { pinKey: string; model: string; neighbourho
 /** The identity text of a pattern, and the normalised phases and picture its typed columns copy. */
 export function patternIdentity(f: PatternFacts): { identity: string; phases: Cell[][]; canonical: string } {
   const { bytes, phases, pictureBytes } = writePatternIdentity(f)
-  const identity = identityScratch.toString('utf8', 0, bytes)
+  const identity = madeIdentity(bytes)
   return { identity, phases, canonical: identity.slice(identity.length - pictureBytes) }
 }
 
@@ -376,11 +376,22 @@ export function patternIdentity(f: PatternFacts): { identity: string; phases: Ce
  */
 export function identifiedPattern(f: PatternFacts, pin: string): { identity: string; id: string; phases: Cell[][]; canonical: string } {
   const { bytes, phases, pictureBytes } = writePatternIdentity(f)
-  const identity = identityScratch.toString('utf8', 0, bytes)
+  const identity = madeIdentity(bytes)
   const end = writeText(bytes, `\n${pin}`)
   const id = hash('sha256', identityScratch.subarray(0, end), 'hex').slice(0, CONTENT_ID_DIGITS)
   // The picture ends the identity, a character a byte.
   return { identity, id, phases, canonical: identity.slice(identity.length - pictureBytes) }
+}
+
+/**
+ * The identity of `bytes` bytes at the scratch's start, as a string, whose RFC 8785 text length the row
+ * check is told (tellStringCell): after the head, only the line break before canonical= is escaped (the
+ * phases and the picture are digits, signs, `,` `;` `.` `/` `(` `)`, spaces and letters).
+ */
+function madeIdentity(bytes: number): string {
+  const identity = identityScratch.toString('utf8', 0, bytes)
+  tellStringCell(identity, bytes, bytes + 2 + head!.escapes + 1)
+  return identity
 }
 
 /**
@@ -399,8 +410,11 @@ function writePatternIdentity(f: PatternFacts): { bytes: number; phases: Cell[][
 
 const CANONICAL_LINE = '\ncanonical='
 
-/** The facts whose head (the lines before the phases) is at the scratch's start, and where it ends. */
-let head: { f: PatternFacts; rule: string | null; end: number } | undefined
+/**
+ * The facts whose head (the lines before the phases) is at the scratch's start, where it ends, and the bytes
+ * its escapes add to its RFC 8785 text (its line breaks, and whatever the facts' own text holds).
+ */
+let head: { f: PatternFacts; rule: string | null; end: number; escapes: number } | undefined
 
 /**
  * Writes the lines before the phases, and `phases=`, at the scratch's start, unless they are there already:
@@ -420,7 +434,8 @@ function writeHead(f: PatternFacts): number {
   // Only the facts' own text can hold a line break: the phases and the picture are numbers and state characters.
   for (const l of lines) if (l.includes('\n')) throw new RangeError(`an identity line holds a line break: ${JSON.stringify(l)}`)
   const end = writeText(0, `${lines.join('\n')}\nphases=`)
-  head = { f: { ...f, phases: [] }, rule, end }
+  // Measured as written: a fact's lone surrogate is written as the replacement character.
+  head = { f: { ...f, phases: [] }, rule, end, escapes: jsonStringLength(identityScratch.toString('utf8', 0, end)) - 2 - end }
   return end
 }
 

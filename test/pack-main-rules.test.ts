@@ -8,9 +8,25 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import { MAIN_RULES_CAP, MainRules, PatternMainRules } from '../src/formats/pack/main-rules.js'
 import { MoverPatterns, PARENT_PATTERN, StagedPatterns } from '../src/formats/pack/mover-patterns.js'
+import { contentIdText, contentIdWords } from '../src/formats/pack/id-table.js'
 
 const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
 const [A, B] = ['SHA256:publisher-a', 'SHA256:publisher-b']
+
+t.test('a content id\'s words give its text back, and order ids as their text does', async (t) => {
+  const ids = Array.from({ length: 2000 }, (_, n) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32))
+  ids.push('0'.repeat(32), 'f'.repeat(32), '00000000ffffffff0000000000000001', '80000000000000000000000000000000')
+  const words = new Uint32Array(4 * ids.length)
+  t.ok(ids.every((id, n) => contentIdWords(id, words, 4 * n)), 'every id read')
+  let back = 0
+  for (let n = 0; n < ids.length; n++) if (contentIdText(words, 4 * n) === ids[n]) back++
+  t.equal(back, ids.length, 'every id read back')
+  const byWords = ids.map((_, n) => n).sort((a, b) => {
+    for (let w = 0; w < 4; w++) if (words[4 * a + w] !== words[4 * b + w]) return words[4 * a + w]! < words[4 * b + w]! ? -1 : 1
+    return 0
+  })
+  t.same(byWords.map((n) => ids[n]), [...ids].sort(), 'words in order, as unsigned numbers, sort as the text')
+})
 
 t.test('a second main rule of a pattern and publisher names the first line; the same rule again and other publishers do not', async (t) => {
   const rules = new MainRules()

@@ -30,6 +30,13 @@ export function contentIdWords(id: unknown, into: Uint32Array, at = 0): boolean 
   return bad >= 0
 }
 
+/** The content id whose words contentIdWords put at `words[at, at + 4)`: its 32 lower-case hex digits. */
+export function contentIdText(words: Uint32Array, at = 0): string {
+  let text = ''
+  for (let w = 0; w < 4; w++) text += words[at + w]!.toString(16).padStart(8, '0')
+  return text
+}
+
 export class IdTable {
   slots: Uint32Array
   private capacity: number

@@ -26,8 +26,8 @@
  */
 import { hash } from 'node:crypto'
 import { PipeError } from '../../core/errors.js'
-import { contentIdWords } from './id-table.js'
-import { MAX_ROW_GROUP_ROWS, PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type WrittenPart } from './parquet-write.js'
+import { contentIdText, contentIdWords } from './id-table.js'
+import { MAX_ROW_GROUP_ROWS, PartFiles, PartsJob, type PartsJobOpen, type PartsJobOptions, type PartsWork, type RowKeys, type WrittenPart } from './parquet-write.js'
 import { RowBatchBuilder, RowHashBytes, type RowBatch } from './row-bytes.js'
 import { RecordSpill, SpillSort } from './spill-sort.js'
 import { FACT_CONFLICT, canonicalRowText, compareUtf8, sortColumnComparator, utf8OrderPrefix, type TableSchema } from './table-schemas.js'
@@ -81,7 +81,7 @@ export interface StagedRows {
   batch: RowBatch
   /** Each row's RFC 8785 text in UTF-16 units, which a chunk's measure counts. */
   textUnits: Float64Array
-  /** The rows' sort column values, the schema's sort columns a row. */
+  /** The rows' sort column values, the schema's sort columns a row; none for an id-keyed table, whose ids are in `hashes`. */
   sortValues: unknown[]
   /** Each row's partition, an index into `partitions` (`{}` when the table has none). */
   partitionOf: Int32Array
@@ -259,8 +259,9 @@ export class NewRowsJob {
     }
     s.textUnits[r] = textUnits
     const columns = this.schema.sortColumns
-    // Indexed loops here: an iterator a row showed as a twentieth of the main thread's garbage.
-    for (let c = 0; c < columns.length; c++) s.sortValues.push(row[columns[c]!])
+    // Indexed loops here: an iterator a row showed as a twentieth of the main thread's garbage. An id-keyed
+    // table's rows are sorted by their ids' words (in `hashes`), not by a string a row.
+    if (!this.idKeyed) for (let c = 0; c < columns.length; c++) s.sortValues.push(row[columns[c]!])
     s.partitionOf[r] = s.partitionIndex(row)
     // A row holding a float64 -0 is hashed here, by its bytes with zeros +0 as its text has them.
     if (negativeZero) {
@@ -382,7 +383,7 @@ function grown<T extends Float64Array | Int32Array | Uint32Array>(a: T): T {
 
 /** Staged rows as the thread holds them until their chunk is written. */
 interface Received {
-  staged: Omit<StagedRows, 'hashes' | 'hashedRows'>
+  staged: Omit<StagedRows, 'hashedRows'>
   bytes: Buffer
   view: DataView
 }
@@ -399,8 +400,10 @@ class Chunk {
   source = new Int32Array(1024)
   row = new Int32Array(1024)
   folder = new Int32Array(1024)
-  /** The sort values, the schema's sort columns a row. */
+  /** The sort values, the schema's sort columns a row; none for an id-keyed table. */
   readonly keys: unknown[] = []
+  /** An id-keyed table's ids, four words a row (contentIdWords). */
+  ids = new Uint32Array(4 * 1024)
   /** Event rows' RFC 8785 texts. */
   readonly texts: string[] = []
   count = 0
@@ -413,6 +416,7 @@ class Chunk {
       this.source = grown(this.source)
       this.row = grown(this.row)
       this.folder = grown(this.folder)
+      this.ids = grown(this.ids)
     }
     this.source[e] = source
     this.row[e] = row
@@ -449,7 +453,7 @@ export const SPILL_RECORDS = 2 ** 19
 
 /** Staged rows as spilled: what placing them needs, with each row's decision so far (a row placed already is DROP or PLACED). */
 interface SpilledRows {
-  staged: Omit<StagedRows, 'hashes' | 'hashedRows'>
+  staged: Omit<StagedRows, 'hashedRows'>
   status: Uint8Array
   /** The order of the first of its PENDING and PLACED rows, whose keys were spilled (the rest follow in row order). */
   firstOrder: number
@@ -541,7 +545,8 @@ class KeySpill {
       if (wait) await wait
     }
     if (!waiting) return
-    const { hashes: _hashes, hashedRows: _hashedRows, ...staged } = s
+    // The hashes go too: an id-keyed table's rows are sorted by the ids in them.
+    const { hashedRows: _hashedRows, ...staged } = s
     // Rows placed now are left out when the rest are placed.
     await this.rowSpill.write({ staged, status: status.map((x) => (x === KEEP ? DROP : x)), firstOrder })
   }
@@ -624,16 +629,27 @@ class NewRows implements PartsWork<NewRowsItem> {
   private readonly columns: ((a: unknown, b: unknown) => number)[]
   /** Whether the first sort column is text, whose chunk is sorted by utf8OrderPrefix first. */
   private readonly textFirst: boolean
+  /** Whether the table's key is a content id (NewRowsJob.idKeyed), by whose words its chunks are sorted. */
+  private readonly idKeyed: boolean
   /** The chunk writeChunk sorts, which compareRows reads. */
-  private sorting: { folder: Int32Array; keys: unknown[]; texts: string[]; prefix: Float64Array | undefined; prefix2: Float64Array | undefined } | undefined
+  private sorting: { folder: Int32Array; keys: unknown[]; texts: string[]; prefix: Float64Array | undefined; prefix2: Float64Array | undefined; ids: Uint32Array | undefined } | undefined
 
   /**
    * How two rows of the chunk being sorted compare. One comparator for the table's chunks, reading the
    * chunk from `sorting`: one made for each chunk was compiled anew for each (43 times a publish).
    */
   private readonly compareRows = (i: number, j: number): number => {
-    const { folder, keys, texts, prefix, prefix2 } = this.sorting!
+    const { folder, keys, texts, prefix, prefix2, ids } = this.sorting!
     if (folder[i] !== folder[j]) return compareUtf8(this.folderNames[folder[i]!]!, this.folderNames[folder[j]!]!)
+    // Content ids: their words in order are their hex digits' (id-table.ts), all 128 bits of them.
+    if (ids) {
+      for (let w = 0; w < 4; w++) {
+        const a = ids[4 * i + w]!
+        const b = ids[4 * j + w]!
+        if (a !== b) return a < b ? -1 : 1
+      }
+      return 0
+    }
     // -1 or 1, not the difference: a double returned to the sort is a heap number a comparison.
     if (prefix && prefix[i] !== prefix[j]) return prefix[i]! < prefix[j]! ? -1 : 1
     if (prefix2 && prefix2[i] !== prefix2[j]) return prefix2[i]! < prefix2[j]! ? -1 : 1
@@ -649,6 +665,7 @@ class NewRows implements PartsWork<NewRowsItem> {
   constructor(readonly schema: TableSchema, private readonly files: PartFiles, private readonly limits: { maxChunkBytes: number; maxChunkRows: number; seenCap: number; spillRecords: number; seenKeys: number }) {
     this.seen = new HashTable128(limits.seenKeys)
     this.fact = schema.kind === 'fact'
+    this.idKeyed = schema.contentIdKey === true
     this.columns = schema.sortColumns.map((c) => sortColumnComparator(schema, c))
     const first = schema.columns.find((c) => c.name === schema.sortColumns[0])!.type.kind
     this.textFirst = first === 'string' || first === 'time'
@@ -706,7 +723,7 @@ class NewRows implements PartsWork<NewRowsItem> {
    * Puts the rows kept in the chunk, in order, writing it when full; refuses at the first row refused.
    * `now`: a spilling table's rows decided at once (KEEP and PLACED), the rest left to the spill.
    */
-  private async place(s: Omit<StagedRows, 'hashes' | 'hashedRows'>, status: Uint8Array, now: boolean): Promise<void> {
+  private async place(s: Omit<StagedRows, 'hashedRows'>, status: Uint8Array, now: boolean): Promise<void> {
     const { batch } = s
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
     const staged: Received = { staged: s, bytes, view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength) }
@@ -736,12 +753,15 @@ class NewRows implements PartsWork<NewRowsItem> {
     for (let r = from; r < rows; r++) {
       if (now ? status[r] !== KEEP && status[r] !== PLACED : status[r] !== KEEP && status[r] !== CONFLICT) continue // DROP: the table has it already, from a parent or earlier in this publish
       if (status[r] === CONFLICT) {
-        const key = s.sortValues.slice(r * n, r * n + n)
+        const key = this.idKeyed ? [contentIdText(s.hashes, r * 8)] : s.sortValues.slice(r * n, r * n + n)
         throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
       }
       if (source < 0) source = chunk.sources.push(received) - 1
       chunk.push(source, r, folders[s.partitionOf[r]!]!)
-      for (let c = 0; c < n; c++) chunk.keys.push(s.sortValues[r * n + c])
+      if (this.idKeyed) {
+        const at = 4 * (chunk.count - 1)
+        for (let w = 0; w < 4; w++) chunk.ids[at + w] = s.hashes[r * 8 + w]!
+      } else for (let c = 0; c < n; c++) chunk.keys.push(s.sortValues[r * n + c])
       if (!this.fact) chunk.texts.push(s.texts[r]!)
       chunk.measure += s.textUnits[r]! + 64
       if (this.full()) return r + 1
@@ -762,30 +782,31 @@ class NewRows implements PartsWork<NewRowsItem> {
 
   /** Writes the chunk: sorted, a run of parts for each partition. */
   private async writeChunk(): Promise<void> {
-    const { sources, source, row, folder, keys, texts, count } = this.chunk
+    const { sources, source, row, folder, keys, texts, ids, count } = this.chunk
     this.chunk = new Chunk()
     const n = this.columns.length
     const order = new Int32Array(count)
     for (let e = 0; e < count; e++) order[e] = e
     // Two prefixes, units 0-2 and 3-5: a chunk holds more ids than one prefix of hex digits has values, and
     // the ties it left, each a full compareUtf8, were most of the sort's time.
-    const prefix = this.textFirst ? new Float64Array(count) : undefined
-    const prefix2 = this.textFirst ? new Float64Array(count) : undefined
+    const prefix = this.textFirst && !this.idKeyed ? new Float64Array(count) : undefined
+    const prefix2 = this.textFirst && !this.idKeyed ? new Float64Array(count) : undefined
     if (prefix && prefix2) {
       for (let e = 0; e < count; e++) {
         prefix[e] = utf8OrderPrefix(keys[e * n] as string)
         prefix2[e] = utf8OrderPrefix(keys[e * n] as string, 3)
       }
     }
-    this.sorting = { folder, keys, texts, prefix, prefix2 }
+    this.sorting = { folder, keys, texts, prefix, prefix2, ids: this.idKeyed ? ids : undefined }
     order.sort(this.compareRows)
     this.sorting = undefined
+    const rowKeys: RowKeys = this.idKeyed ? { text: (e) => contentIdText(ids, 4 * e) } : { text: (e) => String(keys[e * n]) }
     for (let k = 0; k < count; k++) {
       const e = order[k]!
       if (k === 0 || folder[e] !== folder[order[k - 1]!]) this.files.startRun(this.folderPartitions[folder[e]!]!)
       const { staged, bytes, view } = sources[source[e]!]!
       const r = row[e]!
-      const wrote = this.files.row(bytes, view, r === 0 ? 0 : staged.batch.ends[r - 1]!, staged.batch.textBytes[r]!, String(keys[e * n]))
+      const wrote = this.files.row(bytes, view, r === 0 ? 0 : staged.batch.ends[r - 1]!, staged.batch.textBytes[r]!, rowKeys, e)
       if (wrote) await wrote
       if (k + 1 === count || folder[order[k + 1]!] !== folder[e]) await this.files.endRun()
     }

@@ -1128,6 +1128,14 @@ class OpenPart {
 }
 
 /**
+ * The text of a row's first sort column (a part's first and last), asked only for the rows that begin and
+ * end a row group: a writer whose rows carry no such text (NewRows' id-keyed chunks) makes two a group.
+ */
+export interface RowKeys {
+  text(row: number): string
+}
+
+/**
  * Shreds rows into row groups of at most `maxRowGroupRows` rows and `maxRowGroupTextBytes` of row text,
  * encodes them and appends them to parts, starting a new part before a row group would take the current
  * one past `maxPartBytes`, and at the end of a run that closes; then each part's page indexes and footer.
@@ -1148,7 +1156,9 @@ export class PartFiles {
   private groupRows = 0
   private groupTextBytes = 0
   private groupFirst = ''
-  private groupLast = ''
+  /** The group's last row, as its key's text is found once the group is written (RowKeys). */
+  private groupLastKeys: RowKeys | undefined
+  private groupLastRow = 0
 
   constructor(private readonly opts: PartFilesOptions) {
     this.dir = opts.dir
@@ -1167,12 +1177,13 @@ export class PartFiles {
     const { batch, order } = item
     const bytes = Buffer.from(batch.bytes.buffer, batch.bytes.byteOffset, batch.bytes.byteLength)
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    const keys: RowKeys = { text: (r) => batch.keys[r]! }
     let k = 0
     for (const run of item.runs) {
       this.startRun(run.partition)
       for (; k < run.end; k++) {
         const r = order ? order[k]! : k
-        const wrote = this.row(bytes, view, r === 0 ? 0 : batch.ends[r - 1]!, batch.textBytes[r]!, batch.keys[r]!)
+        const wrote = this.row(bytes, view, r === 0 ? 0 : batch.ends[r - 1]!, batch.textBytes[r]!, keys, r)
         if (wrote) await wrote
       }
       if (run.close) await this.endRun()
@@ -1180,14 +1191,15 @@ export class PartFiles {
   }
 
   /**
-   * Adds the row whose bytes start at `at` (its RFC 8785 text `textBytes` of UTF-8, its first sort column
-   * `key` as text) to the run. A promise only when a row group is written.
+   * Adds the row whose bytes start at `at` (its RFC 8785 text `textBytes` of UTF-8; its first sort column as
+   * text `keys.text(row)`) to the run. A promise only when a row group is written.
    */
-  row(bytes: Buffer, view: DataView, at: number, textBytes: number, key: string): Promise<void> | undefined {
-    if (this.groupRows > 0 && this.groupTextBytes + textBytes > this.opts.maxRowGroupTextBytes) return this.flushRowGroup().then(() => this.row(bytes, view, at, textBytes, key))
+  row(bytes: Buffer, view: DataView, at: number, textBytes: number, keys: RowKeys, row: number): Promise<void> | undefined {
+    if (this.groupRows > 0 && this.groupTextBytes + textBytes > this.opts.maxRowGroupTextBytes) return this.flushRowGroup().then(() => this.row(bytes, view, at, textBytes, keys, row))
     this.shredder.shredRow(bytes, view, at)
-    if (this.groupRows === 0) this.groupFirst = key
-    this.groupLast = key
+    if (this.groupRows === 0) this.groupFirst = keys.text(row)
+    this.groupLastKeys = keys
+    this.groupLastRow = row
     this.groupRows++
     this.groupTextBytes += textBytes
     return this.groupRows >= this.opts.maxRowGroupRows ? this.flushRowGroup() : undefined
@@ -1201,6 +1213,9 @@ export class PartFiles {
   /** Writes the buffered rows as one row group. */
   private async flushRowGroup(): Promise<void> {
     if (this.groupRows === 0) return
+    const first = this.groupFirst
+    const last = this.groupLastKeys!.text(this.groupLastRow)
+    this.groupLastKeys = undefined
     const out = this.groupBuffer
     out.index = 0
     out.offset = 0
@@ -1234,8 +1249,8 @@ export class PartFiles {
     part.chunks.push(...encoded)
     part.decoded += decoded
     part.largestGroupDecoded = Math.max(part.largestGroupDecoded, decoded)
-    if (part.rows === 0) part.first = this.groupFirst
-    part.last = this.groupLast
+    if (part.rows === 0) part.first = first
+    part.last = last
     part.rows += rows
   }
 

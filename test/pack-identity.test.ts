@@ -250,6 +250,8 @@ t.test('level 1 on a pattern\'s lines agrees with the rule written plainly, over
     { pinKey: 'hex', model: 'generations:3', neighbourhood: 'edge' as const, stepsPerGen: 2, class: 'gun' as const, rule: 'B2/S/3', period: 30, dx: 0, dy: 0, phases: [[cell(0, 0, 2), cell(1, 0, 1, 1)]], tileTypes: 2 },
     // Numbers of several digits, and a state past 9.
     { pinKey: 'square', model: 'generations:40', neighbourhood: 'touch' as const, stepsPerGen: 12, class: 'oscillator' as const, period: 107, dx: 0, dy: 0, phases: [[cell(0, 3, 39), cell(120, 0, 12), cell(7, 1045, 1)], [cell(0, 3, 38), cell(120, 0, 11)]], tileTypes: 1 },
+    // Each number at 9 and 10, and below 0, where one digit ends.
+    { pinKey: 'square', model: 'generations:11', neighbourhood: 'touch' as const, stepsPerGen: 1, class: 'oscillator' as const, period: 2, dx: 0, dy: 0, phases: [[cell(0, 0, 10, 9), cell(10, 9, 9, 10)], [cell(-1, -10, -1, -10), cell(9, 10, -10, -1)]], tileTypes: 11 },
   ]
   // Edits that make or break lines, keys, separators and numbers.
   const alphabet = ['\n', '=', ';', ',', ' ', '-', '0', '1', '2', 'o', '.', '/', 'r', 'x', 'rule=', 'phases=', '\ncanonical=', '\nrule=B3']

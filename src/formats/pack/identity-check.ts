@@ -373,13 +373,22 @@ function writeTypedPhases(s: Uint8Array, p: number, t: TypedPhases, limit: numbe
     const to = t.cellOffsets[q + 1]!
     for (let x = from; x < to; x++) {
       if (x > from) s[p++] = 0x20
-      p = writeNumber(s, p, t.i[x]!)
+      // A digit in place: most of a pattern's numbers are one, and the call a number was most of the spelling.
+      const i = t.i[x]!
+      if (i >>> 0 < 10) s[p++] = 0x30 + i
+      else p = writeNumber(s, p, i)
       s[p++] = 0x2c
-      p = writeNumber(s, p, t.j[x]!)
+      const j = t.j[x]!
+      if (j >>> 0 < 10) s[p++] = 0x30 + j
+      else p = writeNumber(s, p, j)
       s[p++] = 0x2c
-      p = writeNumber(s, p, t.k[x]!)
+      const k = t.k[x]!
+      if (k >>> 0 < 10) s[p++] = 0x30 + k
+      else p = writeNumber(s, p, k)
       s[p++] = 0x2c
-      p = writeNumber(s, p, t.s[x]!)
+      const state = t.s[x]!
+      if (state >>> 0 < 10) s[p++] = 0x30 + state
+      else p = writeNumber(s, p, state)
       if (p > limit) return -1
     }
     if (p > limit) return -1

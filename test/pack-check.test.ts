@@ -489,3 +489,18 @@ t.test('a row of more list elements than a check builds a row from is a note, an
   t.notOk(a.some((i) => i.code === CHECK_CODES.rowUnchecked), 'at the bound: no note')
   t.ok(a.some((i) => i.code === 'pack.geometry-limit' && i.target === 'tiling:square' && /has \d+ items, more than the limit 4096/.test(i.detail)), 'at the bound the row is built and its geometry checked')
 })
+
+t.test('a pack of more manifests, index trees and data objects than a check tracks is checked that far, then refused once', async (t) => {
+  const tracked = async (cap: number) => check(clean.dir, 3, { caps: { tracked: cap } })
+  let enough = 1
+  while ((await tracked(enough)).some((i) => i.code === CHECK_CODES.checkTooLarge)) enough++
+  t.ok(enough > 10, `the clean store needs ${enough} paths tracked`)
+  exactly(t, await tracked(enough), [], 'with room for every path')
+  const short = await tracked(enough - 1)
+  exactly(t, short, [`0 ${CHECK_CODES.checkTooLarge}`], 'one path short')
+  t.match(short.at(-1), { code: CHECK_CODES.checkTooLarge, detail: new RegExp(`than the ${enough - 1} a check keeps track of`) }, 'the last issue: nothing is checked after it')
+  const first = await tracked(1)
+  exactly(t, first, [`0 ${CHECK_CODES.checkTooLarge}`], 'room for the first manifest only')
+  t.match(first.at(-1)!.target, /^objects\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\.json$/, 'the target is the path not tracked')
+  t.equal((await tracked(0)).length, 1, 'no room at all: the refusal alone')
+})

@@ -27,7 +27,7 @@ import { authoriseSigner, publisherIdOf, verifyKeyChain, type KeyChain, type Key
 import type { ReplayBudget } from './replay.js'
 import { NS_MANIFEST, verifySshsig } from './sshsig.js'
 import { EXPORT_MANIFEST_PATH, STORE_CODES, STORE_DOCUMENT_PATH, exportHistoryPath, objectPath, readDocumentFile } from './store.js'
-import { CHECK_CODES, CheckRun, STORE_LAYOUT, exportLayout, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
+import { CHECK_CODES, CheckRun, CheckTooLarge, STORE_LAYOUT, exportLayout, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
 import { TableChecker } from './check-tables.js'
 
 export { CHECK_CODES, levelOf, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
@@ -93,6 +93,9 @@ export class PackChecker {
     const versions = new VersionCheck(run)
     try {
       yield* kind === 'store' ? versions.store() : versions.export()
+    } catch (err) {
+      if (!(err instanceof CheckTooLarge)) throw err
+      yield run.issue(CHECK_CODES.checkTooLarge, err.target, err.message)
     } finally {
       await versions.close()
     }

@@ -37,6 +37,8 @@ export function siblingWorkerUrl(moduleUrl: string, name: string): URL {
  */
 const OLD_GENERATION_MB = 96
 
+const DEFAULT_YOUNG_GENERATION_MB = 16
+
 export interface OrderedJobOptions {
   /** Unacknowledged items the caller may have (default 8). */
   maxInFlight?: number
@@ -78,13 +80,13 @@ export class OrderedJob<Open, Item, Result> {
   }
 
   /**
-   * Starts a thread of `url`'s module, idle, unless one is: the next job of the module takes it. Starting a
-   * thread and loading its modules takes a few hundred milliseconds, which the caller spends on its own
-   * start rather than waiting for them at its first job.
+   * Starts a thread of `url`'s module (with the default young generation), idle, unless one is: the next job
+   * of the module takes it. Starting a thread and loading its modules takes a few hundred milliseconds,
+   * which the caller spends on its own start rather than waiting for them at its first job.
    */
-  static prewarm(url: URL, opts: Pick<OrderedJobOptions, 'youngGenerationMb'> = {}): void {
+  static prewarm(url: URL): void {
     if (idle.some((t) => t.url === url.href)) return
-    const thread = startThread(url, opts.youngGenerationMb ?? 16)
+    const thread = startThread(url, DEFAULT_YOUNG_GENERATION_MB)
     thread.worker.unref()
     idle.push(thread)
   }
@@ -92,7 +94,7 @@ export class OrderedJob<Open, Item, Result> {
   /** Starts a job on an idle thread of `url`'s module, or a new one. */
   static open<Open, Item, Result>(url: URL, open: Open, opts: OrderedJobOptions = {}): OrderedJob<Open, Item, Result> {
     const at = idle.findIndex((t) => t.url === url.href)
-    const thread = at >= 0 ? idle.splice(at, 1)[0]! : startThread(url, opts.youngGenerationMb ?? 16)
+    const thread = at >= 0 ? idle.splice(at, 1)[0]! : startThread(url, opts.youngGenerationMb ?? DEFAULT_YOUNG_GENERATION_MB)
     thread.worker.ref()
     const job = new OrderedJob<Open, Item, Result>(thread, opts.maxInFlight ?? 8, opts.onReturned)
     job.send({ type: 'open', value: open })

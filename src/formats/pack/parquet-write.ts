@@ -717,6 +717,13 @@ class ChunkEncoder {
   private readonly body = new ByteWriter(1 << 20)
   /** The encoded levels of the last Levels encoded, by page start, for its fill (writePageLevels). */
   private readonly levelsCache: { levels: Levels | undefined; fill: number; pages: Map<number, { s1: number; bytes: Uint8Array }> } = { levels: undefined, fill: -1, pages: new Map() }
+  /**
+   * The pages of the last leaf of numbers or booleans cut (pages), for its Levels' fill, width and maximum
+   * definition level: the fields of a struct that share their levels (a cell's i, j, k and s) and their
+   * width have the same pages, and cutting them was a pass over every slot (11 million for a million
+   * patterns' cells) for each.
+   */
+  private readonly pagesCache: { levels: Levels | undefined; fill: number; width: number; maxDef: number; pages: PageRange[] } = { levels: undefined, fill: -1, width: 0, maxDef: 0, pages: [] }
 
   constructor() {
     this.zstd.setParameter(zstdBinding.CParameter.compressionLevel, ZSTD_LEVEL)
@@ -810,6 +817,11 @@ class ChunkEncoder {
 
   /** Cuts the chunk into pages at row starts once a page holds PAGE_VALUE_BYTES of PLAIN values. */
   private pages(leaf: Leaf, dictionary: boolean): PageRange[] {
+    const width = leaf.physical === 'BOOLEAN' ? 0.125 : leaf.physical === 'INT32' ? 4 : 8
+    const strings = leaf instanceof StringLeaf ? leaf : undefined
+    const cache = this.pagesCache
+    const { levels, maxDef } = leaf
+    if (!strings && cache.levels === levels && cache.fill === levels.fill && cache.width === width && cache.maxDef === maxDef) return cache.pages
     const pages: PageRange[] = []
     const flat = leaf.maxRep === 0
     let s0 = 0
@@ -817,16 +829,13 @@ class ChunkEncoder {
     let v = 0
     let rows = 0
     let bytes = 0
-    const width = leaf.physical === 'BOOLEAN' ? 0.125 : leaf.physical === 'INT32' ? 4 : 8
-    const strings = leaf instanceof StringLeaf ? leaf : undefined
     // A value's PLAIN bytes: a string's length (its dictionary entry's or its own, from a list of ends),
     // else the type's width. What the loop reads is taken out of the leaf first: reading it from the leaf
     // each slot made this loop most of encode's own time.
     const fromEntries = strings !== undefined && (dictionary || strings.dictionary)
     const ends = strings === undefined ? undefined : fromEntries ? strings.dictEnds : strings.ends
     const indexes = fromEntries ? strings!.indexes : undefined
-    const { slots, defs, reps } = leaf.levels
-    const maxDef = leaf.maxDef
+    const { slots, defs, reps } = levels
     for (let s = 0; s < slots; s++) {
       const rowStart = flat || reps[s] === 0
       if (rowStart && bytes >= PAGE_VALUE_BYTES && s > s0) {
@@ -846,6 +855,7 @@ class ChunkEncoder {
       }
     }
     if (slots > s0 || pages.length === 0) pages.push({ s0, s1: slots, v0, v1: v, rows })
+    if (!strings) Object.assign(cache, { levels, fill: levels.fill, width, maxDef, pages })
     return pages
   }
 

@@ -397,11 +397,16 @@ class BooleanLeaf extends Leaf {
 
 /**
  * Strings as UTF-8. With the dictionary on, only distinct strings are stored (in `dictBytes`) and each value
- * is an index; when the dictionary is dropped, the values so far are written out into `bytes`.
+ * is an index; when the dictionary is dropped, the values so far are written out into `bytes`, as PLAIN
+ * pages hold them, so that a page's values are one copy (a copy a value was most of writing a page of ids
+ * or identities).
  */
 class StringLeaf extends DictionaryLeaf {
   readonly physical = 'BYTE_ARRAY'
-  /** PLAIN mode: every value's UTF-8, value i at [ends[i-1], ends[i]). */
+  /**
+   * PLAIN mode: every value as PLAIN encodes it, its length (u32, little-endian) then its UTF-8; value i at
+   * [plainStart(i), ends[i]), its UTF-8 from valueStart(i).
+   */
   bytes: Buffer = Buffer.allocUnsafeSlow(64 * 1024)
   ends = new Int32Array(1024)
   /** Dictionary mode: the distinct strings' UTF-8, entry e at [dictEnds[e-1], dictEnds[e]). */
@@ -451,17 +456,20 @@ class StringLeaf extends DictionaryLeaf {
   }
 
   private append(src: Buffer, start: number, end: number, i: number): void {
-    const at = this.valueStart(i)
-    if (at + end - start > this.bytes.length) this.bytes = growBuffer(this.bytes, at + end - start)
-    if (i >= this.ends.length) this.ends = grow(this.ends, i + 1)
     const n = end - start
+    const at = this.plainStart(i)
+    if (at + 4 + n > this.bytes.length) this.bytes = growBuffer(this.bytes, at + 4 + n)
+    if (i >= this.ends.length) this.ends = grow(this.ends, i + 1)
+    const b = this.bytes
+    b[at] = n & 0xff
+    b[at + 1] = (n >>> 8) & 0xff
+    b[at + 2] = (n >>> 16) & 0xff
+    b[at + 3] = n >>> 24
     // A short value byte by byte: Buffer#copy checks its arguments in JS, which cost more than copying an
     // id or a picture.
-    if (n <= 64) {
-      const b = this.bytes
-      for (let k = 0; k < n; k++) b[at + k] = src[start + k]!
-    } else src.copy(this.bytes, at, start, end)
-    this.ends[i] = at + n
+    if (n <= 64) for (let k = 0; k < n; k++) b[at + 4 + k] = src[start + k]!
+    else src.copy(b, at + 4, start, end)
+    this.ends[i] = at + 4 + n
     this.totalPlain += 4 + n
   }
 
@@ -473,21 +481,28 @@ class StringLeaf extends DictionaryLeaf {
     return this.dictEnds[e]! - this.entryStart(e)
   }
 
-  valueStart(i: number): number {
+  /** Where PLAIN value i's length is. */
+  plainStart(i: number): number {
     return i === 0 ? 0 : this.ends[i - 1]!
+  }
+
+  /** Where PLAIN value i's UTF-8 is. */
+  valueStart(i: number): number {
+    return this.plainStart(i) + 4
   }
 
   protected override dropDictionary(): void {
     // The value just added is already counted in `values` and has its index; copy every value out.
     const n = this.values
     let used = 0
-    for (let i = 0; i < n; i++) used += this.entryLength(this.indexes[i]!)
+    for (let i = 0; i < n; i++) used += 4 + this.entryLength(this.indexes[i]!)
     if (used > this.bytes.length) this.bytes = growBuffer(this.bytes, used)
     this.ends = grow(this.ends, n)
     let at = 0
     for (let i = 0; i < n; i++) {
       const e = this.indexes[i]!
-      at += this.dictBytes.copy(this.bytes, at, this.entryStart(e), this.dictEnds[e]!)
+      this.bytes.writeUInt32LE(this.entryLength(e), at)
+      at += 4 + this.dictBytes.copy(this.bytes, at + 4, this.entryStart(e), this.dictEnds[e]!)
       this.ends[i] = at
     }
     super.dropDictionary()
@@ -503,7 +518,7 @@ class StringLeaf extends DictionaryLeaf {
   }
 
   plainBytes(v0: number, v1: number): number {
-    if (!this.dictionary) return (v1 - v0) * 4 + this.valueStart(v1) - this.valueStart(v0)
+    if (!this.dictionary) return this.plainStart(v1) - this.plainStart(v0)
     let n = 0
     for (let i = v0; i < v1; i++) n += 4 + this.entryLength(this.indexes[i]!)
     return n
@@ -835,6 +850,8 @@ class ChunkEncoder {
     const fromEntries = strings !== undefined && (dictionary || strings.dictionary)
     const ends = strings === undefined ? undefined : fromEntries ? strings.dictEnds : strings.ends
     const indexes = fromEntries ? strings!.indexes : undefined
+    // A dictionary entry is its UTF-8 alone; a PLAIN value holds its length too.
+    const lengthBytes = fromEntries ? 4 : 0
     const { slots, defs, reps } = levels
     for (let s = 0; s < slots; s++) {
       const rowStart = flat || reps[s] === 0
@@ -849,7 +866,7 @@ class ChunkEncoder {
       if (maxDef === 0 || defs[s] === maxDef) {
         if (ends) {
           const e = indexes ? indexes[v]! : v
-          bytes += 4 + ends[e]! - (e === 0 ? 0 : ends[e - 1]!)
+          bytes += lengthBytes + ends[e]! - (e === 0 ? 0 : ends[e - 1]!)
         } else bytes += width
         v++
       }
@@ -882,7 +899,11 @@ class ChunkEncoder {
           at = putByteArray(out, w.view, at, leaf.dictBytes, leaf.entryStart(e), leaf.dictEnds[e]!)
         }
       } else {
-        for (let i = p.v0; i < p.v1; i++) at = putByteArray(out, w.view, at, leaf.bytes, leaf.valueStart(i), leaf.ends[i]!)
+        // Held as PLAIN writes them: one copy.
+        const from = leaf.plainStart(p.v0)
+        const to = leaf.plainStart(p.v1)
+        out.set(leaf.bytes.subarray(from, to), at)
+        at += to - from
       }
       w.offset += at - w.index
       w.index = at

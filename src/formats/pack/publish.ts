@@ -589,17 +589,44 @@ export async function readablePart(p: WrittenPart, schema: TableSchema): Promise
 /** Moves written parts into the store once every one is readable; else removes them all and refuses. */
 async function adoptParts(store: string, written: readonly WrittenPart[], schema: TableSchema): Promise<TablePart[]> {
   try {
-    for (const p of written) await readablePart(p, schema)
+    await inTurns(written, (p) => readablePart(p, schema))
   } catch (err) {
     for (const p of written) await unlink(p.path).catch(() => undefined)
     throw err
   }
-  const parts: TablePart[] = []
-  for (const p of written) {
+  return inTurns(written, async (p) => {
     const o = await adoptObjectFile(store, p.path, p.sha256, p.bytes, 'parquet')
-    parts.push({ bytes: p.bytes, first: p.first, last: p.last, object: o.hash, partition: { ...p.partition }, rows: p.rows })
+    return { bytes: p.bytes, first: p.first, last: p.last, object: o.hash, partition: { ...p.partition }, rows: p.rows }
+  })
+}
+
+/**
+ * Parts read back or moved into the store at once. Each waits mostly on the disk (a footer read, an
+ * fsync, a rename and its folder's fsync); one after another, a million patterns' 62 parts were the last
+ * 0.25 s of the publish, both threads otherwise idle.
+ */
+const PARTS_AT_ONCE = 8
+
+/**
+ * `each` of the items, PARTS_AT_ONCE at a time, every one settled before this does; the results in the
+ * items' order, or the failure of the first item in that order that failed (as one after another would).
+ */
+async function inTurns<T, R>(items: readonly T[], each: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length)
+  const failures = new Map<number, unknown>()
+  let next = 0
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < items.length; i = next++) {
+      try {
+        results[i] = await each(items[i]!)
+      } catch (err) {
+        failures.set(i, err)
+      }
+    }
   }
-  return parts
+  await Promise.all(Array.from({ length: Math.min(PARTS_AT_ONCE, items.length) }, worker))
+  if (failures.size > 0) throw failures.get(Math.min(...failures.keys()))
+  return results
 }
 
 const WRITE_BATCH = 4096

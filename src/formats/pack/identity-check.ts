@@ -373,22 +373,13 @@ function writeTypedPhases(s: Uint8Array, p: number, t: TypedPhases, limit: numbe
     const to = t.cellOffsets[q + 1]!
     for (let x = from; x < to; x++) {
       if (x > from) s[p++] = 0x20
-      // A digit in place: most of a pattern's numbers are one, and the call a number was most of the spelling.
-      const i = t.i[x]!
-      if (i >>> 0 < 10) s[p++] = 0x30 + i
-      else p = writeNumber(s, p, i)
+      p = writeNumber(s, p, t.i[x]!)
       s[p++] = 0x2c
-      const j = t.j[x]!
-      if (j >>> 0 < 10) s[p++] = 0x30 + j
-      else p = writeNumber(s, p, j)
+      p = writeNumber(s, p, t.j[x]!)
       s[p++] = 0x2c
-      const k = t.k[x]!
-      if (k >>> 0 < 10) s[p++] = 0x30 + k
-      else p = writeNumber(s, p, k)
+      p = writeNumber(s, p, t.k[x]!)
       s[p++] = 0x2c
-      const state = t.s[x]!
-      if (state >>> 0 < 10) s[p++] = 0x30 + state
-      else p = writeNumber(s, p, state)
+      p = writeNumber(s, p, t.s[x]!)
       if (p > limit) return -1
     }
     if (p > limit) return -1

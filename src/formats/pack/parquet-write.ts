@@ -461,10 +461,7 @@ class StringLeaf extends DictionaryLeaf {
     if (at + 4 + n > this.bytes.length) this.bytes = growBuffer(this.bytes, at + 4 + n)
     if (i >= this.ends.length) this.ends = grow(this.ends, i + 1)
     const b = this.bytes
-    b[at] = n & 0xff
-    b[at + 1] = (n >>> 8) & 0xff
-    b[at + 2] = (n >>> 16) & 0xff
-    b[at + 3] = n >>> 24
+    putPlainLength(b, at, n)
     // A short value byte by byte: Buffer#copy checks its arguments in JS, which cost more than copying an
     // id or a picture.
     if (n <= 64) for (let k = 0; k < n; k++) b[at + 4 + k] = src[start + k]!
@@ -501,7 +498,7 @@ class StringLeaf extends DictionaryLeaf {
     let at = 0
     for (let i = 0; i < n; i++) {
       const e = this.indexes[i]!
-      this.bytes.writeUInt32LE(this.entryLength(e), at)
+      putPlainLength(this.bytes, at, this.entryLength(e))
       at += 4 + this.dictBytes.copy(this.bytes, at + 4, this.entryStart(e), this.dictEnds[e]!)
       this.ends[i] = at
     }
@@ -531,6 +528,14 @@ class StringLeaf extends DictionaryLeaf {
   writeDictionary(w: ByteWriter): void {
     for (let e = 0; e < this.distinct; e++) appendByteArray(w, this.dictBytes, this.entryStart(e), this.dictEnds[e]!)
   }
+}
+
+/** A PLAIN byte array's length (u32, little-endian) at `b[at]`; by hand, where Buffer#writeUInt32LE checks its arguments a value. */
+function putPlainLength(b: Uint8Array, at: number, n: number): void {
+  b[at] = n & 0xff
+  b[at + 1] = (n >>> 8) & 0xff
+  b[at + 2] = (n >>> 16) & 0xff
+  b[at + 3] = n >>> 24
 }
 
 function growBuffer(b: Buffer, need: number): Buffer {

@@ -504,3 +504,57 @@ t.test('a pack of more manifests, index trees and data objects than a check trac
   t.match(first.at(-1)!.target, /^objects\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\.json$/, 'the target is the path not tracked')
   t.equal((await tracked(0)).length, 1, 'no room at all: the refusal alone')
 })
+
+t.test('tilings and rules beyond what a check keeps leave what needs them unchecked, with notes, not failures', async (t) => {
+  const notes = (issues: CheckIssue[], code: string) => issues.filter((i) => i.note && i.code === code)
+  const notReplayed = (issues: CheckIssue[], why: RegExp) => issues.filter((i) => i.code === 'pack.replay-not-replayable' && why.test(i.detail)).map((i) => `${i.level} ${i.target}`).sort()
+  const full = await check(clean.dir, 3)
+  exactly(t, full, [], 'with room for every fact')
+  t.same(notes(full, CHECK_CODES.factsUnkept), [], 'and no note of facts not kept')
+  const onSquare = penroseRows.patterns!.filter((p) => p.pin_key === 'square').map((p) => `3 pattern:${String(p.id)}`).sort()
+  t.equal(onSquare.length, 4, 'four patterns on the square tiling')
+  t.same(notReplayed(full, /./), [`3 pattern:${String(penroseRows.patterns!.find((p) => p.pin_key !== 'square')!.id)}`], 'the Penrose one alone is not replayed')
+
+  // One key a map: the first tiling by pin_key (penrose-kd), and the first rule, are kept; the parts on threads too.
+  for (const threads of [1, 2]) {
+    const one = await check(clean.dir, 3, { caps: { factKeys: 1 }, threads, threadPartBytes: 0 })
+    exactly(t, one, [], `${threads} thread(s): the records on the square tiling, not kept, are no pack.tiling-missing`)
+    t.same(notes(one, CHECK_CODES.factsUnkept).map((i) => `${i.level} ${i.target} ${i.detail.replace(/ than .*: /, ': ')}`), [
+      '1 tiling:square more tilings and rules keys: the rows of the other keys are not held to being the same wherever they appear',
+      '1 tiling:square more tilings: the records on the others are not checked against their tiling, nor replayed',
+      `1 ${partOf(clean, 'rules')} row 1 more rule notations: the ranges of verifications in the other notations are not checked against their family`,
+    ], 'a note for each map, once, on the first row it does not keep')
+    t.same(notReplayed(one, /^tiling "square" is not among the 1 tilings this check keeps/), onSquare, 'the patterns on the square tiling are noted as not replayed')
+  }
+
+  const flat = await check(clean.dir, 3, { caps: { geometryBytes: 0 } })
+  exactly(t, flat, [], 'no bytes of geometry: no failure')
+  t.same(notReplayed(flat, /^tiling "square"'s neighbour lists are beyond the 0 bytes of geometry this check keeps/), onSquare, 'each pattern on the lattice is noted as not replayed')
+  t.same(notes(flat, CHECK_CODES.factsUnkept), [], 'the tiling itself is kept')
+
+  const none = await check(clean.dir, 3, { caps: { keptText: 0 } })
+  exactly(t, none, [], 'no characters kept: no failure')
+  t.equal(notes(none, CHECK_CODES.factsUnkept).length, 3, 'a note for each map')
+  t.equal(notReplayed(none, /tilings this check keeps/).length, 5, 'and no pattern, the Penrose one too, has its tiling')
+
+  // The least text that keeps both tilings: the rules and the main verifications' notations, kept after them, are not.
+  let [low, high] = [0, 1 << 16]
+  while (low < high) {
+    const mid = (low + high) >> 1
+    if (notes(await check(clean.dir, 3, { caps: { keptText: mid } }), CHECK_CODES.factsUnkept).some((i) => i.target.startsWith('tiling:'))) low = mid + 1
+    else high = mid
+  }
+  const tight = await check(clean.dir, 3, { caps: { keptText: low } })
+  exactly(t, tight, [], `${low} characters: no failure`)
+  t.same(notes(tight, CHECK_CODES.replayRuleUnkept).filter((i) => /^its rule column is null, and its main verifications may be among the \d+ main rules beyond/.test(i.detail)).map((i) => `${i.level} ${i.target}`).sort(), onSquare, 'the patterns whose main rules\' notations are not kept are noted, not refused')
+
+  // The plain store has one tiling and two rules: with one key a map, the masks of Life (after B2/S345/4) are not kept.
+  const plainRules = await check(plain.dir, 3, { caps: { factKeys: 1 } })
+  exactly(t, plainRules, [], 'one rule kept: no failure')
+  const inLife = cleanRows().patterns!.filter((p) => p.model === 'bs').map((p) => `3 pattern:${String(p.id)}`).sort()
+  t.equal(inLife.length, 3, 'three patterns in Life')
+  const ruleNotes = notes(plainRules, CHECK_CODES.replayRuleUnkept)
+  t.same(ruleNotes.map((i) => `${i.level} ${i.target}`).sort(), inLife, 'each is noted as not replayed')
+  t.ok(ruleNotes.every((i) => i.detail === 'rule "B3/S23" with neighbourhood touch and steps_per_gen 1 is not among the 1 rules this check keeps (memory stays bounded): not replayed in it'), shown(ruleNotes))
+  t.notOk(plainRules.some((i) => i.code === CHECK_CODES.replayRuleUnknown), 'and none is called unknown')
+})

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import { MAIN_RULES_CAP, MainRules, PatternMainRules } from '../src/formats/pack/main-rules.js'
+import { KeptFacts, KeptText } from '../src/formats/pack/kept-facts.js'
 import { MoverPatterns, PARENT_PATTERN, StagedPatterns } from '../src/formats/pack/mover-patterns.js'
 import { contentIdText, contentIdWords } from '../src/formats/pack/id-table.js'
 
@@ -142,4 +143,34 @@ t.test('a check\'s main rules: every distinct rule of a pattern, first first, an
   book.add(id(4), 'B36/S23')
   t.same(book.rulesOf(id(2)).rules, ['B36/S23', 'B3/S23'], 'a second rule while there is room')
   t.same([book.rulesOf(id(4)).rules, book.dropped], [['B3/S23'], 3], 'and one beyond the cap of patterns with more than one')
+})
+
+t.test('a check\'s main rules keep the characters of their notations within the text budget they share', async (t) => {
+  const text = new KeptText(10)
+  const book = new PatternMainRules(10, 10, text)
+  book.add(id(1), 'B3/S23')
+  book.add(id(2), 'B3/S23')
+  t.same([book.rulesOf(id(2)), book.dropped], [{ rules: ['B3/S23'], unsure: false }, 0], 'a notation kept once costs its six characters once')
+  book.add(id(3), 'B36/S23')
+  t.same([book.rulesOf(id(3)), book.dropped], [{ rules: [], unsure: true }, 1], 'seven more are beyond the four left: dropped')
+  book.add(id(4), 'B2/S')
+  t.same([book.rulesOf(id(4)), book.dropped], [{ rules: ['B2/S'], unsure: false }, 1], 'four fit exactly')
+  t.notOk(text.take(1), 'and the budget is spent')
+})
+
+t.test('kept facts: a cap on keys and a shared budget of characters, the first value kept, what is not kept counted', async (t) => {
+  const text = new KeptText(12)
+  const [a, b] = [new KeptFacts<string>(2, text), new KeptFacts<string>(5, text)]
+  t.ok(a.keep('x', 'first', 4), 'a new key within both')
+  t.ok(a.keep('x', 'second', 4), 'a kept key is kept')
+  t.equal(a.get('x'), 'first', 'with its first value')
+  t.ok(a.admit('x', 100), 'and admitted again at no cost')
+  t.ok(b.keep('y', 'v', 6), 'another map takes from the same budget')
+  t.notOk(a.keep('z', 'v', 3), 'three characters are beyond the two left')
+  t.same([a.dropped, a.get('z')], [1, undefined], 'counted, not kept')
+  t.ok(a.keep('z', 'v', 2), 'two fit')
+  t.notOk(a.keep('w', 'v', 0), 'a third key is beyond the cap of two, even at no cost')
+  t.same([a.dropped, b.dropped, a.entries.size, b.entries.size], [2, 0, 2, 1])
+  t.notOk(b.admit('u', 1), 'the budget is spent')
+  t.equal(b.dropped, 1)
 })

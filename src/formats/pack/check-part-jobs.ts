@@ -54,7 +54,7 @@ async function* runPartJob(job: PartJob, turn: Promise<() => void>): AsyncGenera
     const spec = { rel: job.rel, file: job.file, schema, ...(job.partition ? { partition: job.partition } : {}), ...(job.listing ? { listing: job.listing } : {}) }
     endTurn = await turn
     const outcome = yield* checkPart(spec, {
-      level: job.level, tilings: new Map(job.tilings), ruleFamilies: new Map(job.ruleFamilies), ...(job.moverPatterns ? { moverPatterns: new MoverPatterns(undefined, job.moverPatterns) } : {}),
+      level: job.level, tilings: new Map(job.tilings), ...(job.tilingsPartial ? { tilingsPartial: true } : {}), ruleFamilies: new Map(job.ruleFamilies), ...(job.moverPatterns ? { moverPatterns: new MoverPatterns(undefined, job.moverPatterns) } : {}),
     })
     return { objectChecked: job.verify, objectOk: true, outcome }
   } finally {

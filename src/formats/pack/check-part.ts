@@ -44,6 +44,8 @@ export interface PartContext {
   level: CheckLevel
   /** The tilings rows read before, by pin_key: what a record's pin_key must name. */
   tilings: ReadonlyMap<string, RecordTiling>
+  /** Some tilings rows were not kept (kept-facts.ts): a pin_key that names none kept may name one of them. */
+  tilingsPartial?: boolean
   /** The rules rows read before: each notation's family, as a verification's rule sees it (keepRuleFamily). */
   ruleFamilies: ReadonlyMap<string, string>
   /** The patterns whose main verifications, read before, carry a mover cell: a pattern row among them is a mover. */
@@ -365,12 +367,11 @@ function inTurn(...checks: (RecordCheck | undefined)[]): RecordCheck | undefined
 }
 
 function tableCheck(table: string, ctx: PartContext, rel: string, moverPatterns: string[]): RecordCheck | undefined {
-  const tilings = ctx.tilings
   const rowIds = (prefix: string, ids: (row: Record<string, unknown>) => IdentityFinding[]): RecordCheck => ({
     open: (batch) => (i, out) => {
       const row = batch.row(i)
       const found = ids(row)
-      tilingFindings(row.pin_key, row.pin, row.tiling_group, tilings, found)
+      tilingFindings(row.pin_key, row.pin, row.tiling_group, ctx, found)
       for (const f of found) out.push(failure(f.code, `${prefix}:${String(row.id)}`, f.detail))
     },
   })
@@ -385,7 +386,7 @@ function tableCheck(table: string, ctx: PartContext, rel: string, moverPatterns:
   }
   switch (table) {
     case 'patterns':
-      return { open: (batch) => patternRows(batch, tilings, ctx.moverPatterns) }
+      return { open: (batch) => patternRows(batch, ctx) }
     case 'ants':
       return rowIds('ant', (row) => [...checkAntRow({ id: row.id, identity: row.identity, pin: row.pin }), ...ROW_RULES.ants!.check(row)])
     case 'quickstart':
@@ -486,11 +487,14 @@ function verificationFacts(ctx: PartContext, rel: string, moverPatterns: string[
   }
 }
 
-/** A record's tiling: its pin_key names a row of tilings, with its pin and tiling group. Findings are appended to `out`. */
-function tilingFindings(pinKey: unknown, pin: unknown, tilingGroup: unknown, tilings: ReadonlyMap<string, RecordTiling>, out: IdentityFinding[]): void {
-  const tiling = tilings.get(pinKey as string)
+/**
+ * A record's tiling: its pin_key names a row of tilings (one of those kept, when not all were), with its
+ * pin and tiling group. Findings are appended to `out`.
+ */
+function tilingFindings(pinKey: unknown, pin: unknown, tilingGroup: unknown, ctx: Pick<PartContext, 'tilings' | 'tilingsPartial'>, out: IdentityFinding[]): void {
+  const tiling = ctx.tilings.get(pinKey as string)
   if (!tiling) {
-    out.push({ code: CHECK_CODES.tilingMissing, detail: `pin_key ${quote(pinKey)} names no row of tilings` })
+    if (!ctx.tilingsPartial) out.push({ code: CHECK_CODES.tilingMissing, detail: `pin_key ${quote(pinKey)} names no row of tilings` })
     return
   }
   if (tiling.pin !== pin) out.push({ code: CHECK_CODES.recordPin, detail: `pin ${quote(pin)}, but tiling ${quote(pinKey)} has pin ${tiling.pin}` })
@@ -498,7 +502,8 @@ function tilingFindings(pinKey: unknown, pin: unknown, tilingGroup: unknown, til
 }
 
 /** A pattern row group's checks, on its cells as PatternCells (one object, refilled for each row). */
-function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>, moverPatterns: MoverPatterns | undefined): (i: number, out: CheckIssue[]) => void {
+function patternRows(batch: RowBatch, ctx: PartContext): (i: number, out: CheckIssue[]) => void {
+  const { tilings, moverPatterns } = ctx
   const text = (name: string): StringVector => batch.column(name) as StringVector
   const ints = (name: string): Int32Array => (batch.column(name) as Extract<Vector, { kind: 'int32' }>).values
   const columns = { id: text('id'), identity: text('identity'), pin: text('pin'), pinKey: text('pin_key'), model: text('model'), neighbourhood: text('neighbourhood'), class: text('class'), canonical: text('canonical') }
@@ -568,7 +573,7 @@ function patternRows(batch: RowBatch, tilings: ReadonlyMap<string, RecordTiling>
     const tg = groupEntry ? groupEntry[i]! : -1
     if (pk < 0 || pn < 0 || tg < 0 || pk !== good[0] || pn !== good[1] || tg !== good[2]) {
       const before = found.length
-      tilingFindings(columns.pinKey.text(i), columns.pin.text(i), tilingGroup.text(i), tilings, found)
+      tilingFindings(columns.pinKey.text(i), columns.pin.text(i), tilingGroup.text(i), ctx, found)
       const right = found.length === before
       good[0] = right ? pk : -1
       good[1] = right ? pn : -1

@@ -34,6 +34,8 @@ export interface PartJob {
   verify: boolean
   /** The tilings a record's pin_key must name. */
   tilings: [string, RecordTiling][]
+  /** Not every tilings row was kept (PartContext.tilingsPartial). */
+  tilingsPartial?: true
   /** Each rule notation's family, as a verification's rule sees it. */
   ruleFamilies: [string, string][]
   /** A patterns part's: the words of the MoverPatterns read before, shared (not copied) with the threads. */

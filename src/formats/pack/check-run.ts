@@ -96,6 +96,8 @@ export const CHECK_CODES = {
   ratersUnchecked: 'pack.raters-unchecked',
   /** A row of more list elements than a check builds a row from: its rules, ids and identity are not checked (note). */
   rowUnchecked: 'pack.row-unchecked',
+  /** More tilings or rules rows than a check keeps (kept-facts.ts): what needed those beyond is not checked (note). */
+  factsUnkept: 'pack.facts-unkept',
   /** More manifests, index trees and data objects than a check keeps track of (CheckCaps.tracked): the rest is not checked. */
   checkTooLarge: 'pack.check-too-large',
 } as const
@@ -105,7 +107,7 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked,
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked, CHECK_CODES.factsUnkept,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
@@ -206,6 +208,12 @@ export interface CheckCaps {
   raters?: number
   /** Manifests, index trees and data objects visited, each remembered once (TRACKED_CAP). */
   tracked?: number
+  /** Keys of each map of tilings and rules facts (FACT_KEYS_CAP). */
+  factKeys?: number
+  /** Characters of those facts' keys and values, and of the main rules' notations, in all (KEPT_TEXT_CAP). */
+  keptText?: number
+  /** Bytes of lattice tilings rows whose neighbour lists level 3 keeps for replay (GEOMETRY_BYTES_CAP). */
+  geometryBytes?: number
 }
 
 /**

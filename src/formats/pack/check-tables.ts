@@ -8,11 +8,11 @@
  * Order: tilings, rules and verifications come before the other tables of a manifest, so that a record's
  * tiling, a verification's rule, and a pattern's rule and main verification, are known when its row is
  * read. What later rows need is kept for the whole check (fact rows are the same wherever they appear): each
- * tiling's pin, group and a lattice's neighbour lists, each rule notation's family, the patterns whose
- * main verifications carry a mover cell (capped, mover-patterns.ts), and at level 3 the rules' masks and
- * each pattern's main rules. Nothing else is held: rows stream a row group at a time, and only the rows of
- * a reference patch are kept while its pin is checked (at most its tilings row's reference_tiles, itself
- * within the geometry limits).
+ * tiling's pin, group and (level 3) a lattice's neighbour lists, each rule notation's family (capped,
+ * kept-facts.ts), the patterns whose main verifications carry a mover cell (capped, mover-patterns.ts), and
+ * at level 3 the rules' masks and each pattern's main rules. Nothing else is held: rows stream a row group
+ * at a time, and only the rows of a reference patch are kept while its pin is checked (at most its tilings
+ * row's reference_tiles, itself within the geometry limits).
  */
 import { createHash } from 'node:crypto'
 import { hashRefusal, quote } from './documents.js'
@@ -33,12 +33,15 @@ import { MoverPatterns } from './mover-patterns.js'
 import { PatternMainRules } from './main-rules.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
 import { RowHashBytes } from './row-bytes.js'
+import { FACT_KEYS_CAP, GEOMETRY_BYTES_CAP, KEPT_TEXT_CAP, KeptFacts, KeptText } from './kept-facts.js'
 
 type Row = Record<string, unknown>
 
 interface TilingFacts extends RecordTiling {
-  /** A lattice's tile types and neighbour lists, once its geometry has been read (level 1 and up). */
+  /** A lattice's tile types and neighbour lists, once its geometry has been read (level 3, within GEOMETRY_BYTES_CAP). */
   geometry?: AutomatonTiling
+  /** A lattice whose geometry read, but was beyond the bytes of geometry a check keeps. */
+  geometryUnkept?: true
 }
 
 interface RuleFacts {
@@ -68,11 +71,26 @@ const STATUS_COUNT: Record<ReplayStatus, keyof CheckRun['stats']['replay']> = { 
 
 const ruleKey = (notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): string => `${String(notation)}\n${String(neighbourhood)}\n${String(stepsPerGen)}`
 
+/** What each map of facts leaves unchecked beyond its cap, for the note that says so. */
+const UNKEPT = {
+  tilings: 'the records on the others are not checked against their tiling, nor replayed',
+  ruleFamilies: 'the ranges of verifications in the other notations are not checked against their family',
+  factRows: 'the rows of the other keys are not held to being the same wherever they appear',
+} as const
+
 export class TableChecker {
-  private readonly tilings = new Map<string, TilingFacts>()
-  private readonly rules = new Map<string, RuleFacts>()
+  /** What the facts maps and the main rules' notations keep, in characters (kept-facts.ts). */
+  private readonly keptText: KeptText
+  private readonly tilings: KeptFacts<TilingFacts>
+  /** The rules rows' masks, for replay (level 3). */
+  private readonly rules: KeptFacts<RuleFacts>
   /** Each rule notation's family, as a verification's rule sees it (keepRuleFamily). */
-  private readonly ruleFamilies = new Map<string, string>()
+  private readonly ruleFamilies: KeptFacts<string>
+  private readonly unkeptNoted = new Set<keyof typeof UNKEPT>()
+  /** Bytes of lattice geometry level 3 may still keep. */
+  private geometryLeft: number
+  /** The tilings as a part job gives them to a thread, made again only when more were kept. */
+  private sharedTilings: { size: number; tilings: [string, RecordTiling][] } | undefined
   private readonly mainRules: PatternMainRules
   private readonly raterBook: RaterBook
   private ratersNoted = false
@@ -86,14 +104,21 @@ export class TableChecker {
    * edges and params, and a digest of 32 bytes tells two rows apart as well. The bytes, not the text: a
    * row's text is built from a string for each value, some 500 bytes an element while it is made (measured).
    */
-  private readonly factRows = new Map<string, string>()
+  private readonly factRows: KeptFacts<string>
   private readonly factBytes = { tilings: new RowHashBytes(PACK_TABLES.tilings), rules: new RowHashBytes(PACK_TABLES.rules) }
 
   private pool: CheckPool | undefined
 
   constructor(private readonly run: CheckRun) {
+    const keys = run.caps.factKeys ?? FACT_KEYS_CAP
+    this.keptText = new KeptText(run.caps.keptText ?? KEPT_TEXT_CAP)
+    this.tilings = new KeptFacts(keys, this.keptText)
+    this.rules = new KeptFacts(keys, this.keptText)
+    this.ruleFamilies = new KeptFacts(keys, this.keptText)
+    this.factRows = new KeptFacts(keys, this.keptText)
+    this.geometryLeft = run.caps.geometryBytes ?? GEOMETRY_BYTES_CAP
     this.moverPatterns = new MoverPatterns(run.caps.moverPatterns)
-    this.mainRules = new PatternMainRules(run.caps.mainRules)
+    this.mainRules = new PatternMainRules(run.caps.mainRules, undefined, this.keptText)
     this.raterBook = new RaterBook(run.caps.raters)
   }
 
@@ -231,10 +256,20 @@ export class TableChecker {
       ...(partition ? { partition: { ...partition } } : {}),
       listing: { rows: part.rows, first: part.first, last: part.last },
       verify: run.objectKnown(rel) === undefined,
-      tilings: withTilings ? [...this.tilings].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) : [],
-      ruleFamilies: table === 'verifications' ? [...this.ruleFamilies] : [],
+      tilings: withTilings ? this.tilingsForThreads() : [],
+      ...(withTilings && this.tilings.dropped > 0 ? { tilingsPartial: true } : {}),
+      ruleFamilies: table === 'verifications' ? [...this.ruleFamilies.entries] : [],
       ...(table === 'patterns' && this.moverPatterns.size > 0 ? { moverPatterns: this.movers() } : {}),
     }
+  }
+
+  /** The tilings kept, as a part job gives them (the tilings are read first, so this is made once a check). */
+  private tilingsForThreads(): [string, RecordTiling][] {
+    const kept = this.tilings.entries
+    if (this.sharedTilings?.size !== kept.size) {
+      this.sharedTilings = { size: kept.size, tilings: [...kept].map(([key, t]) => [key, { pin: t.pin, tilingGroup: t.tilingGroup, kind: t.kind }]) }
+    }
+    return this.sharedTilings.tilings
   }
 
   /** A part given to a thread: its issues, then its counts and its object's check, as readPart keeps them. */
@@ -277,7 +312,7 @@ export class TableChecker {
     const run = this.run
     if (!(yield* run.dataObject(p.rel, p.hash, p.bytes))) return false
     const spec = { rel: p.rel, file: run.file(p.rel), schema: p.schema, ...(p.partition ? { partition: p.partition } : {}), ...(p.listing ? { listing: p.listing } : {}) }
-    const ctx = { level: run.level, tilings: this.tilings, ruleFamilies: this.ruleFamilies, ...(this.moverPatterns.size > 0 ? { moverPatterns: this.moverPatterns } : {}), ...(run.signal ? { signal: run.signal } : {}) }
+    const ctx = { level: run.level, tilings: this.tilings.entries, ...(this.tilings.dropped > 0 ? { tilingsPartial: true } : {}), ruleFamilies: this.ruleFamilies.entries, ...(this.moverPatterns.size > 0 ? { moverPatterns: this.moverPatterns } : {}), ...(run.signal ? { signal: run.signal } : {}) }
     const outcome = yield* checkPart(spec, ctx, hook)
     if (outcome.opened) run.stats.parts++
     run.stats.rows += outcome.rows
@@ -316,13 +351,12 @@ export class TableChecker {
     const pinKey = row.pin_key as string
     const target = `tiling:${pinKey}`
     const facts: TilingFacts = { pin: row.pin as string, tilingGroup: row.tiling_group as string, kind: row.kind as string }
+    let geometryRead = false
     if (facts.kind === 'lattice') {
       if (run.at(1)) {
         try {
-          const c = checkLatticeTilingRow(row)
-          yield* this.pinResult(target, c)
-          // The row's own columns, as checked: tile types and neighbour lists are what replay needs.
-          facts.geometry = row as unknown as AutomatonTiling
+          yield* this.pinResult(target, checkLatticeTilingRow(row))
+          geometryRead = true
         } catch (err) {
           yield run.thrown(err, target)
         }
@@ -332,8 +366,27 @@ export class TableChecker {
     } else if (run.at(1)) {
       yield run.issue(ROW_CODES.invalid, target, `kind ${quote(facts.kind)} is neither lattice nor aperiodic`)
     }
-    if (run.at(1)) yield* this.sameFact('tilings', row, target)
-    if (!this.tilings.has(pinKey)) this.tilings.set(pinKey, facts)
+    const bytes = run.at(1) ? this.factBytes.tilings.of(row) : undefined
+    if (bytes) yield* this.sameFact('tilings', row, bytes, target)
+    if (this.tilings.get(pinKey) !== undefined) return
+    if (!this.tilings.keep(pinKey, facts, pinKey.length + facts.pin.length + facts.tilingGroup.length + facts.kind.length)) {
+      yield* this.unkept('tilings', target)
+      return
+    }
+    if (!geometryRead || !run.at(3)) return
+    // The row's own columns, as checked: tile types and neighbour lists are what replay needs.
+    if (bytes!.length > this.geometryLeft) facts.geometryUnkept = true
+    else {
+      this.geometryLeft -= bytes!.length
+      facts.geometry = row as unknown as AutomatonTiling
+    }
+  }
+
+  /** A note, once for each map of facts, that it keeps no more keys and what goes unchecked for it. */
+  private *unkept(map: keyof typeof UNKEPT, target: string): Generator<CheckIssue> {
+    if (this.unkeptNoted.has(map)) return
+    this.unkeptNoted.add(map)
+    yield this.run.note(CHECK_CODES.factsUnkept, target, `more ${map === 'ruleFamilies' ? 'rule notations' : map === 'tilings' ? 'tilings' : 'tilings and rules keys'} than a check keeps (memory stays bounded): ${UNKEPT[map]}`)
   }
 
   /**
@@ -341,19 +394,22 @@ export class TableChecker {
    * fact tables, tilings and rules, whose rows a check reads on this thread, are held to it across the
    * whole pack. The record tables are not: it would cost memory per record (the publisher refuses it).
    */
-  private *sameFact(table: 'tilings' | 'rules', row: Row, target: string): Generator<CheckIssue> {
+  private *sameFact(table: 'tilings' | 'rules', row: Row, bytes: Uint8Array, target: string): Generator<CheckIssue> {
     const schema = PACK_TABLES[table]
     const key = `${table}\n${schema.sortColumns.map((c) => String(row[c])).join('\n')}`
-    const digest = createHash('sha256').update(this.factBytes[table].of(row)).digest('base64')
+    const digest = createHash('sha256').update(bytes).digest('base64')
     const before = this.factRows.get(key)
-    if (before === undefined) this.factRows.set(key, digest)
-    else if (before !== digest) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
+    if (before === undefined) {
+      if (!this.factRows.keep(key, digest, key.length + digest.length)) yield* this.unkept('factRows', target)
+    } else if (before !== digest) yield this.run.issue(CHECK_CODES.factConflict, target, `another ${table} row with the same ${schema.sortColumns.join(', ')} differs from it: a fact row is the same wherever it appears`)
   }
 
   /** A rules row: the same wherever it appears, its family kept for the verifications' ranges, and (level 3) its masks kept for replay. */
   private *rulesRow(row: Row, at: string): Generator<CheckIssue> {
-    yield* this.sameFact('rules', row, at)
-    keepRuleFamily(this.ruleFamilies, row.notation as string, row.family as string)
+    yield* this.sameFact('rules', row, this.factBytes.rules.of(row), at)
+    const [notation, family] = [row.notation as string, row.family as string]
+    if (this.ruleFamilies.admit(notation, notation.length + family.length)) keepRuleFamily(this.ruleFamilies.entries, notation, family)
+    else yield* this.unkept('ruleFamilies', at)
     if (this.run.at(3)) this.keepRule(row)
   }
 
@@ -423,11 +479,11 @@ export class TableChecker {
   // -------------------------------------------------------------------------------------------------
   // level 3
 
+  /** A rule's masks for replay; one beyond those kept is found missing by replay, which then says so. */
   private keepRule(row: Row): void {
     const key = ruleKey(row.notation, row.neighbourhood, row.steps_per_gen)
-    if (!this.rules.has(key)) {
-      this.rules.set(key, { family: row.family as string, states: row.states as number, birth: row.birth as bigint | null, survive: row.survive as bigint | null })
-    }
+    const family = row.family as string
+    this.rules.keep(key, { family, states: row.states as number, birth: row.birth as bigint | null, survive: row.survive as bigint | null }, key.length + family.length)
   }
 
   private keepMainRule(row: Row): undefined {
@@ -440,6 +496,16 @@ export class TableChecker {
   private *replay(row: Row, target: string): Generator<CheckIssue> {
     const run = this.run
     const tiling = this.tilings.get(row.pin_key as string)
+    if (!tiling && this.tilings.dropped > 0) {
+      run.stats.replay.notReplayed++
+      yield run.note(REPLAY_CODES.notReplayable, target, `tiling ${quote(row.pin_key)} is not among the ${this.tilings.entries.size} tilings this check keeps (memory stays bounded): not replayed`)
+      return
+    }
+    if (tiling?.geometryUnkept) {
+      run.stats.replay.notReplayed++
+      yield run.note(REPLAY_CODES.notReplayable, target, `tiling ${quote(row.pin_key)}'s neighbour lists are beyond the ${this.run.caps.geometryBytes ?? GEOMETRY_BYTES_CAP} bytes of geometry this check keeps (memory stays bounded): not replayed`)
+      return
+    }
     // A missing tiling or one whose geometry does not read is level 1's finding.
     if (!tiling || (tiling.kind === 'lattice' && !tiling.geometry)) return
     if (!tiling.geometry) {
@@ -460,6 +526,11 @@ export class TableChecker {
     }
     for (const notation of notations) {
       const rule = this.rules.get(ruleKey(notation, row.neighbourhood, row.steps_per_gen))
+      if (!rule && this.rules.dropped > 0) {
+        run.stats.replay.unchecked++
+        yield run.note(CHECK_CODES.replayRuleUnkept, target, `rule ${quote(notation)} with neighbourhood ${String(row.neighbourhood)} and steps_per_gen ${String(row.steps_per_gen)} is not among the ${this.rules.entries.size} rules this check keeps (memory stays bounded): not replayed in it`)
+        continue
+      }
       if (!rule) {
         yield run.issue(CHECK_CODES.replayRuleUnknown, target, `rule ${quote(notation)} has no rules row with neighbourhood ${String(row.neighbourhood)} and steps_per_gen ${String(row.steps_per_gen)}`)
         continue

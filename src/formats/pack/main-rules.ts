@@ -17,6 +17,7 @@
  */
 
 import { contentIdWords, IdTable } from './id-table.js'
+import { KEPT_TEXT_CAP, KeptText } from './kept-facts.js'
 
 /** A slot's words: the pattern id's four, the publisher's hash, the rule's hash, and the record's line (from 1, so never 0). */
 const [PUBLISHER, RULE, LINE, SLOT_WORDS] = [4, 5, 6, 7]
@@ -85,7 +86,8 @@ export const MAIN_RULE_NOTATIONS_CAP = 1 << 16
  * JS map of arrays took about 133 bytes a pattern (over 512 MB at 2.7 million); this is an IdTable of 20
  * bytes a slot (42 MB at the cap) with the notations numbered, and the rare pattern with more than one main
  * rule (several publishers) in a small map. Memory stays bounded: beyond MAIN_RULES_CAP patterns, or
- * MAIN_RULE_NOTATIONS_CAP notations or patterns with a second rule, rules are not kept and counted in
+ * MAIN_RULE_NOTATIONS_CAP notations (or their characters beyond the check's KeptText) or patterns with a
+ * second rule, rules are not kept and counted in
  * `dropped`, and a pattern found without a rule then may be one of them (`rulesOf` says so).
  */
 export class PatternMainRules {
@@ -98,14 +100,19 @@ export class PatternMainRules {
   /** Main rules not kept. */
   dropped = 0
 
-  constructor(private readonly cap = MAIN_RULES_CAP, private readonly notationsCap = MAIN_RULE_NOTATIONS_CAP) {}
+  /** `text`: the characters of notations it may keep, shared with the check's other facts (a notation is any string cell). */
+  constructor(
+    private readonly cap = MAIN_RULES_CAP,
+    private readonly notationsCap = MAIN_RULE_NOTATIONS_CAP,
+    private readonly text = new KeptText(KEPT_TEXT_CAP),
+  ) {}
 
   /** Keeps a main verification's rule for its pattern (a string that is no content id is level 1's finding). */
   add(patternId: string, rule: string): void {
     if (!contentIdWords(patternId, this.probe)) return
     let number = this.numbers.get(rule)
     if (number === undefined) {
-      if (this.notations.length >= this.notationsCap) {
+      if (this.notations.length >= this.notationsCap || !this.text.take(rule.length)) {
         this.dropped++
         return
       }

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto'
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
@@ -25,6 +25,7 @@ import { mayHoldLocalPath, scrubRecordPaths, withoutLocalPaths } from '../src/fo
 import { seededRandom } from '../src/sim/random.js'
 import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
+import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
 import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/table-schemas.js'
 import { LIFE, STAR_WARS, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
 
@@ -224,6 +225,44 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   const issues: CheckIssue[] = []
   for await (const i of checkPack(b, { level: 1 })) issues.push(i)
   t.same(issues.filter((i) => !i.note), [], 'and pack-check takes the two Life rows for one fact')
+})
+
+t.test('a store to merge is checked at level 2 first: one that fails is refused, and nothing of it is merged', async (t) => {
+  const a = dir()
+  const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))
+  const b = dir()
+  const own = await publishPack(opts(b, await records(dir(), [GLIDER]), { feed: 'golden-b', key: keyB, statements: [statementB] }))
+  const refBefore = await readFile(join(b, 'refs', 'golden-b.json'))
+  const glider = await records(dir(), [GLIDER])
+  const mergeInto = (from: string) => publishPack(opts(b, glider, { feed: 'golden-b', key: keyB, statements: [statementB], merge: [from], created: '2026-11-12T00:00:00Z' }))
+
+  // Its manifest signed by another key, under the publisher's name: a level-2 failure.
+  const forged = dir()
+  await cp(a, forged, { recursive: true })
+  const sigDir = join(forged, 'sigs', 'sha256', first.manifest.slice(7, 9), first.manifest.slice(7))
+  const [sigFile] = await readdir(sigDir)
+  const manifestBytes = await readFile(storeFile(forged, objectPath(first.manifest, 'json')))
+  await writeFile(join(sigDir, sigFile!), signSshsig(keyB, manifestBytes, NS_MANIFEST))
+  await t.rejects(mergeInto(forged), {
+    code: 'pack.signer-name-mismatch', exitCode: 1, location: { file: forged },
+    message: /^--merge: the store fails pack-check at level 2: sigs\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\/[0-9a-f]{64}\.sig: file is named for signer .* \(pipe run pack-check .* --level 2 lists every finding\)$/,
+  }, 'a signature by another key under the publisher\'s name')
+  t.notOk(existsSync(storeFile(b, objectPath(first.manifest, 'json'))), 'its manifest is not copied in')
+  t.same(await readFile(join(b, 'refs', 'golden-b.json')), refBefore, 'and the feed\'s ref is unchanged')
+
+  // A part whose bytes are not its hash's: a level-1 failure.
+  const damaged = dir()
+  await cp(a, damaged, { recursive: true })
+  const m = await manifestOf(damaged, first.manifest)
+  const part = storeFile(damaged, objectPath((await indexOf(damaged, m.tables['patterns']!)).parts[0]!.object, 'parquet'))
+  const bytes = await readFile(part)
+  bytes[bytes.length >> 1] ^= 1
+  await writeFile(part, bytes)
+  await t.rejects(mergeInto(damaged), { code: 'pack.object-hash-mismatch', exitCode: 1, location: { file: damaged } }, 'a damaged part, under the check\'s own code')
+  t.same(await readFile(join(b, 'refs', 'golden-b.json')), refBefore, 'the ref is unchanged')
+
+  const merged = await mergeInto(a)
+  t.same(merged.parents, [own.manifest, first.manifest], 'the store itself merges')
 })
 
 t.test('a merge keeps its parents\' retractions with their publishers, beside its own, and pack-check accepts it', async (t) => {

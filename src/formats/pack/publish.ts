@@ -141,14 +141,27 @@ async function loadManifest(store: string, hash: string): Promise<Parent> {
   return { hash, manifest: m.value.manifest, store }
 }
 
-/** The one feed a store to merge holds. */
+/**
+ * The one feed a store to merge holds, once the store passes pack-check at level 2: a new version vouches
+ * for its parents, so another publisher's version is merged only when its objects, rows and signatures
+ * are right. The first failure refuses the merge, under its own code; the check's notes do not.
+ */
 async function mergedVersion(store: string): Promise<Parent> {
   const refs = (await readdir(join(store, 'refs')).catch(() => [] as string[])).filter((f) => f.endsWith('.json'))
   if (refs.length !== 1) throw usage('usage.merge-store', `--merge: the store must hold exactly one feed (it holds ${refs.length})`, store)
+  const { checkPack } = await import('./check.js')
+  for await (const issue of checkPack(store, { level: MERGE_CHECK_LEVEL })) {
+    if (!issue.note) {
+      throw new PipeError(issue.code, `--merge: the store fails pack-check at level ${MERGE_CHECK_LEVEL}: ${issue.target}: ${issue.detail} (pipe run pack-check ${store} --level ${MERGE_CHECK_LEVEL} lists every finding)`, { location: { file: store } })
+    }
+  }
   const v = await currentVersion(store, refs[0]!.slice(0, -'.json'.length))
   if (!v) throw usage('usage.merge-store', '--merge: no ref', store)
   return v
 }
+
+/** What a store to merge is checked at: its objects and rows (1), and its signatures and key statements (2). */
+const MERGE_CHECK_LEVEL = 2
 
 /** Copies one object from another store into this one, hash-checked. */
 async function copyObject(from: string, to: string, hash: string, ext: ObjectExtension): Promise<void> {

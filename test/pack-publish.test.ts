@@ -256,7 +256,8 @@ t.test('a store to merge is checked at level 2 first: one that fails is refused,
   const m = await manifestOf(damaged, first.manifest)
   const part = storeFile(damaged, objectPath((await indexOf(damaged, m.tables['patterns']!)).parts[0]!.object, 'parquet'))
   const bytes = await readFile(part)
-  bytes[bytes.length >> 1] ^= 1
+  const middle = bytes.length >> 1
+  bytes[middle] = bytes[middle]! ^ 1
   await writeFile(part, bytes)
   await t.rejects(mergeInto(damaged), { code: 'pack.object-hash-mismatch', exitCode: 1, location: { file: damaged } }, 'a damaged part, under the check\'s own code')
   t.same(await readFile(join(b, 'refs', 'golden-b.json')), refBefore, 'the ref is unchanged')

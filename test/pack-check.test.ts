@@ -4,7 +4,7 @@
  * cumulative, and each kind of damage is refused with its level and code, on the file or record it concerns.
  * Cases run at once: a check mostly waits on small reads, so they overlap well.
  */
-import { appendFile, mkdtemp, readFile, rename, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises'
+import { appendFile, mkdtemp, readdir, readFile, rename, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -503,6 +503,35 @@ t.test('a pack of more manifests, index trees and data objects than a check trac
   exactly(t, first, [`0 ${CHECK_CODES.checkTooLarge}`], 'room for the first manifest only')
   t.match(first.at(-1)!.target, /^objects\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\.json$/, 'the target is the path not tracked')
   t.equal((await tracked(0)).length, 1, 'no room at all: the refusal alone')
+})
+
+t.test('a folder of more entries than a check lists is refused at the folder; key statements beyond the bytes it reads are a level-2 failure', async (t) => {
+  const listed = async (dir: string, cap: number) => check(dir, 2, { caps: { listed: cap } })
+  let enough = 0
+  while ((await listed(clean.dir, enough)).some((i) => i.code === CHECK_CODES.checkTooLarge)) enough++
+  t.ok(enough >= 1 && enough < 10, `the clean store's largest folder holds ${enough} entries`)
+  exactly(t, await listed(clean.dir, enough), [], 'listing them all')
+  const short = await listed(clean.dir, enough - 1)
+  exactly(t, short, [`0 ${CHECK_CODES.checkTooLarge}`], 'one entry short')
+  t.match(short.at(-1), { code: CHECK_CODES.checkTooLarge, detail: new RegExp(`^the folder holds more than the ${enough - 1} entries a check lists`) }, 'the last issue: nothing is checked after it')
+
+  // Every entry counts, those the check would ignore too: a keys/ of other files is refused without reading them.
+  const crowded = await damaged(async (s) => {
+    for (let n = 0; n < 12; n++) await writeFile(join(s.dir, 'keys', `note-${n}.txt`), 'not a key statement')
+  }, clean)
+  const refused = await listed(crowded.dir, 12)
+  exactly(t, refused, [`0 ${CHECK_CODES.checkTooLarge}`])
+  t.equal(refused.at(-1)!.target, 'keys', 'on keys/')
+  exactly(t, await check(crowded.dir, 2), [], 'and with the default cap the other files are ignored')
+
+  const keyFiles = (await readdir(join(clean.dir, 'keys'))).sort()
+  const keyBytes = (await Promise.all(keyFiles.map(async (f) => (await readFile(join(clean.dir, 'keys', f))).length))).reduce((a, b) => a + b, 0)
+  const keys = async (cap: number) => check(clean.dir, 2, { caps: { keyStatementBytes: cap } })
+  exactly(t, await keys(keyBytes), [], `room for the ${keyFiles.length} statements' ${keyBytes} bytes`)
+  const over = await keys(keyBytes - 1)
+  const firstFailure = over.find((i) => !i.note)!
+  t.match(firstFailure, { level: 2, code: CHECK_CODES.keysTooLarge, target: `keys/${keyFiles.at(-1)}`, detail: new RegExp(`than the ${keyBytes - 1} bytes a check reads: this one and those after it are not read`) }, 'one byte short: the last statement is not read, and the check says so first')
+  t.equal(over.filter((i) => i.code === CHECK_CODES.keysTooLarge).length, 1, 'once')
 })
 
 t.test('tilings and rules beyond what a check keeps leave what needs them unchecked, with notes, not failures', async (t) => {

@@ -8,7 +8,8 @@
  * (a manifest of another major version, an index cycle, a malformed hash where a file must be found),
  * because the level-0 reading cannot go on past it.
  */
-import { lstat, readdir } from 'node:fs/promises'
+import { lstat, opendir } from 'node:fs/promises'
+import type { Dir } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { PipeError } from '../../core/errors.js'
@@ -98,7 +99,9 @@ export const CHECK_CODES = {
   rowUnchecked: 'pack.row-unchecked',
   /** More tilings or rules rows than a check keeps (kept-facts.ts): what needed those beyond is not checked (note). */
   factsUnkept: 'pack.facts-unkept',
-  /** More manifests, index trees and data objects than a check keeps track of (CheckCaps.tracked): the rest is not checked. */
+  /** More bytes of key statements in keys/ than a check reads (KEY_STATEMENT_BYTES_CAP): what the rest's keys sign is not verified. */
+  keysTooLarge: 'pack.keys-too-large',
+  /** More manifests, index trees and data objects than a check keeps track of (CheckCaps.tracked), or entries in a folder than it lists (CheckCaps.listed): the rest is not checked. */
   checkTooLarge: 'pack.check-too-large',
 } as const
 
@@ -111,7 +114,7 @@ const LEVEL_1: readonly string[] = [
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
-  CHECK_CODES.manifestUnsigned, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq, CHECK_CODES.retractionPublisher,
+  CHECK_CODES.manifestUnsigned, CHECK_CODES.keysTooLarge, CHECK_CODES.refManifestFeed, CHECK_CODES.refPublisher, CHECK_CODES.refSeq, CHECK_CODES.retractionPublisher,
 ]
 const LEVEL_3: readonly string[] = [...Object.values(REPLAY_CODES), CHECK_CODES.replayRuleMissing, CHECK_CODES.replayRuleUnknown, CHECK_CODES.replayRuleUnkept]
 const LEVELS: ReadonlyMap<string, CheckLevel> = new Map([...LEVEL_1.map((c) => [c, 1] as const), ...LEVEL_2.map((c) => [c, 2] as const), ...LEVEL_3.map((c) => [c, 3] as const)])
@@ -214,6 +217,10 @@ export interface CheckCaps {
   keptText?: number
   /** Bytes of lattice tilings rows whose neighbour lists level 3 keeps for replay (GEOMETRY_BYTES_CAP). */
   geometryBytes?: number
+  /** Entries of a folder a check lists: refs/, keys/, a manifest's signatures (LISTED_CAP). */
+  listed?: number
+  /** Bytes of the key statements of keys/ a check reads (KEY_STATEMENT_BYTES_CAP). */
+  keyStatementBytes?: number
 }
 
 /**
@@ -225,10 +232,21 @@ export interface CheckCaps {
  */
 export const TRACKED_CAP = 2 ** 20
 
-/** Thrown by CheckRun when it would track more than its cap; PackChecker ends the check with the finding. */
+/**
+ * The entries of one folder a check lists (refs/, keys/, a manifest's signatures), all of them held to be
+ * sorted: 159 bytes an entry (measured), so 42 MB at the cap. A folder of more, which no store needs (a feed
+ * a ref, a few key statements a publisher, a signature a key), is refused with pack.check-too-large rather
+ * than listed without bound.
+ */
+export const LISTED_CAP = 2 ** 18
+
+/** Thrown by CheckRun when it would track or list more than its caps; PackChecker ends the check with the finding. */
 export class CheckTooLarge extends Error {
-  constructor(readonly target: string, readonly cap: number) {
-    super(`the pack holds more manifests, index trees and data objects than the ${cap} a check keeps track of; what lies beyond was not checked`)
+  constructor(
+    readonly target: string,
+    message: string,
+  ) {
+    super(message)
   }
 }
 
@@ -298,7 +316,9 @@ export class CheckRun {
   /** Refuses to remember one more path (CheckTooLarge) once the cap is reached. */
   private track(target: string): void {
     const cap = this.caps.tracked ?? TRACKED_CAP
-    if (this.visited.size + this.objects.size >= cap) throw new CheckTooLarge(target, cap)
+    if (this.visited.size + this.objects.size >= cap) {
+      throw new CheckTooLarge(target, `the pack holds more manifests, index trees and data objects than the ${cap} a check keeps track of; what lies beyond was not checked`)
+    }
   }
 
   /** A manifest or index at `rel`: from level 1 checked against its hash before it is used (at 0 only its length). */
@@ -349,12 +369,19 @@ export class CheckRun {
    * could point out of them. Other names are ignored, as the spec ignores paths it does not know.
    */
   async *list(rel: string, name: RegExp): AsyncGenerator<CheckIssue, { key: string; rel: string }[]> {
-    let entries
+    let folder: Dir
     try {
-      entries = await readdir(this.file(rel), { withFileTypes: true })
+      folder = await opendir(this.file(rel))
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return []
       throw err
+    }
+    const cap = this.caps.listed ?? LISTED_CAP
+    const entries = []
+    // Leaving the loop early closes the folder.
+    for await (const e of folder) {
+      if (entries.length === cap) throw new CheckTooLarge(rel, `the folder holds more than the ${cap} entries a check lists; it and what lies beyond were not checked`)
+      entries.push(e)
     }
     const out: { key: string; rel: string }[] = []
     for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {

@@ -140,6 +140,12 @@ class RetractionSets {
 
 const SIGNATURE_NAME = /^([0-9a-f]{64})\.sig$/
 const KEY_NAME = /^([0-9a-f]{64})\.json$/
+
+/**
+ * The bytes of key statements a check reads from keys/: a statement is about 600 bytes, so some 28,000 of
+ * them (a few a publisher), where the spec's 16 MiB a document would let keys/ hold any number of large ones.
+ */
+export const KEY_STATEMENT_BYTES_CAP = 16 << 20
 const REF_NAME = /^([A-Za-z0-9-]{1,64})\.json$/
 
 /** What a ref's checks need of a manifest read earlier. */
@@ -344,14 +350,27 @@ class VersionCheck {
     return { manifest: parsed.value.manifest, bytes: read.value }
   }
 
-  /** Level 2: the key statements of keys/, verified together as one chain. */
+  /**
+   * Level 2: the key statements of keys/, verified together as one chain, so held together: within
+   * KEY_STATEMENT_BYTES_CAP, beyond which the rest are not read (a failure: what their keys sign cannot
+   * be verified).
+   */
   private async *keyChain(): AsyncGenerator<CheckIssue, KeyChain> {
     const run = this.run
     const sources: KeyStatementSource[] = []
+    let left = run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP
     for (const f of yield* run.list('keys', KEY_NAME)) {
       const read = await readDocumentFile(run.file(f.rel))
-      if (read.ok) sources.push({ statement: read.value, signerName: f.key, source: f.rel })
-      else yield run.issue(read.code, f.rel, read.detail)
+      if (!read.ok) {
+        yield run.issue(read.code, f.rel, read.detail)
+        continue
+      }
+      left -= read.value.length
+      if (left < 0) {
+        yield run.issue(CHECK_CODES.keysTooLarge, f.rel, `keys/ holds more key statements than the ${run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP} bytes a check reads: this one and those after it are not read, and what their keys sign is not verified`)
+        break
+      }
+      sources.push({ statement: read.value, signerName: f.key, source: f.rel })
     }
     const chain = verifyKeyChain(sources)
     for (const f of chain.findings) yield run.issue(f.code, f.source ?? f.fingerprint ?? 'keys', f.detail)

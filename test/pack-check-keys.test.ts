@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { checkPack, levelOf, type CheckIssue, type CheckLevel } from '../src/formats/pack/check.js'
+import { checkPack, levelOf, type CheckCaps, type CheckIssue, type CheckLevel } from '../src/formats/pack/check.js'
 import { buildKeyStatement, firstKeyStatement, revocationStatement, signKeyStatement, successorKeyStatement, updateAuthorised } from '../src/formats/pack/key-statements.js'
 import { fingerprint, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
 import { objectPath, refPath } from '../src/formats/pack/store.js'
@@ -27,10 +27,10 @@ const T1 = '2026-11-12T00:00:00Z'
 const first = firstKeyStatement(PUBLISHER, { created: T0, name: 'Check Publisher' })
 const withMachine = updateAuthorised(first, PUBLISHER, { add: [{ key: MACHINE.publicKey, label: 'laptop' }], created: T1 })
 
-async function check(spec: StoreSpec, level: CheckLevel = 2): Promise<{ issues: CheckIssue[]; manifest: string }> {
+async function check(spec: StoreSpec, level: CheckLevel = 2, caps?: CheckCaps): Promise<{ issues: CheckIssue[]; manifest: string }> {
   const s = await buildStore(fresh(), { rows: smallRows(), search: false, ...spec })
   const issues: CheckIssue[] = []
-  for await (const i of checkPack(s.dir, { level })) issues.push(i)
+  for await (const i of checkPack(s.dir, { level, ...(caps ? { caps } : {}) })) issues.push(i)
   return { issues, manifest: objectPath(s.manifest, 'json') }
 }
 
@@ -121,6 +121,30 @@ t.test('a retraction a version lists first names its publisher\'s id (level 2)',
   exactly(t, parentMissing.issues, [], 'a parent the store lacks')
   const atLevel1 = await check({ parentManifest: parentRetracts, manifest: retracts(retraction(X, PUBLISHER_ID), retraction(Y, OTHER)) }, 1)
   exactly(t, atLevel1.issues, [], 'not judged at level 1, which reads no key statements')
+})
+
+t.test('retractions beyond the digests a check keeps are not judged, and a note says so', async (t) => {
+  const parentRetracts = (d: Record<string, unknown>) => ({ ...d, retracts: [retraction(X, PUBLISHER_ID)] })
+  const retracts = (...r: ReturnType<typeof retraction>[]) => (d: Record<string, unknown>) => ({ ...d, retracts: r })
+  const unkept = (issues: CheckIssue[]) => issues.filter((i) => i.code === 'pack.retractions-unkept').map((i) => `${i.level} ${i.note}`)
+  const dropped = { parentManifest: parentRetracts, manifest: retracts(retraction(Y, PUBLISHER_ID)) }
+  const other = { parentManifest: parentRetracts, manifest: retracts(retraction(X, PUBLISHER_ID), retraction(Y, OTHER)) }
+  const [droppedRoom, droppedShort, droppedNone, otherRoom, otherShort] = await Promise.all([
+    check(dropped, 1, { retractionDigests: 2 }),
+    check(dropped, 1, { retractionDigests: 1 }),
+    check(dropped, 1, { retractionDigests: 0 }),
+    check(other, 2, { retractionDigests: 3 }),
+    check(other, 2, { retractionDigests: 2 }),
+  ])
+  exactly(t, droppedRoom.issues, [['1 pack.retracts-not-cumulative', droppedRoom.manifest]], 'room for both lists: the dropped retraction is found')
+  t.same(unkept(droppedRoom.issues), [], 'and nothing is noted')
+  for (const [what, c] of [['room for one list', droppedShort], ['room for none', droppedNone]] as const) {
+    exactly(t, c.issues, [], `${what}: not judged`)
+    t.same(unkept(c.issues), ['1 true'], 'a note, once')
+  }
+  exactly(t, otherRoom.issues, [['2 pack.retraction-publisher', otherRoom.manifest]], 'room for the three digests: the first listing under another publisher is found')
+  exactly(t, otherShort.issues, [], 'room for two of the three: one of the two lists is not kept, and nothing is judged')
+  t.same(unkept(otherShort.issues), ['1 true'])
 })
 
 t.test('a manifest that lists its parent twice is judged against it once', async (t) => {

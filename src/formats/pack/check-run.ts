@@ -99,6 +99,8 @@ export const CHECK_CODES = {
   rowUnchecked: 'pack.row-unchecked',
   /** More tilings or rules rows than a check keeps (kept-facts.ts): what needed those beyond is not checked (note). */
   factsUnkept: 'pack.facts-unkept',
+  /** More retractions across the versions than a check keeps: those beyond are not held to being cumulative (note). */
+  retractionsUnkept: 'pack.retractions-unkept',
   /** More bytes of key statements in keys/ than a check reads (KEY_STATEMENT_BYTES_CAP): what the rest's keys sign is not verified. */
   keysTooLarge: 'pack.keys-too-large',
   /** More manifests, index trees and data objects than a check keeps track of (CheckCaps.tracked), or entries in a folder than it lists (CheckCaps.listed): the rest is not checked. */
@@ -110,7 +112,7 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked, CHECK_CODES.factsUnkept,
+  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked, CHECK_CODES.factsUnkept, CHECK_CODES.retractionsUnkept,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
@@ -221,6 +223,8 @@ export interface CheckCaps {
   listed?: number
   /** Bytes of the key statements of keys/ a check reads (KEY_STATEMENT_BYTES_CAP). */
   keyStatementBytes?: number
+  /** Retractions kept across versions, as digests (RETRACTION_DIGESTS_CAP). */
+  retractionDigests?: number
 }
 
 /**

@@ -121,18 +121,30 @@ function sortedHas(list: BigUint64Array, d: bigint): boolean {
 }
 
 /**
+ * The retraction digests a check keeps across versions: 32 MB. Retractions are cumulative, so a feed's
+ * versions each list all of their parents' and more; a thousand versions of ten thousand retractions each
+ * would keep 80 MB, and a 16 MiB manifest lists some 200,000.
+ */
+export const RETRACTION_DIGESTS_CAP = 1 << 22
+
+/**
  * Versions' retraction lists as sorted, distinct digests (8 bytes a retraction, where a set of strings
  * took about ten times that), and one array for every version listing the same: retractions are
- * cumulative, so most versions of a feed list what their parent does.
+ * cumulative, so most versions of a feed list what their parent does. Lists beyond the cap are not kept.
  */
 class RetractionSets {
   private readonly shared = new Map<string, BigUint64Array>()
 
-  of(keys: readonly string[]): BigUint64Array {
+  constructor(private left: number) {}
+
+  /** A version's list, or undefined when keeping it would pass the cap. */
+  of(keys: readonly string[]): BigUint64Array | undefined {
     const digests = BigUint64Array.from(new Set(keys.map(retractionDigest))).sort()
     const id = createHash('sha256').update(new Uint8Array(digests.buffer, digests.byteOffset, digests.byteLength)).digest('hex')
     const known = this.shared.get(id)
     if (known) return known
+    if (digests.length > this.left) return undefined
+    this.left -= digests.length
     this.shared.set(id, digests)
     return digests
   }
@@ -163,12 +175,14 @@ class VersionCheck {
    * Each version's retractions (as the sorted digests of `target publisher`, versions listing the same
    * sharing one array), its parents and publisher; and the versions read whose parent is not read yet.
    */
-  private readonly retractions = new Map<string, { rel: string; listed: BigUint64Array; parents: readonly string[]; publisher: string }>()
-  private readonly retractionSets = new RetractionSets()
+  private readonly retractions = new Map<string, { rel: string; listed: BigUint64Array | undefined; parents: readonly string[]; publisher: string }>()
+  private readonly retractionSets: RetractionSets
+  private retractionsNoted = false
   private readonly childrenWaiting = new Map<string, string[]>()
 
   constructor(private readonly run: CheckRun) {
     this.tables = new TableChecker(run)
+    this.retractionSets = new RetractionSets(run.caps.retractionDigests ?? RETRACTION_DIGESTS_CAP)
   }
 
   close(): Promise<void> {
@@ -303,6 +317,10 @@ class VersionCheck {
     const id = publisherIdOf(this.chain, v.publisher)
     if (id === undefined) return
     const inherited = v.parents.map((p) => this.retractions.get(p)!.listed)
+    if (!v.listed || !inherited.every((l): l is BigUint64Array => l !== undefined)) {
+      yield* this.retractionsUnkept(v.rel)
+      return
+    }
     const firstListed = new Set(v.listed.filter((d) => !inherited.some((listed) => sortedHas(listed, d))))
     if (firstListed.size === 0) return
     // The texts are read again only when there is something to say.
@@ -314,18 +332,25 @@ class VersionCheck {
   private async *retractionsKept(child: string, parent: string): AsyncGenerator<CheckIssue> {
     const c = this.retractions.get(child)!
     const p = this.retractions.get(parent)!
-    if (p.listed === c.listed) return
-    const missingDigests = new Set(p.listed.filter((d) => !sortedHas(c.listed, d)))
+    const [inherited, listed] = [p.listed, c.listed]
+    if (!inherited || !listed) {
+      yield* this.retractionsUnkept(c.rel)
+      return
+    }
+    if (inherited === listed) return
+    const missingDigests = new Set(inherited.filter((d) => !sortedHas(listed, d)))
     if (missingDigests.size === 0) return
     const missing = await this.retractionTexts(p.rel, missingDigests)
     yield this.run.issue(CHECK_CODES.retractsNotCumulative, c.rel, `it does not list ${missing.length} retraction(s) of its parent ${parent} (target and publisher): ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''}`)
   }
 
-  /**
-   * Reads and parses a manifest at `rel`: checked against `hash` from level 1 (pack.json has no hash to
-   * be checked against: its hash is what its bytes give). A missing one that is not `required` is history
-   * the pack does not have, and no issue.
-   */
+  /** A note, once a check, that a version's retractions are not judged: its list or a parent's was beyond the cap. */
+  private *retractionsUnkept(rel: string): Generator<CheckIssue> {
+    if (this.retractionsNoted) return
+    this.retractionsNoted = true
+    yield this.run.note(CHECK_CODES.retractionsUnkept, rel, `more retractions across the versions than the ${this.run.caps.retractionDigests ?? RETRACTION_DIGESTS_CAP} a check keeps (memory stays bounded): this version's, and those of others beyond them, are not held to their parents' nor their first listings to their publisher`)
+  }
+
   /** The retractions of the manifest at `rel` (read again) whose digests are among `digests`, as `target publisher`. */
   private async retractionTexts(rel: string, digests: ReadonlySet<bigint>): Promise<string[]> {
     const read = await readDocumentFile(this.run.file(rel))
@@ -334,6 +359,11 @@ class VersionCheck {
     return [...new Set(parsed.value.manifest.retracts.map(retractionKey))].filter((r) => digests.has(retractionDigest(r)))
   }
 
+  /**
+   * Reads and parses a manifest at `rel`: checked against `hash` from level 1 (pack.json has no hash to
+   * be checked against: its hash is what its bytes give). A missing one that is not `required` is history
+   * the pack does not have, and no issue.
+   */
   private async *readManifest(rel: string, hash: string | undefined, required: boolean): AsyncGenerator<CheckIssue, { manifest: Manifest; bytes: Buffer } | undefined> {
     const run = this.run
     const read = hash === undefined ? await readDocumentFile(run.file(rel)) : await run.readDocument(rel, hash)

@@ -54,13 +54,17 @@ t.test('--json: exactly one object {ok, level, findings: [{level, code, target, 
   t.match(below, { ok: true, level: 1, findings: [] }, 'signatures are level 2')
 })
 
-t.test('text: one line per finding, then the summary', async (t) => {
+t.test('text: one line per finding and per note, in the order found, then the summary', async (t) => {
   const bad = await inProcess(badSig.dir, false)
   const lines = bad.out.trim().split('\n')
-  t.equal(lines.length, 3)
+  t.equal(lines.length, 4)
   t.match(lines[0], new RegExp(`^${sig}: pack\\.sig-bad \\[level 2\\]: signature does not verify`))
   t.match(lines[1], /^objects\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\.json: pack\.manifest-unsigned \[level 2\]: /)
-  t.match(lines[2], /^pack-check: FAILED, level 3, kind store, .*notes 1, findings 2$/)
+  t.match(lines[2], /^note: objects\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\.json: pack\.table-unknown \[level 0\]: table widgets is not one of format 1\.0's: ignored$/, 'the note, marked as one, where the tables are read (after the signatures)')
+  t.match(lines[3], /^pack-check: FAILED, level 3, kind store, .*notes 1, findings 2$/)
+  const clean = await inProcess(store.dir, false)
+  t.same(clean.out.trim().split('\n').map((l) => l.split(':')[0]), ['note', 'pack-check'], 'a clean store with a note: ok, and the note shown')
+  t.equal(clean.result.exitCode, 0)
 })
 
 t.test('the CLI: exit 0 clean, 1 on a finding, 2 on usage errors with one line naming the field', async (t) => {

@@ -1,9 +1,10 @@
 import t from 'tap'
 import { captureIO } from './helpers/io.js'
-import { Readable, Writable } from 'node:stream'
+import { PassThrough, Readable, Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
 import { PipeError } from '../src/core/errors.js'
+import { FindingSink } from '../src/core/findings.js'
 import { definePipeline } from '../src/core/pipeline.js'
 import { Registry } from '../src/core/registry.js'
 import { runPipeline, runStageList } from '../src/core/runner.js'
@@ -117,4 +118,18 @@ t.test('an abort signal stops the run cleanly', async (t) => {
   const result = await running
   t.not(result.exitCode, 0)
   t.ok(created.numbers!.destroyed)
+})
+
+t.test('notes: text mode prints the first textLimit after "note: " and counts the rest; JSON mode counts them only', async (t) => {
+  const text = new PassThrough()
+  const sink = new FindingSink({ json: false, out: text, textLimit: 2 })
+  for (let n = 1; n <= 3; n++) sink.note({ line: n, code: 'x.note', detail: `note ${n}` })
+  sink.add({ line: 9, code: 'x.found', detail: 'a finding' })
+  t.same([sink.notes, sink.hiddenNotes, sink.count, sink.hidden], [3, 1, 1, 0])
+  t.equal(text.read()?.toString(), 'note: line 1: x.note: note 1\nnote: line 2: x.note: note 2\nline 9: x.found: a finding\n')
+  const json = new PassThrough()
+  const quiet = new FindingSink({ json: true, out: json })
+  quiet.note({ line: 1, code: 'x.note', detail: 'a note' })
+  t.same([quiet.notes, quiet.hiddenNotes], [1, 0])
+  t.equal(json.read()?.toString(), '{"findings":[', 'no note in the findings array')
 })

@@ -17,6 +17,8 @@ export interface Finding {
  */
 export class FindingSink {
   count = 0
+  /** Notes given (`note`): what a run did not check, or chose not to, which leaves it ok. */
+  notes = 0
   private readonly json: boolean
   private readonly out: Writable
   private readonly textLimit: number
@@ -41,9 +43,24 @@ export class FindingSink {
     }
   }
 
+  /**
+   * A note: not a finding, the run stays ok. Text mode prints the first `textLimit` as `note: ` and the
+   * finding's line, so that a reader sees what was not checked and why; JSON mode, whose object a pipeline
+   * may have published the shape of, counts it only.
+   */
+  note(note: Finding): void {
+    this.notes++
+    if (!this.json && this.notes <= this.textLimit) this.out.write(`note: ${this.format(note)}\n`)
+  }
+
   /** Text mode: how many findings were counted but not printed. */
   get hidden(): number {
     return this.json ? 0 : Math.max(0, this.count - this.textLimit)
+  }
+
+  /** Text mode: how many notes were counted but not printed. */
+  get hiddenNotes(): number {
+    return this.json ? 0 : Math.max(0, this.notes - this.textLimit)
   }
 }
 

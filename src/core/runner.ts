@@ -147,6 +147,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
     settings.stdout.write(closeJson(ok, summary, metrics, elapsed, jsonReport))
   } else {
     if (findings.hidden > 0) settings.stdout.write(`... ${findings.hidden} more findings (--json lists all)\n`)
+    if (findings.hiddenNotes > 0) settings.stdout.write(`... ${findings.hiddenNotes} more notes\n`)
     settings.stdout.write(textSummary(name, ok, findings.count, summary) + '\n')
   }
   return { exitCode: ok ? EXIT_OK : EXIT_DATA, ok, findings: findings.count, summary, stages: metrics }

@@ -71,16 +71,14 @@ const STATUS_COUNT: Record<ReplayStatus, keyof CheckRun['stats']['replay']> = { 
 
 const ruleKey = (notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): string => `${String(notation)}\n${String(neighbourhood)}\n${String(stepsPerGen)}`
 
-/** What each map of facts leaves unchecked beyond its cap, for the note that says so. */
+/** What each map of facts keeps, and leaves unchecked beyond its cap, for the note that says so. */
 const UNKEPT = {
-  tilings: 'the records on the others are not checked against their tiling, nor replayed',
-  ruleFamilies: 'the ranges of verifications in the other notations are not checked against their family',
-  factRows: 'the rows of the other keys are not held to being the same wherever they appear',
+  tilings: { keeps: 'tilings', unchecked: 'the records on the others are not checked against their tiling, nor replayed' },
+  ruleFamilies: { keeps: 'rule notations', unchecked: 'the ranges of verifications in the other notations are not checked against their family' },
+  factRows: { keeps: 'tilings and rules keys', unchecked: 'the rows of the other keys are not held to being the same wherever they appear' },
 } as const
 
 export class TableChecker {
-  /** What the facts maps and the main rules' notations keep, in characters (kept-facts.ts). */
-  private readonly keptText: KeptText
   private readonly tilings: KeptFacts<TilingFacts>
   /** The rules rows' masks, for replay (level 3). */
   private readonly rules: KeptFacts<RuleFacts>
@@ -111,14 +109,15 @@ export class TableChecker {
 
   constructor(private readonly run: CheckRun) {
     const keys = run.caps.factKeys ?? FACT_KEYS_CAP
-    this.keptText = new KeptText(run.caps.keptText ?? KEPT_TEXT_CAP)
-    this.tilings = new KeptFacts(keys, this.keptText)
-    this.rules = new KeptFacts(keys, this.keptText)
-    this.ruleFamilies = new KeptFacts(keys, this.keptText)
-    this.factRows = new KeptFacts(keys, this.keptText)
+    // The characters the facts maps and the main rules' notations keep, in all.
+    const text = new KeptText(run.caps.keptText ?? KEPT_TEXT_CAP)
+    this.tilings = new KeptFacts(keys, text)
+    this.rules = new KeptFacts(keys, text)
+    this.ruleFamilies = new KeptFacts(keys, text)
+    this.factRows = new KeptFacts(keys, text)
     this.geometryLeft = run.caps.geometryBytes ?? GEOMETRY_BYTES_CAP
     this.moverPatterns = new MoverPatterns(run.caps.moverPatterns)
-    this.mainRules = new PatternMainRules(run.caps.mainRules, undefined, this.keptText)
+    this.mainRules = new PatternMainRules(run.caps.mainRules, undefined, text)
     this.raterBook = new RaterBook(run.caps.raters)
   }
 
@@ -386,7 +385,7 @@ export class TableChecker {
   private *unkept(map: keyof typeof UNKEPT, target: string): Generator<CheckIssue> {
     if (this.unkeptNoted.has(map)) return
     this.unkeptNoted.add(map)
-    yield this.run.note(CHECK_CODES.factsUnkept, target, `more ${map === 'ruleFamilies' ? 'rule notations' : map === 'tilings' ? 'tilings' : 'tilings and rules keys'} than a check keeps (memory stays bounded): ${UNKEPT[map]}`)
+    yield this.run.note(CHECK_CODES.factsUnkept, target, `more ${UNKEPT[map].keeps} than a check keeps (memory stays bounded): ${UNKEPT[map].unchecked}`)
   }
 
   /**

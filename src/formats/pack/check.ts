@@ -152,13 +152,13 @@ class RetractionSets {
 
 const SIGNATURE_NAME = /^([0-9a-f]{64})\.sig$/
 const KEY_NAME = /^([0-9a-f]{64})\.json$/
+const REF_NAME = /^([A-Za-z0-9-]{1,64})\.json$/
 
 /**
  * The bytes of key statements a check reads from keys/: a statement is about 600 bytes, so some 28,000 of
  * them (a few a publisher), where the spec's 16 MiB a document would let keys/ hold any number of large ones.
  */
 export const KEY_STATEMENT_BYTES_CAP = 16 << 20
-const REF_NAME = /^([A-Za-z0-9-]{1,64})\.json$/
 
 /** What a ref's checks need of a manifest read earlier. */
 interface Version {

@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto'
 import { lstat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { UsageError } from '../../core/errors.js'
+import { formatBytes } from '../../core/runner.js'
 import { isSha256Hash, objectHash, parseStoreDocument } from './documents.js'
 import { parseManifest, type Manifest } from './doc-manifest.js'
 import { parseRef, verifyRef } from './doc-ref.js'
@@ -397,7 +398,7 @@ class VersionCheck {
       }
       left -= read.value.length
       if (left < 0) {
-        yield run.issue(CHECK_CODES.keysTooLarge, f.rel, `keys/ holds more key statements than the ${run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP} bytes a check reads: this one and those after it are not read, and what their keys sign is not verified`)
+        yield run.issue(CHECK_CODES.keysTooLarge, f.rel, `keys/ holds more key statements than the ${formatBytes(run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP)} a check reads: this one and those after it are not read, and what their keys sign is not verified`)
         break
       }
       sources.push({ statement: read.value, signerName: f.key, source: f.rel })

@@ -227,6 +227,28 @@ t.test('a merge: another publisher\'s version with two parents', async (t) => {
   t.same(issues.filter((i) => !i.note), [], 'and pack-check takes the two Life rows for one fact')
 })
 
+t.test('a parent\'s part whose bytes are not its hash\'s (damaged on disk) stops the next version before it is written', async (t) => {
+  const store = dir()
+  const first = await publishPack(opts(store, await records(dir(), [BLOCK, BLINKER])))
+  const refBefore = await readFile(join(store, 'refs', 'golden-a.json'))
+  const m = await manifestOf(store, first.manifest)
+  const part = storeFile(store, objectPath((await indexOf(store, m.tables['patterns']!)).parts[0]!.object, 'parquet'))
+  const good = await readFile(part)
+  const flipped = Buffer.from(good)
+  const middle = flipped.length >> 1
+  flipped[middle] = flipped[middle]! ^ 1
+  await writeFile(part, flipped)
+  const glider = await records(dir(), [GLIDER])
+  const next = () => publishPack(opts(store, glider, { created: '2026-11-12T00:00:00Z' }))
+  await t.rejects(next(), { code: 'pack.object-hash-mismatch', exitCode: 1, location: { file: part }, message: /^a parent version's part: / }, 'a flipped byte')
+  await writeFile(part, good.subarray(0, good.length - 1))
+  await t.rejects(next(), { code: 'pack.object-size-mismatch', location: { file: part } }, 'a truncated file')
+  t.same(await readFile(join(store, 'refs', 'golden-a.json')), refBefore, 'the feed\'s ref is unchanged')
+  t.same(await readdir(join(store, '.tmp')).catch(() => []), [], 'and nothing half-written is left')
+  await writeFile(part, good)
+  t.equal((await next()).seq, 2, 'the part restored, the version is published')
+})
+
 t.test('a store to merge is checked at level 2 first: one that fails is refused, and nothing of it is merged', async (t) => {
   const a = dir()
   const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))

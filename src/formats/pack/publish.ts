@@ -288,7 +288,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       let written: WrittenPart[]
       try {
         for (const part of kept) {
-          await eachPartRow(o.store, part.object, schema, (row) => {
+          await eachPartRow(o.store, part, schema, (row) => {
             if (name === 'tilings') tilings.add(row as never)
             if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
             if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false })
@@ -411,10 +411,14 @@ async function readMetadata(dir: string): Promise<PackMetadata> {
   }
 }
 
-/** Calls `each` with every row of a part of the store, one row group at a time. */
-async function eachPartRow(store: string, object: string, schema: TableSchema, each: (row: Row) => void | Promise<void>): Promise<void> {
-  const opened = await openPart(storeFile(store, objectPath(object, 'parquet')), schema)
-  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${object}: ${opened.findings[0]!.detail}`)
+/** Calls `each` with every row of a parent's part of the store, one row group at a time, once its bytes are found to be its hash's. */
+async function eachPartRow(store: string, part: Pick<TablePart, 'object' | 'bytes'>, schema: TableSchema, each: (row: Row) => void | Promise<void>): Promise<void> {
+  const path = storeFile(store, objectPath(part.object, 'parquet'))
+  // The new version keeps the part by its hash and is signed: rows of a damaged file must not decide what it adds.
+  const checked = await verifyObjectFile(path, part.object, { bytes: part.bytes })
+  if (!checked.ok) throw new PipeError(checked.code, `a parent version's part: ${checked.detail}`, { location: { file: path } })
+  const opened = await openPart(path, schema)
+  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${part.object}: ${opened.findings[0]!.detail}`)
   try {
     for await (const r of opened.part.rows()) await each(r as Row)
   } finally {

@@ -352,6 +352,8 @@ t.test('a record breaking a row rule the check holds parts to is refused with it
     ['a mover on a main verification on the square grid', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), mover: '{"followed":100}' }] }), 'mover'],
     ['a range in a rule whose rules rows are all cyclic', 'pack.verification-range-invalid', 1, records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), CYCLIC], verifications: [{ ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'C3', range: RANGE }] }), 'range'],
     ['a second main rule of one pattern by its publisher', 'pack.verification-main-duplicate', 2, records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] }), 'main'],
+    // A missing nullable member is null: a B/S rule without its survive mask has none (it was a TypeError).
+    ['a B/S rule whose survive member is missing', 'pack.rule-family-columns', 1, records(dir(), [BLOCK], { rules: [(({ survive: _, ...r }) => r)(ruleRecord(LIFE))] })],
   ]
   for (const [what, code, line, rec, field] of cases) {
     const store = dir()
@@ -509,6 +511,17 @@ t.test('aliases and score models are published, read back as written, and pass e
   await t.rejects(publishPack(opts(dir(), badAlias)), { code: 'pack.alias-reason-invalid', location: { file: join(badAlias, 'aliases.jsonl'), line: 1 } }, 'a reason the spec does not name')
   const badModel = await records(dir(), [BLOCK], { score_models: [{ model: 'taste', version: '1', kind: 'logistic 1', features: ['cells'], weights: [0.5, 1], intercept: 0, fitted_on: 'x', rater: null, metrics: '{}' }] })
   await t.rejects(publishPack(opts(dir(), badModel)), { code: 'pack.score-model-weights-mismatch', location: { file: join(badModel, 'score_models.jsonl'), line: 1 } }, 'two weights for one feature')
+})
+
+t.test('a nullable member a record leaves out is null, as a part\'s reader gives it: the row rules judge it so', async (t) => {
+  const symmetric = antRecord('LLRR')
+  t.equal(symmetric['outcome'], 'symmetric', 'LLRR, run this far, is symmetric')
+  const { speed: _speed, period: _period, dx: _dx, dy: _dy, onset: _onset, ...bare } = symmetric
+  const store = dir()
+  const published = await publishPack(opts(store, await records(dir(), [BLOCK], { ants: [bare] })))
+  t.equal(published.seq, 1, 'a symmetric run without its speed, period, dx, dy and onset members is published')
+  const ants = await tableRows(store, 'ants', (await manifestOf(store, published.manifest)).tables['ants']!)
+  t.same(['speed', 'period', 'dx', 'dy', 'onset'].map((c) => ants[0]![c]), [null, null, null, null, null], 'with them null')
 })
 
 t.test('a record whose pin_key names no tiling is refused at its line and field', async (t) => {

@@ -451,6 +451,7 @@ async function stageTable(
 ): Promise<void> {
   const { tilings, ruleFamilies, ids, patterns, raters } = facts
   const validate = rowValidator(rows.schema)
+  const nullable = rows.schema.columns.filter((c) => c.nullable).map((c) => c.name)
   const findings: RowFinding[] = []
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
   const canonicalCell = jsonCellChecker()
@@ -466,6 +467,8 @@ async function stageTable(
       throw recordError(PUBLISH_CODES.disagrees, at, `rev ${JSON.stringify(row['rev'])}: an annotation's rev is the ref seq of the version that adds it, ${defaults.seq}`, 'rev')
     }
     applyDefaults(name, row, defaults, pin)
+    // "A missing member is null": made so before any rule reads the row, as a part's reader gives it.
+    for (const column of nullable) if (row[column] === undefined) row[column] = null
     if (name === 'verifications') refuseMisplacedCells(row, tilings.kindOfPin(row['pin']), ruleFamilies, at)
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)

@@ -1,0 +1,112 @@
+/**
+ * A seeded fuzz of publish's records: one line of one records file (tilings, rules, patterns,
+ * verifications, ants) gets flipped bits, a truncation, a stray byte or an inserted member, or one of its
+ * members is removed or given another value (null, a string, a fraction, 2^53, a list, an object...). The publish
+ * either succeeds, and pack-check at level 3 then finds no failure, or is refused with a PipeError that
+ * names the records file (and its line where one is at fault), leaving no ref and nothing in .tmp.
+ * Never another throw.
+ */
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { basename, join } from 'node:path'
+import t from 'tap'
+import { PipeError } from '../src/core/errors.js'
+import { checkPack } from '../src/formats/pack/check.js'
+import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
+import { publishPack } from '../src/formats/pack/publish.js'
+import { generateKey } from '../src/formats/pack/ssh-key.js'
+import { TMP_FOLDER } from '../src/formats/pack/store.js'
+import { LIFE, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+import { seededRandom } from '../src/sim/random.js'
+
+const CASES = 60
+const T0 = '2026-11-11T00:00:00Z'
+const key = generateKey({ seed: Buffer.alloc(32, 7), comment: 'fuzz' })
+const statement = keyStatementBytes(firstKeyStatement(key, { name: 'Fuzz Publisher', created: T0 }))
+const PATTERNS = [
+  patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1]]),
+  patternRecord('square', LIFE, [[0, 1], [1, 1], [2, 1]]),
+  patternRecord('square', LIFE, [[1, 0], [2, 1], [0, 2], [1, 2], [2, 2]], { speed: 'c/4 diagonal' }),
+]
+const TABLES: Record<string, object[]> = {
+  tilings: [{ family: 'square' }, { family: 'hex' }],
+  rules: [ruleRecord(LIFE)],
+  patterns: PATTERNS,
+  verifications: PATTERNS.map((p, i) => verificationRecord(i + 1, LIFE, p, T0)),
+  ants: [antRecord('RL'), antRecord('LLRR')],
+}
+
+const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pack-publish-fuzz-'))
+t.teardown(() => rm(base, { recursive: true, force: true }))
+
+/** A value a member is given in place of its own. */
+const VALUES: readonly unknown[] = [null, '', 'x', -1, 0.5, 2 ** 53, 1e9, [], {}, [[1, 2]], true]
+
+/** A line changed one of eight ways: in its bytes (four), or one member's value replaced or removed (four). */
+function mutate(line: Buffer, random: () => number): { how: string; bytes: Buffer } {
+  const at = Math.floor(random() * line.length)
+  const kind = Math.floor(random() * 8)
+  if (kind >= 4) {
+    const row = JSON.parse(line.toString('utf8')) as Record<string, unknown>
+    const keys = Object.keys(row)
+    const member = keys[Math.floor(random() * keys.length)]!
+    if (kind === 4) {
+      delete row[member]
+      return { how: `${member} removed`, bytes: Buffer.from(JSON.stringify(row)) }
+    }
+    const value = VALUES[Math.floor(random() * VALUES.length)]
+    row[member] = value
+    return { how: `${member} set to ${JSON.stringify(value)}`, bytes: Buffer.from(JSON.stringify(row)) }
+  }
+  switch (kind) {
+    case 0: {
+      const out = Buffer.from(line)
+      out[at] = out[at]! ^ (1 << Math.floor(random() * 7))
+      return { how: `bit flipped at ${at}`, bytes: out }
+    }
+    case 1:
+      return { how: `cut to ${at} bytes`, bytes: line.subarray(0, at) }
+    case 2: {
+      const out = Buffer.from(line)
+      const stray = [0x22, 0x7b, 0x5d, 0x30, 0x2d, 0x2f, 0x5c].find((b) => b !== out[at]) ?? 0x20
+      out[at] = stray
+      return { how: `byte ${stray} at ${at}`, bytes: out }
+    }
+    default:
+      return { how: `a member inserted at ${at}`, bytes: Buffer.concat([line.subarray(0, at), Buffer.from('"x":1,'), line.subarray(at)]) }
+  }
+}
+
+t.test(`${CASES} mutated records folders: a published pack that checks, or a refusal naming the file`, async (t) => {
+  const random = seededRandom(20261206)
+  for (let n = 0; n < CASES; n++) {
+    const records = join(base, `records-${n}`)
+    await mkdir(records)
+    for (const [table, rows] of Object.entries(TABLES)) await writeJsonl(join(records, `${table}.jsonl`), rows)
+    const tables = Object.keys(TABLES)
+    const file = join(records, `${tables[Math.floor(random() * tables.length)]!}.jsonl`)
+    const lines = (await readFile(file)).toString('utf8').split('\n').filter((l) => l !== '')
+    const line = Math.floor(random() * lines.length)
+    const { how, bytes } = mutate(Buffer.from(lines[line]!), random)
+    await writeFile(file, Buffer.concat(lines.map((l, i) => Buffer.concat([i === line ? bytes : Buffer.from(l), Buffer.from('\n')]))))
+    const what = `${basename(file)} line ${line + 1}, ${how}`
+    const store = join(base, `store-${n}`)
+    try {
+      await publishPack({ feed: 'fuzz', store, records, key, statements: [statement], created: T0, engineVersion: 'test' })
+    } catch (err) {
+      if (!(err instanceof PipeError)) {
+        t.fail(`${what}: threw ${(err as Error).stack ?? String(err)}`)
+        continue
+      }
+      const { file, line: at, field } = err.location ?? {}
+      t.ok(typeof file === 'string' && file.startsWith(records) && typeof at === 'number', `${what}: refused, ${err.code} on ${String(file)} line ${String(at)}${field ? ` field ${field}` : ''}: ${err.message}`)
+      t.notOk(existsSync(join(store, 'refs', 'fuzz.json')), `${what}: no ref`)
+      t.same(await readdir(join(store, TMP_FOLDER)).catch(() => []), [], `${what}: nothing left in ${TMP_FOLDER}`)
+      continue
+    }
+    const failures: string[] = []
+    for await (const issue of checkPack(store, { level: 3 })) if (!issue.note) failures.push(`${issue.code} ${issue.target}`)
+    t.same(failures, [], `${what}: published, and the pack checks`)
+  }
+})

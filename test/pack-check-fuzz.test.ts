@@ -10,6 +10,7 @@ import { join, relative } from 'node:path'
 import t from 'tap'
 import { checkPack, type CheckIssue } from '../src/formats/pack/check.js'
 import { seededRandom } from '../src/sim/random.js'
+import { mutateBytes } from './helpers/mutate.js'
 
 const GOLDEN = new URL('./golden/', import.meta.url).pathname
 const PACKS = ['minimal/store', 'searches/store', 'aperiodic/store', 'merge/store', 'retraction/store', 'media/store', 'ants/store', 'export']
@@ -28,27 +29,8 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out.sort()
 }
 
-/** Bytes changed one of four ways, chosen and placed by `random`; never the bytes given. */
-function mutate(bytes: Buffer, random: () => number): { how: string; bytes: Buffer } {
-  const at = Math.floor(random() * bytes.length)
-  switch (Math.floor(random() * 4)) {
-    case 0: {
-      const out = Buffer.from(bytes)
-      out[at] = out[at]! ^ (1 << Math.floor(random() * 8))
-      return { how: `bit flipped at ${at}`, bytes: out }
-    }
-    case 1:
-      return { how: `cut to ${at} bytes`, bytes: bytes.subarray(0, at) }
-    case 2: {
-      const out = Buffer.from(bytes)
-      const stray = [0x22, 0x7b, 0x5b, 0x30, 0x2d, 0x00, 0xff].find((b) => b !== out[at]) ?? 0x7f
-      out[at] = stray
-      return { how: `byte ${stray} at ${at}`, bytes: out }
-    }
-    default:
-      return { how: `a member inserted at ${at}`, bytes: Buffer.concat([bytes.subarray(0, at), Buffer.from('"x":1,'), bytes.subarray(at)]) }
-  }
-}
+/** What a pack's file may be given in place of a byte: JSON's marks and digits, a NUL and a byte no UTF-8 text holds. */
+const STRAYS = [0x22, 0x7b, 0x5b, 0x30, 0x2d, 0x00, 0xff]
 
 t.test(`${CASES} mutated packs: findings, never a throw or a hang`, async (t) => {
   const random = seededRandom(20261206)
@@ -60,7 +42,7 @@ t.test(`${CASES} mutated packs: findings, never a throw or a hang`, async (t) =>
     const file = files[Math.floor(random() * files.length)]!
     const original = await readFile(file)
     if (original.length === 0) continue
-    const { how, bytes } = mutate(original, random)
+    const { how, bytes } = mutateBytes(original, random, { bits: 8, strays: STRAYS })
     await writeFile(file, bytes)
     const threads = random() < 0.5 ? 1 : 2
     const what = `${pack}: ${relative(dir, file)}, ${how}, ${threads} thread(s)`

@@ -19,6 +19,7 @@ import { generateKey } from '../src/formats/pack/ssh-key.js'
 import { TMP_FOLDER } from '../src/formats/pack/store.js'
 import { LIFE, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
 import { seededRandom } from '../src/sim/random.js'
+import { mutateBytes } from './helpers/mutate.js'
 
 const CASES = 60
 const T0 = '2026-11-11T00:00:00Z'
@@ -40,18 +41,19 @@ const TABLES: Record<string, object[]> = {
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pack-publish-fuzz-'))
 t.teardown(() => rm(base, { recursive: true, force: true }))
 
+/** What a record's line may be given in place of a byte: JSON's marks, a digit, a slash and a backslash (ASCII, so the line stays UTF-8). */
+const STRAYS = [0x22, 0x7b, 0x5d, 0x30, 0x2d, 0x2f, 0x5c]
+
 /** A value a member is given in place of its own. */
 const VALUES: readonly unknown[] = [null, '', 'x', -1, 0.5, 2 ** 53, 1e9, [], {}, [[1, 2]], true]
 
-/** A line changed one of eight ways: in its bytes (four), or one member's value replaced or removed (four). */
+/** A line changed in its bytes (mutateBytes), or one member removed or given another value. */
 function mutate(line: Buffer, random: () => number): { how: string; bytes: Buffer } {
-  const at = Math.floor(random() * line.length)
-  const kind = Math.floor(random() * 8)
-  if (kind >= 4) {
+  if (random() < 0.5) {
     const row = JSON.parse(line.toString('utf8')) as Record<string, unknown>
     const keys = Object.keys(row)
     const member = keys[Math.floor(random() * keys.length)]!
-    if (kind === 4) {
+    if (random() < 0.2) {
       delete row[member]
       return { how: `${member} removed`, bytes: Buffer.from(JSON.stringify(row)) }
     }
@@ -59,23 +61,7 @@ function mutate(line: Buffer, random: () => number): { how: string; bytes: Buffe
     row[member] = value
     return { how: `${member} set to ${JSON.stringify(value)}`, bytes: Buffer.from(JSON.stringify(row)) }
   }
-  switch (kind) {
-    case 0: {
-      const out = Buffer.from(line)
-      out[at] = out[at]! ^ (1 << Math.floor(random() * 7))
-      return { how: `bit flipped at ${at}`, bytes: out }
-    }
-    case 1:
-      return { how: `cut to ${at} bytes`, bytes: line.subarray(0, at) }
-    case 2: {
-      const out = Buffer.from(line)
-      const stray = [0x22, 0x7b, 0x5d, 0x30, 0x2d, 0x2f, 0x5c].find((b) => b !== out[at]) ?? 0x20
-      out[at] = stray
-      return { how: `byte ${stray} at ${at}`, bytes: out }
-    }
-    default:
-      return { how: `a member inserted at ${at}`, bytes: Buffer.concat([line.subarray(0, at), Buffer.from('"x":1,'), line.subarray(at)]) }
-  }
+  return mutateBytes(line, random, { bits: 7, strays: STRAYS })
 }
 
 t.test(`${CASES} mutated records folders: a published pack that checks, or a refusal naming the file`, async (t) => {

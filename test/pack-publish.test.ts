@@ -27,7 +27,7 @@ import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/fo
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
 import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
 import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/table-schemas.js'
-import { LIFE, STAR_WARS, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+import { LIFE, STAR_WARS, antRecord, mask, patternRecord, ruleRecord, verificationRecord, writeJsonl, type SampleRule } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))
 t.teardown(() => rm(base, { recursive: true, force: true }))
@@ -41,6 +41,7 @@ const keyB = generateKey({ seed: Buffer.alloc(32, 2), comment: 'golden-b' })
 const statementB = keyStatementBytes(firstKeyStatement(keyB, { name: 'Publisher B', created: T0 }))
 
 const RANGE = '{"birth_max":11,"birth_min":8,"bits":9,"max_rule":"B013/S0123","min_rule":"B3/S23","states_max":2,"states_min":2,"survive_max":15,"survive_min":12}'
+const HIGHLIFE: SampleRule = { notation: 'B36/S23', neighbourhood: 'touch', steps_per_gen: 1, states: 2, birth: mask(3, 6), survive: mask(2, 3) }
 const CYCLIC = { notation: 'C3', neighbourhood: 'edge', steps_per_gen: 1, family: 'cyclic', semantics: '1', states: 0, birth: null, survive: null }
 
 const BLOCK = patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1]])
@@ -403,26 +404,58 @@ t.test('a part is held to the decoded sizes a reader counts while decoding, whic
   await t.rejects(readablePart({ ...part!, largestRowGroupDecodedBytes: 128 * 1024 * 1024 + 1 }, PACK_TABLES.patterns), { code: 'pack.parquet-row-group-too-large' }, 'a row group a reader does not decode whole')
 })
 
-t.test('a range in a rule some B/S rules row has, or one no rules row has, and main rules verified again or by others, are published', async (t) => {
+t.test('a range in a rule some B/S rules row has, and main rules verified again or by others, are published; a main rule with no rules row for its pattern is refused', async (t) => {
   const other = { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', publisher: 'SHA256:Cq5cVSqJBAdxFfJPld1HSH/bAyUPSvZYbr+p0GAIh9g' }
+  const rules = [ruleRecord(LIFE), ruleRecord(HIGHLIFE), CYCLIC, { ...CYCLIC, notation: 'B3/S23', neighbourhood: 'edge' }]
   const kept = await records(dir(), [BLOCK, BLINKER], {
-    rules: [ruleRecord(LIFE), CYCLIC, { ...CYCLIC, notation: 'B3/S23', neighbourhood: 'edge' }],
+    rules,
     verifications: [
       { ...verificationRecord(1, LIFE, BLOCK, T0), range: RANGE }, { ...verificationRecord(1, LIFE, BLOCK, '2026-11-12T00:00:00Z') }, other,
-      { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', main: false }, { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B2/S7', range: RANGE },
+      { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23', main: false }, { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B36/S23', range: RANGE },
     ],
   })
   const store = dir()
   await publishPack(opts(store, kept))
   const issues: CheckIssue[] = []
-  for await (const i of checkPack(store, { level: 1 })) issues.push(i)
-  t.same(issues.filter((i) => !i.note), [], 'and the check finds nothing')
+  for await (const i of checkPack(store, { level: 3 })) issues.push(i)
+  t.same(issues.filter((i) => !i.note), [], 'and the check finds nothing, at level 3 too')
+  // The blinker runs in its main verification's rule: B2/S7 has no rules row, so level 3 could not replay it.
+  const unknown = await records(dir(), [BLOCK, BLINKER], { rules, verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B2/S7', range: RANGE }] })
+  await t.rejects(publishPack(opts(dir(), unknown)), {
+    code: 'pack.replay-rule-unknown', exitCode: 2, location: { file: join(unknown, 'verifications.jsonl'), line: 2, field: 'rule' },
+    message: /^the main rule of pattern [0-9a-f]{32}: rule "B2\/S7" has no rules row with neighbourhood touch and steps_per_gen 1, here or in a parent version/,
+  })
   const second = await records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), { ...verificationRecord(1, LIFE, BLOCK, T0), rule: 'B36/S23' }] })
   await t.rejects(publishPack(opts(dir(), second)), { code: 'pack.verification-main-duplicate', exitCode: 2, location: { file: join(second, 'verifications.jsonl'), line: 2, field: 'main' }, message: /main rule "B36\/S23" .* and another on line 1/ })
 })
 
+t.test('a pattern runs in the rules row of its rule with its neighbourhood and steps per generation: one with none is refused, as level 3 would refuse it', async (t) => {
+  // The block, stated as of class other, which states its rule.
+  const other = { ...BLOCK, class: 'other', rule: 'B3/S23' }
+  const stated = await records(dir(), [BLOCK, { ...other, steps_per_gen: 2 }])
+  await t.rejects(publishPack(opts(dir(), stated)), {
+    code: 'pack.replay-rule-unknown', exitCode: 2, location: { file: join(stated, 'patterns.jsonl'), line: 2, field: 'rule' },
+    message: /^rule "B3\/S23" has no rules row with neighbourhood touch and steps_per_gen 2, here or in a parent version: a pattern runs in/,
+  }, 'its rule column, with steps per generation no rules row has')
+  const store = dir()
+  t.equal((await publishPack(opts(store, await records(dir(), [BLOCK, other])))).seq, 1, 'the same pattern in steps the rules row has is published')
+
+  // A parent's main verification names a pattern this publish adds without a rule column: it runs in that rule.
+  const elsewhere = dir()
+  const blinkerVersion = await publishPack(opts(elsewhere, await records(dir(), [BLINKER])))
+  const [blinker] = await tableRows(elsewhere, 'patterns', (await manifestOf(elsewhere, blinkerVersion.manifest)).tables['patterns']!)
+  const parent = dir()
+  const foreign = { ...verificationRecord(2, LIFE, BLINKER, T0), pattern_id: blinker!['id'], pin: blinker!['pin'], rule: 'B2/S7' }
+  await publishPack(opts(parent, await records(dir(), [BLOCK], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), foreign] })))
+  const added = await records(dir(), [BLINKER], { verifications: [] })
+  await t.rejects(publishPack(opts(parent, added, { created: '2026-11-12T00:00:00Z' })), {
+    code: 'pack.replay-rule-unknown', location: { file: join(added, 'patterns.jsonl'), line: 1, field: 'rule' },
+    message: /^its main verification in a parent version: rule "B2\/S7" has no rules row/,
+  }, 'refused at the pattern record')
+})
+
 t.test('main verifications beyond the main-rules cap are published with a note saying they were not held to one main rule', async (t) => {
-  const rec = await records(dir(), [BLOCK, BLINKER], { verifications: [verificationRecord(1, LIFE, BLOCK, T0), verificationRecord(2, LIFE, BLINKER, T0), { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B36/S23' }] })
+  const rec = await records(dir(), [BLOCK, BLINKER], { rules: [ruleRecord(LIFE), ruleRecord(HIGHLIFE)], verifications: [verificationRecord(1, LIFE, BLOCK, T0), verificationRecord(2, LIFE, BLINKER, T0), { ...verificationRecord(2, LIFE, BLINKER, T0), rule: 'B36/S23' }] })
   const r = await publishPack(opts(dir(), rec, { mainRulesCap: 1 }))
   t.same(r.notes.map((n) => n.code), ['pack.verification-main-unchecked'])
   t.match(r.notes[0]!.detail, /^2 main verifications of patterns beyond the first 1 were not held/)

@@ -28,7 +28,7 @@ import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitio
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from './tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
 import { CheckPool, type PartJob, type PendingPart } from './check-pool.js'
-import { keepRuleFamily, RaterBook } from './row-rules.js'
+import { keepRuleFamily, RaterBook, ruleRowKey, ruleRowMissing } from './row-rules.js'
 import { MoverPatterns } from './mover-patterns.js'
 import { PatternMainRules } from './main-rules.js'
 import { CHECK_CODES, type CheckIssue, type CheckRun } from './check-run.js'
@@ -68,8 +68,6 @@ const rank = (table: string): number => (FIRST_TABLES.includes(table) ? FIRST_TA
 /** Replay findings that leave a record unchecked or not replayed: notes, not failures. */
 const REPLAY_NOTES: ReadonlySet<string> = new Set([REPLAY_CODES.overBudget, REPLAY_CODES.cellCap, REPLAY_CODES.outOfRange, REPLAY_CODES.notReplayable, REPLAY_CODES.unsupportedRule])
 const STATUS_COUNT: Record<ReplayStatus, keyof CheckRun['stats']['replay']> = { confirmed: 'confirmed', failed: 'failed', refused: 'failed', unchecked: 'unchecked', 'not-replayed': 'notReplayed' }
-
-const ruleKey = (notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): string => `${String(notation)}\n${String(neighbourhood)}\n${String(stepsPerGen)}`
 
 /** What each map of facts keeps, and leaves unchecked beyond its cap, for the note that says so. */
 const UNKEPT = {
@@ -480,7 +478,7 @@ export class TableChecker {
 
   /** A rule's masks for replay; one beyond those kept is found missing by replay, which then says so. */
   private keepRule(row: Row): void {
-    const key = ruleKey(row.notation, row.neighbourhood, row.steps_per_gen)
+    const key = ruleRowKey(row.notation, row.neighbourhood, row.steps_per_gen)
     const family = row.family as string
     this.rules.keep(key, { family, states: row.states as number, birth: row.birth as bigint | null, survive: row.survive as bigint | null }, key.length + family.length)
   }
@@ -524,14 +522,14 @@ export class TableChecker {
       return
     }
     for (const notation of notations) {
-      const rule = this.rules.get(ruleKey(notation, row.neighbourhood, row.steps_per_gen))
+      const rule = this.rules.get(ruleRowKey(notation, row.neighbourhood, row.steps_per_gen))
       if (!rule && this.rules.dropped > 0) {
         run.stats.replay.unchecked++
         yield run.note(CHECK_CODES.replayRuleUnkept, target, `rule ${quote(notation)} with neighbourhood ${String(row.neighbourhood)} and steps_per_gen ${String(row.steps_per_gen)} is not among the ${this.rules.entries.size} rules this check keeps (memory stays bounded): not replayed in it`)
         continue
       }
       if (!rule) {
-        yield run.issue(CHECK_CODES.replayRuleUnknown, target, `rule ${quote(notation)} has no rules row with neighbourhood ${String(row.neighbourhood)} and steps_per_gen ${String(row.steps_per_gen)}`)
+        yield run.issue(CHECK_CODES.replayRuleUnknown, target, ruleRowMissing(notation, row.neighbourhood, row.steps_per_gen))
         continue
       }
       if (rule.birth === null || rule.survive === null) {

@@ -70,6 +70,10 @@ const MOVER = 1
 const RULELESS = 2
 /** A main verification (a record's or a parent's) gives its pattern a rule. */
 const RULED = 4
+/** Flags' bits above these hold the number (from 1) of the neighbourhood and steps a pattern without a rule column runs in. */
+const FLAG_BITS = 3
+/** Distinct neighbourhoods and steps per generation kept (a pack has a few). */
+const RUNS_IN_CAP = 1 << 16
 
 /**
  * The publisher's patterns, kept while it stages the verifications (it stages the patterns first), for
@@ -87,6 +91,9 @@ const RULED = 4
 export class StagedPatterns {
   private readonly table = new IdTable(PATTERN_SLOT_WORDS, 4, LINE)
   private readonly probe = new Uint32Array(PATTERN_SLOT_WORDS)
+  /** The neighbourhoods and steps per generation patterns run in, numbered from 1 in the flags. */
+  private readonly runsIn: { neighbourhood: string; stepsPerGen: number }[] = []
+  private readonly runsInNumbers = new Map<string, number>()
   /** Patterns not kept, beyond the cap. */
   dropped = 0
   /** Of those, records without a rule, not held to having a main verification. */
@@ -100,8 +107,12 @@ export class StagedPatterns {
     return this.table.count
   }
 
-  /** Keeps a content id's pattern from its record's `line` (or PARENT_PATTERN); the first kept stays. `ruleless` counts for a record only. */
-  add(patternId: string, line: number, facts: { mover: boolean; ruleless: boolean }): void {
+  /**
+   * Keeps a content id's pattern from its record's `line` (or PARENT_PATTERN); the first kept stays.
+   * `ruleless` counts for a record only; `runsIn`, for a pattern on a lattice tiling without a rule column,
+   * is the neighbourhood and steps per generation its main verifications' rules must have rules rows for.
+   */
+  add(patternId: string, line: number, facts: { mover: boolean; ruleless: boolean; runsIn?: { neighbourhood: string; stepsPerGen: number } }): void {
     const at = this.find(patternId)
     if (at < 0 || this.table.slots[at + LINE] !== 0) return
     const ruleless = facts.ruleless && line !== PARENT_PATTERN
@@ -111,8 +122,28 @@ export class StagedPatterns {
       return
     }
     this.probe[LINE] = line
-    this.probe[FLAGS] = (facts.mover ? MOVER : 0) | (ruleless ? RULELESS : 0)
+    this.probe[FLAGS] = (facts.mover ? MOVER : 0) | (ruleless ? RULELESS : 0) | (facts.runsIn ? this.runsInNumber(facts.runsIn) << FLAG_BITS : 0)
     this.table.insert(this.probe, at)
+  }
+
+  /** The number of a neighbourhood and steps per generation (0 beyond the cap: not held). */
+  private runsInNumber(r: { neighbourhood: string; stepsPerGen: number }): number {
+    const key = `${r.neighbourhood}\n${r.stepsPerGen}`
+    let n = this.runsInNumbers.get(key)
+    if (n === undefined) {
+      if (this.runsIn.length >= RUNS_IN_CAP) return 0
+      n = this.runsIn.push({ neighbourhood: r.neighbourhood, stepsPerGen: r.stepsPerGen })
+      this.runsInNumbers.set(key, n)
+    }
+    return n
+  }
+
+  /** For a main verification: its pattern's record line (or PARENT_PATTERN) and what it runs in, when it has no rule column (add's `runsIn`). */
+  runsInOf(patternId: string): { line: number; neighbourhood: string; stepsPerGen: number } | undefined {
+    const at = this.find(patternId)
+    if (at < 0) return undefined
+    const n = this.table.slots[at + FLAGS]! >>> FLAG_BITS
+    return n === 0 ? undefined : { line: this.table.slots[at + LINE]!, ...this.runsIn[n - 1]! }
   }
 
   /**

@@ -41,7 +41,7 @@ import { StagedPatterns, PARENT_PATTERN } from './mover-patterns.js'
 import { CHECK_CODES } from './check-run.js'
 import { eachRecord, exists, PatternRecordParser } from './publish-records.js'
 import {
-  JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, moverOfOtherClassFinding, RaterBook, ROW_RULE_CODES, ROW_RULES, verificationMainFinding, verificationMoverFinding,
+  JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, moverOfOtherClassFinding, RaterBook, ROW_RULE_CODES, ROW_RULES, ruleRowKey, ruleRowMissing, verificationMainFinding, verificationMoverFinding,
   verificationRangeFamilyFinding, verificationSitesFinding,
 } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
@@ -270,6 +270,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
   if (onThread.size > 0) prewarmPartsThread()
   const tilings = new TilingBook()
   const ruleFamilies = new Map<string, string>()
+  const ruleRows = new Set<string>()
   // Needed until the verifications are staged, then released (50 MB at most); not kept at all when there
   // are no verifications, which a publish of patterns alone paid 0.7 s a million patterns for.
   const verificationsComing = (inherited.get('verifications')?.length ?? 0) > 0 || (await exists(join(o.records, 'verifications.jsonl')))
@@ -290,17 +291,20 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
         for (const part of kept) {
           await eachPartRow(o.store, part, schema, (row) => {
             if (name === 'tilings') tilings.add(row as never)
-            if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
-            if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false })
+            if (name === 'rules') keepRulesRow(row, ruleFamilies, ruleRows)
+            if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false, runsIn: runsInOf(row, tilings) })
             if (name === 'verifications' && patterns) {
-              if (row['main'] === true) patterns.mainRule(row['pattern_id'] as string)
+              if (row['main'] === true) {
+                patterns.mainRule(row['pattern_id'] as string)
+                holdMainRuleRow(patterns, row, ruleRows, undefined, join(o.records, 'patterns.jsonl'))
+              }
               holdParentMoverCell(patterns, row, tilings, join(o.records, 'patterns.jsonl'))
             }
             keepRaterRow(raters, name, row, undefined)
             return rows.parent(row)
           })
         }
-        await stageTable(o, name, rows, { tilings, ruleFamilies, ids, patterns, raters }, defaults, notes)
+        await stageTable(o, name, rows, { tilings, ruleFamilies, ruleRows, ids, patterns, raters }, defaults, notes)
         if (name === 'verifications' && patterns) refuseRulelessPattern(patterns, join(o.records, 'patterns.jsonl'))
         if (name === 'raters') {
           // What the parents' rows break is theirs; what a record breaks is refused at the record.
@@ -439,6 +443,8 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
 interface StagedFacts {
   tilings: TilingBook
   ruleFamilies: Map<string, string>
+  /** The rules rows' keys (ruleRowKey): what a pattern's rule must have one of for its neighbourhood and steps. */
+  ruleRows: Set<string>
   ids: Partial<Record<PackTableName, IdBook>>
   /** Until the verifications are staged. */
   patterns: StagedPatterns | undefined
@@ -449,9 +455,11 @@ interface StagedFacts {
 async function stageTable(
   o: PublishOptions, name: PackTableName, rows: NewRowsJob, facts: StagedFacts, defaults: { publisher: string; engineVersion: string; seq: number }, notes: PublishNote[],
 ): Promise<void> {
-  const { tilings, ruleFamilies, ids, patterns, raters } = facts
+  const { tilings, ruleFamilies, ruleRows, ids, patterns, raters } = facts
   const validate = rowValidator(rows.schema)
   const nullable = rows.schema.columns.filter((c) => c.nullable).map((c) => c.name)
+  // The last rule, neighbourhood and steps a pattern record stated that a rules row has: most share them.
+  const lastRuleRow: { rule: unknown; neighbourhood: unknown; steps: unknown } = { rule: undefined, neighbourhood: undefined, steps: undefined }
   const findings: RowFinding[] = []
   const jsonColumns = JSON_CELL_COLUMNS[name] ?? []
   const canonicalCell = jsonCellChecker()
@@ -490,10 +498,21 @@ async function stageTable(
     if (name === 'patterns') {
       // Held where level 3 holds it, on lattice tilings (docs/pack-records.md); with no verification to come,
       // here or in a parent, nothing can give the pattern a rule.
-      const ruleless = (row['rule'] === null || row['rule'] === undefined) && tilings.kindOfPin(row['pin']) === 'lattice'
-      if (ruleless && !patterns) throw recordError(CHECK_CODES.replayRuleMissing, at, RULELESS_PATTERN, 'rule')
-      patterns?.add(row['id'] as string, at.line, { mover: row['class'] === 'mover', ruleless })
-    } else if (name === 'verifications' && patterns && row['main'] === true) patterns.mainRule(row['pattern_id'] as string)
+      const runsIn = runsInOf(row, tilings)
+      if (runsIn && !patterns) throw recordError(CHECK_CODES.replayRuleMissing, at, RULELESS_PATTERN, 'rule')
+      // A rule stated is the one it runs in (on a lattice tiling, where level 3 replays it).
+      const [rule, neighbourhood, steps] = [row['rule'], row['neighbourhood'], row['steps_per_gen']]
+      if (!runsIn && rule !== null && (rule !== lastRuleRow.rule || neighbourhood !== lastRuleRow.neighbourhood || steps !== lastRuleRow.steps) && tilings.kindOfPin(row['pin']) === 'lattice') {
+        if (!ruleRows.has(ruleRowKey(rule, neighbourhood, steps))) throw recordError(CHECK_CODES.replayRuleUnknown, at, `${ruleRowMissing(rule, neighbourhood, steps)}, here or in a parent version: ${RUNS_IN_RULES_ROW}`, 'rule')
+        lastRuleRow.rule = rule
+        lastRuleRow.neighbourhood = neighbourhood
+        lastRuleRow.steps = steps
+      }
+      patterns?.add(row['id'] as string, at.line, { mover: row['class'] === 'mover', ruleless: runsIn !== undefined, ...(runsIn ? { runsIn } : {}) })
+    } else if (name === 'verifications' && patterns && row['main'] === true) {
+      patterns.mainRule(row['pattern_id'] as string)
+      holdMainRuleRow(patterns, row, ruleRows, at, join(o.records, 'patterns.jsonl'))
+    }
     if (name === 'verifications' && patterns && row['main'] === true && row['mover'] !== undefined && row['mover'] !== null) {
       const line = patterns.moverCell(row['pattern_id'] as string)
       if (line !== 0) {
@@ -503,7 +522,7 @@ async function stageTable(
     }
     keepRaterRow(raters, name, row, at)
     if (name === 'tilings') tilings.add(row as never)
-    if (name === 'rules') keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
+    if (name === 'rules') keepRulesRow(row, ruleFamilies, ruleRows)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     return rows.add(row, textBytes)
   }
@@ -531,6 +550,34 @@ async function stageTable(
 }
 
 const RULELESS_PATTERN = 'rule is null and no verification of the pattern, here or in a parent version, is marked main: "every pattern has one" (its rule, else its main verification\'s)'
+const RUNS_IN_RULES_ROW = 'a pattern runs in the rules row of its rule with its neighbourhood and steps per generation'
+
+/** A rules row (a record's or a parent's): its family as a verification's rule sees it, and its key. */
+function keepRulesRow(row: Row, ruleFamilies: Map<string, string>, ruleRows: Set<string>): void {
+  keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
+  ruleRows.add(ruleRowKey(row['notation'], row['neighbourhood'], row['steps_per_gen']))
+}
+
+/** For a pattern without a rule column on a lattice tiling: the neighbourhood and steps its main verifications' rules run in. */
+function runsInOf(row: Row, tilings: TilingBook): { neighbourhood: string; stepsPerGen: number } | undefined {
+  return (row['rule'] === null || row['rule'] === undefined) && tilings.kindOfPin(row['pin']) === 'lattice'
+    ? { neighbourhood: row['neighbourhood'] as string, stepsPerGen: Number(row['steps_per_gen']) }
+    : undefined
+}
+
+/**
+ * A main verification of a pattern without a rule column: the pattern runs in its rule, so that rule needs
+ * a rules row with the pattern's neighbourhood and steps per generation. Refused at the verification's
+ * record (`at`), or, for a parent's verification, at the pattern's record; a parent's of a parent's
+ * pattern is the parent's.
+ */
+function holdMainRuleRow(patterns: StagedPatterns, row: Row, ruleRows: ReadonlySet<string>, at: RecordPlace | undefined, patternsFile: string): void {
+  const runs = patterns.runsInOf(row['pattern_id'] as string)
+  if (!runs || ruleRows.has(ruleRowKey(row['rule'], runs.neighbourhood, runs.stepsPerGen))) return
+  const missing = `${ruleRowMissing(row['rule'], runs.neighbourhood, runs.stepsPerGen)}, here or in a parent version: ${RUNS_IN_RULES_ROW}`
+  if (at) throw recordError(CHECK_CODES.replayRuleUnknown, at, `the main rule of pattern ${String(row['pattern_id'])}: ${missing}`, 'rule')
+  if (runs.line !== PARENT_PATTERN) throw recordError(CHECK_CODES.replayRuleUnknown, { file: patternsFile, line: runs.line }, `its main verification in a parent version: ${missing}`, 'rule')
+}
 
 /** Once the verifications are staged: the first pattern record whose rule is null and that no main verification gave one is refused. */
 function refuseRulelessPattern(patterns: StagedPatterns, patternsFile: string): void {

@@ -8,7 +8,7 @@
  * at level 1; docs/pack-format-notes.md ("Row rules") gives our readings.
  */
 import { CanonicalChecker } from '../json/canonical-check.js'
-import { hashRefusal, isContentId, isUuid, parseTarget, SEMANTICS_VERSION_RE, type Target } from './documents.js'
+import { hashRefusal, isContentId, isUuid, parseTarget, quote, SEMANTICS_VERSION_RE, type Target } from './documents.js'
 import type { IdentityFinding } from './identity-check.js'
 import { WITH_RULE } from './identity.js'
 import { MAX_JSON_DEPTH } from './key-statements.js'
@@ -142,6 +142,19 @@ export function verificationRangeFamilyFinding(rule: unknown, family: string | u
   return hasRange && family !== undefined && !Object.hasOwn(MASKED_FAMILIES, family)
     ? { code: ROW_RULE_CODES.verificationRange, detail: `range is set, but rule ${JSON.stringify(rule)} is a ${family} rule: only B/S and Generations patterns have a rule range` }
     : undefined
+}
+
+/**
+ * The key of the rules row a pattern runs in ("the rules row of that notation with the pattern's
+ * neighbourhood and steps per generation"): the rules table's sort columns, as replay looks them up.
+ */
+export function ruleRowKey(notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): string {
+  return `${String(notation)}\n${String(neighbourhood)}\n${String(stepsPerGen)}`
+}
+
+/** A pattern's rule with no rules row for its neighbourhood and steps per generation (replay's pack.replay-rule-unknown). */
+export function ruleRowMissing(notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): string {
+  return `rule ${quote(notation)} has no rules row with neighbourhood ${String(neighbourhood)} and steps_per_gen ${String(stepsPerGen)}`
 }
 
 /**

@@ -29,7 +29,8 @@ async function collect(schema: TableSchema, added: object[], parents: object[] =
   const rows = new NewRowsJob(schema, { ...opts, dir: opts.dir ?? dir, encodeOnThread: opts.encodeOnThread ?? false })
   const measure = rowValidator(schema)
   for (const p of parents) await rows.parent(p as Record<string, unknown>)
-  for (const r of added) await rows.add(r as Record<string, unknown>, measure(r, 0, []))
+  // Each added row as from line 1, 2, ... of a records file, as a fact conflict names it.
+  for (const [i, r] of added.entries()) await rows.add(r as Record<string, unknown>, measure(r, 0, []), i + 1)
   const parts = []
   for (const p of await rows.finish()) {
     const read = await readPartRows(p.path, schema)
@@ -232,8 +233,8 @@ t.test('keys beyond the in-memory table spill to disk: the same rows, sorted par
     const opts = { ...limits, dir: refused, maxChunkBytes: 30_000 }
     // Two conflicts: the first in the order rows came is the one named, as without a spill.
     const twice = [...patterns.slice(0, 300), other(patterns[250]!, 'another'), other(patterns[5]!, 'another')]
-    await t.rejects(collect(PACK_TABLES.patterns, twice, patternParents, opts), { code: 'pack.fact-conflict', exitCode: 2, message: new RegExp(`id "${patterns[250]!['id']}"`) }, `${JSON.stringify(limits)}: the first conflict, within this publish`)
-    await t.rejects(collect(PACK_TABLES.patterns, [...patterns.slice(1, 300), other(patterns[0]!, 'another')], patternParents, opts), { code: 'pack.fact-conflict', message: new RegExp(`id "${patterns[0]!['id']}"`) }, `${JSON.stringify(limits)}: against a parent's row`)
+    await t.rejects(collect(PACK_TABLES.patterns, twice, patternParents, opts), { code: 'pack.fact-conflict', exitCode: 2, message: new RegExp(`id "${patterns[250]!['id']}"`), location: { line: 301 } }, `${JSON.stringify(limits)}: the first conflict, within this publish, at the later row's line`)
+    await t.rejects(collect(PACK_TABLES.patterns, [...patterns.slice(1, 300), other(patterns[0]!, 'another')], patternParents, opts), { code: 'pack.fact-conflict', message: new RegExp(`id "${patterns[0]!['id']}"`), location: { line: 300 } }, `${JSON.stringify(limits)}: against a parent's row, at the record's line`)
     await t.rejects(collect(PACK_TABLES.tilings, [...tilings, { ...tilings[2]!, name: 'another' }], [], { ...limits, dir: refused }), { code: 'pack.fact-conflict' }, `${JSON.stringify(limits)}: a fact table's conflict`)
     t.same(await readdir(refused), [], 'a refused job leaves no file, spilled or written')
   }

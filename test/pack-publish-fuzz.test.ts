@@ -1,17 +1,18 @@
 /**
  * A seeded fuzz of publish's records: one line of one records file (tilings, rules, patterns,
- * verifications, ants, sightings, provenance, annotations, aliases, raters, ratings) gets flipped bits, a truncation, a stray byte or an inserted member, or one of its
- * members is removed or given another value (null, a string, a fraction, 2^53, a list, an object...). The publish
- * either succeeds, and pack-check at level 3 then finds no failure but replay's (a publish does not
+ * verifications, ants, sightings, provenance, annotations, aliases, raters, ratings) gets flipped bits, a
+ * truncation, a stray byte or an inserted member, or one of its members is removed or given another value
+ * (null, a string, a fraction, 2^53, a list, an object...). The publish either succeeds, and pack-check at level 3 then finds no failure but replay's (a publish does not
  * replay: a phase, period or displacement the records state wrongly is level 3's to find), or is refused
  * with a PipeError that names the records file and line, leaving no ref and nothing in .tmp. Never
- * another throw.
+ * another throw. A second test publishes the mutated folder as a second version over a clean first: a
+ * record meeting its key in the parent with another row must be refused at its own line too.
  */
 import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { PipeError } from '../src/core/errors.js'
 import { checkPack } from '../src/formats/pack/check.js'
 import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
@@ -24,6 +25,7 @@ import { seededRandom } from '../src/sim/random.js'
 import { mutateBytes } from './helpers/mutate.js'
 
 const CASES = 60
+const SECOND_VERSIONS = 24
 /** What replaying a pattern in its rule finds: the records' own claims, which a publish does not replay. */
 const REPLAYS: ReadonlySet<string> = new Set(Object.values(REPLAY_CODES))
 const T0 = '2026-11-11T00:00:00Z'
@@ -85,35 +87,49 @@ t.test('the records as written are published, and the pack checks', async (t) =>
   t.same(failures, [], 'so that a mutation is what a refusal refuses')
 })
 
+/** One mutated records folder published into `store` (after `before`, a clean first version, when given). */
+async function fuzzCase(t: Test, random: () => number, n: number, before?: string): Promise<void> {
+  const records = join(base, `records-${n}`)
+  await mkdir(records)
+  for (const [table, rows] of Object.entries(TABLES)) await writeJsonl(join(records, `${table}.jsonl`), rows)
+  const tables = Object.keys(TABLES)
+  const file = join(records, `${tables[Math.floor(random() * tables.length)]!}.jsonl`)
+  const lines = (await readFile(file)).toString('utf8').split('\n').filter((l) => l !== '')
+  const line = Math.floor(random() * lines.length)
+  const { how, bytes } = mutate(Buffer.from(lines[line]!), random)
+  await writeFile(file, Buffer.concat(lines.map((l, i) => Buffer.concat([i === line ? bytes : Buffer.from(l), Buffer.from('\n')]))))
+  const what = `${before ? 'a second version, ' : ''}${basename(file)} line ${line + 1}, ${how}`
+  const store = join(base, `store-${n}`)
+  if (before) await publishPack({ feed: 'fuzz', store, records: before, key, statements: [statement], created: '2026-11-10T00:00:00Z', engineVersion: 'test' })
+  const refBefore = before ? await readFile(join(store, 'refs', 'fuzz.json')) : undefined
+  try {
+    await publishPack({ feed: 'fuzz', store, records, key, statements: [statement], created: T0, engineVersion: 'test' })
+  } catch (err) {
+    if (!(err instanceof PipeError)) {
+      t.fail(`${what}: threw ${(err as Error).stack ?? String(err)}`)
+      return
+    }
+    const { file, line: at, field } = err.location ?? {}
+    t.ok(typeof file === 'string' && file.startsWith(records) && typeof at === 'number', `${what}: refused, ${err.code} on ${String(file)} line ${String(at)}${field ? ` field ${field}` : ''}: ${err.message}`)
+    t.same(await readFile(join(store, 'refs', 'fuzz.json')).catch(() => undefined), refBefore, `${what}: the ref as it was`)
+    t.same(await readdir(join(store, TMP_FOLDER)).catch(() => []), [], `${what}: nothing left in ${TMP_FOLDER}`)
+    return
+  }
+  const failures: string[] = []
+  for await (const issue of checkPack(store, { level: 3 })) if (!issue.note && !REPLAYS.has(issue.code)) failures.push(`${issue.code} ${issue.target}`)
+  t.same(failures, [], `${what}: published, and the pack checks (but for what replay finds)`)
+}
+
 t.test(`${CASES} mutated records folders: a published pack that checks, or a refusal naming the file`, async (t) => {
   const random = seededRandom(20261206)
-  for (let n = 0; n < CASES; n++) {
-    const records = join(base, `records-${n}`)
-    await mkdir(records)
-    for (const [table, rows] of Object.entries(TABLES)) await writeJsonl(join(records, `${table}.jsonl`), rows)
-    const tables = Object.keys(TABLES)
-    const file = join(records, `${tables[Math.floor(random() * tables.length)]!}.jsonl`)
-    const lines = (await readFile(file)).toString('utf8').split('\n').filter((l) => l !== '')
-    const line = Math.floor(random() * lines.length)
-    const { how, bytes } = mutate(Buffer.from(lines[line]!), random)
-    await writeFile(file, Buffer.concat(lines.map((l, i) => Buffer.concat([i === line ? bytes : Buffer.from(l), Buffer.from('\n')]))))
-    const what = `${basename(file)} line ${line + 1}, ${how}`
-    const store = join(base, `store-${n}`)
-    try {
-      await publishPack({ feed: 'fuzz', store, records, key, statements: [statement], created: T0, engineVersion: 'test' })
-    } catch (err) {
-      if (!(err instanceof PipeError)) {
-        t.fail(`${what}: threw ${(err as Error).stack ?? String(err)}`)
-        continue
-      }
-      const { file, line: at, field } = err.location ?? {}
-      t.ok(typeof file === 'string' && file.startsWith(records) && typeof at === 'number', `${what}: refused, ${err.code} on ${String(file)} line ${String(at)}${field ? ` field ${field}` : ''}: ${err.message}`)
-      t.notOk(existsSync(join(store, 'refs', 'fuzz.json')), `${what}: no ref`)
-      t.same(await readdir(join(store, TMP_FOLDER)).catch(() => []), [], `${what}: nothing left in ${TMP_FOLDER}`)
-      continue
-    }
-    const failures: string[] = []
-    for await (const issue of checkPack(store, { level: 3 })) if (!issue.note && !REPLAYS.has(issue.code)) failures.push(`${issue.code} ${issue.target}`)
-    t.same(failures, [], `${what}: published, and the pack checks (but for what replay finds)`)
-  }
+  for (let n = 0; n < CASES; n++) await fuzzCase(t, random, n)
+})
+
+t.test(`${SECOND_VERSIONS} mutated second versions over a clean first: the same, and a refused one leaves the first the feed's`, async (t) => {
+  const first = join(base, 'records-first')
+  await mkdir(first)
+  // Some of each fact table, so that a changed record can meet its key in the parent.
+  for (const table of ['tilings', 'rules', 'patterns', 'verifications', 'ants']) await writeJsonl(join(first, `${table}.jsonl`), TABLES[table]!.slice(0, table === 'patterns' || table === 'verifications' ? 2 : undefined))
+  const random = seededRandom(20261207)
+  for (let n = 0; n < SECOND_VERSIONS; n++) await fuzzCase(t, random, CASES + n, first)
 })

@@ -210,6 +210,16 @@ t.test('a second version keeps its parent\'s parts, adds only new rows, keeps an
   t.equal(m3.stats.patterns, 3, 'a version is a full snapshot: its parent\'s parts stay')
 })
 
+t.test('a record whose fact key a parent has with another row is refused at its file and line', async (t) => {
+  const store = dir()
+  const ant = antRecord('RL')
+  await publishPack(opts(store, await records(dir(), [BLOCK], { ants: [antRecord('LLRR'), ant] })))
+  const changed = await records(dir(), [BLINKER], { ants: [antRecord('LLRR'), { ...ant, steps: Number(ant['steps']) + 1 }] })
+  await t.rejects(publishPack(opts(store, changed, { created: '2026-11-12T00:00:00Z' })), {
+    code: 'pack.fact-conflict', exitCode: 2, location: { file: join(changed, 'ants.jsonl'), line: 2 }, message: /^ants: two different rows for id "ant-[0-9a-f]{32}"/,
+  }, 'the same ant, another steps count: the record named, not only its id')
+})
+
 t.test('a merge: another publisher\'s version with two parents', async (t) => {
   const a = dir()
   const first = await publishPack(opts(a, await records(dir(), [BLOCK, BLINKER])))
@@ -652,7 +662,7 @@ t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and
   const conflict = await records(dir(), [BLOCK])
   await writeFile(join(conflict, 'patterns.jsonl'), `${lines[0]}\n${JSON.stringify({ ...BLOCK, speed: 'c/1' })}\n{not json\n`)
   const store = dir()
-  await t.rejects(publishPack(opts(store, conflict)), { code: 'pack.fact-conflict', exitCode: 2 }, 'a fact given two rows (found on the encoding thread) before a line that is not JSON')
+  await t.rejects(publishPack(opts(store, conflict)), { code: 'pack.fact-conflict', exitCode: 2, location: { file: join(conflict, 'patterns.jsonl'), line: 2 } }, 'a fact given two rows (found on the encoding thread) before a line that is not JSON, at the second one\'s line')
   t.same((await readdir(join(store, '.tmp'))).filter((f) => f.startsWith('.part-')), [], 'no part file left behind')
 })
 

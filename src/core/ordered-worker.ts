@@ -3,16 +3,16 @@
  * `finish`, which gives the job's result. Each item is acknowledged once the worker has handled it; the
  * caller may have at most `maxInFlight` unacknowledged items, which is the flow control that bounds memory.
  * A failure on the thread (a thrown error, a crash) rejects the caller's next call, keeping a PipeError's
- * code. Threads that finished a job are kept, unref'd, for the next job of the same module in this
+ * code and location. Threads that finished a job are kept, unref'd, for the next job of the same module in this
  * process: starting one and loading its modules costs a few hundred milliseconds.
  *
  * The worker module calls {@link serveOrderedJobs} with its handlers; the caller uses {@link OrderedJob}.
  */
 import { parentPort, Worker } from 'node:worker_threads'
-import { PipeError } from './errors.js'
+import { PipeError, type Location } from './errors.js'
 
 type ToWorker = { type: 'open'; value: unknown } | { type: 'item'; value: unknown } | { type: 'finish'; value: unknown }
-type FromWorker = { type: 'ack'; returned?: ArrayBuffer[] } | { type: 'finished'; value: unknown } | { type: 'error'; code: string; message: string }
+type FromWorker = { type: 'ack'; returned?: ArrayBuffer[] } | { type: 'finished'; value: unknown } | { type: 'error'; code: string; message: string; location?: Location }
 
 interface Thread {
   worker: Worker
@@ -144,7 +144,7 @@ export class OrderedJob<Open, Item, Result> {
       if (msg.returned && this.onReturned) for (const b of msg.returned) this.onReturned(b)
     }
     else if (msg.type === 'finished') this.finishing?.resolve(msg.value as Result)
-    else this.onFailure(new PipeError(msg.code, msg.message))
+    else this.onFailure(new PipeError(msg.code, msg.message, msg.location ? { location: msg.location } : {}))
     this.wake()
   }
 
@@ -206,7 +206,8 @@ export function serveOrderedJobs<Open, Item, Finish, Result>(handlers: OrderedJo
     queue = queue.then(() => (failed ? undefined : handle(msg))).catch((err: unknown) => {
       failed = true
       const code = err instanceof PipeError ? err.code : 'internal.worker-failed'
-      port.postMessage({ type: 'error', code, message: err instanceof Error ? err.message : String(err) } satisfies FromWorker)
+      const location = err instanceof PipeError ? err.location : undefined
+      port.postMessage({ type: 'error', code, message: err instanceof Error ? err.message : String(err), ...(location ? { location } : {}) } satisfies FromWorker)
     })
   })
 }

@@ -96,6 +96,8 @@ export interface StagedRows {
    */
   rowsHashed: boolean
   hashedRows: number[]
+  /** Each row's line in its records file (from 1; 0 for none), for a refusal to name. */
+  lines: Int32Array
 }
 
 /** Words in a 4 KiB page. */
@@ -256,8 +258,11 @@ export class NewRowsJob {
     return s.parentCount >= STAGE_ROWS ? this.post() : undefined
   }
 
-  /** A checked row (table-schemas.ts rowValidator) whose RFC 8785 text is `textBytes` of UTF-8; a promise when rows go to the thread. */
-  add(row: Record<string, unknown>, textBytes: number): Promise<void> | undefined {
+  /**
+   * A checked row (table-schemas.ts rowValidator) whose RFC 8785 text is `textBytes` of UTF-8, from `line`
+   * of its records file (named by a fact conflict); a promise when rows go to the thread.
+   */
+  add(row: Record<string, unknown>, textBytes: number, line = 0): Promise<void> | undefined {
     const s = this.staged
     const { textUnits, negativeZero } = s.batch.add(row, textBytes)
     const r = s.batch.rows - 1
@@ -265,8 +270,10 @@ export class NewRowsJob {
       s.textUnits = grown(s.textUnits)
       s.partitionOf = grown(s.partitionOf)
       s.hashes = grown(s.hashes)
+      s.lines = grown(s.lines)
     }
     s.textUnits[r] = textUnits
+    s.lines[r] = line
     const columns = this.schema.sortColumns
     // Indexed loops here: an iterator a row showed as a twentieth of the main thread's garbage. An id-keyed
     // table's rows are sorted by their ids' words (in `hashes`), not by a string a row.
@@ -300,8 +307,8 @@ export class NewRowsJob {
     const backlog = this.job.backlog()
     const rowsHashed = backlog === undefined || backlog >= this.callerHashesFromBacklog
     if (rowsHashed) hashRows(batch, s.hashes, s.hashedRows)
-    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashes: s.hashes, rowsHashed, hashedRows: s.hashedRows }
-    await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer, s.hashes.buffer as ArrayBuffer])
+    const rows: StagedRows = { batch, textUnits: s.textUnits, sortValues: s.sortValues, partitionOf: s.partitionOf, partitions: s.partitions, texts: s.texts, hashes: s.hashes, rowsHashed, hashedRows: s.hashedRows, lines: s.lines }
+    await this.job.post({ kind: 'rows', rows }, [...transfer, s.textUnits.buffer as ArrayBuffer, s.partitionOf.buffer as ArrayBuffer, s.hashes.buffer as ArrayBuffer, s.lines.buffer as ArrayBuffer])
   }
 
   /** Writes what is staged and gives the parts written, in order. */
@@ -318,7 +325,7 @@ export class NewRowsJob {
 
 /** A fact conflict found on the thread is the records' fault (exit 2), as it is when found on the caller's. */
 function recordsFault(err: unknown): never {
-  if (err instanceof PipeError && err.code === ROWS_CODES.factConflict && err.exitCode !== 2) throw new PipeError(err.code, err.message, { exitCode: 2 })
+  if (err instanceof PipeError && err.code === ROWS_CODES.factConflict && err.exitCode !== 2) throw new PipeError(err.code, err.message, { exitCode: 2, ...(err.location ? { location: err.location } : {}) })
   throw err
 }
 
@@ -329,6 +336,7 @@ class Staging {
   textUnits = new Float64Array(1024)
   partitionOf = new Int32Array(1024)
   hashes = new Uint32Array(8 * 1024)
+  lines = new Int32Array(1024)
   /** Rows whose own hash is in `hashes` already (StagedRows.hashedRows). */
   readonly hashedRows: number[] = []
   readonly sortValues: unknown[] = []
@@ -763,7 +771,8 @@ class NewRows implements PartsWork<NewRowsItem> {
       if (now ? status[r] !== KEEP && status[r] !== PLACED : status[r] !== KEEP && status[r] !== CONFLICT) continue // DROP: the table has it already, from a parent or earlier in this publish
       if (status[r] === CONFLICT) {
         const key = this.idKeyed ? [contentIdText(s.hashes, r * 8)] : s.sortValues.slice(r * n, r * n + n)
-        throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2 })
+        const line = s.lines[r]!
+        throw new PipeError(ROWS_CODES.factConflict, `${this.schema.name}: two different rows for ${this.schema.sortColumns.map((c, i) => `${c} ${JSON.stringify(String(key[i]))}`).join(', ')} (a fact row is the same wherever it appears)`, { exitCode: 2, ...(line > 0 ? { location: { line } } : {}) })
       }
       if (source < 0) source = chunk.sources.push(received) - 1
       chunk.push(source, r, folders[s.partitionOf[r]!]!)

@@ -317,7 +317,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
         // The thread may have refused an earlier row (a fact conflict): that failure comes first.
         const earlier = await rows.finish().then(() => undefined, (e: unknown) => e)
         await rows.abort()
-        throw earlier ?? err
+        throw inRecordsFile(earlier ?? err, join(o.records, `${name}.jsonl`))
       }
       if (name === 'verifications' && patterns) {
         if (patterns.unheld > 0) {
@@ -524,7 +524,7 @@ async function stageTable(
     if (name === 'tilings') tilings.add(row as never)
     if (name === 'rules') keepRulesRow(row, ruleFamilies, ruleRows)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
-    return rows.add(row, textBytes)
+    return rows.add(row, textBytes, at.line)
   }
   await eachRecord(o.records, `${name}.jsonl`, (row, at) => {
     if (name === 'tilings') {
@@ -547,6 +547,12 @@ async function stageTable(
       detail: `${mainRules.unheld} main verifications of patterns beyond the first ${mainRules.size} were not held to one main rule across the publish (memory stays bounded); pack-check holds each part's rows to it`,
     })
   }
+}
+
+/** A refusal the rows' job gives with the line of a record (a fact conflict), named with its records file. */
+function inRecordsFile(err: unknown, file: string): unknown {
+  if (!(err instanceof PipeError) || err.location?.line === undefined || err.location.file !== undefined) return err
+  return new PipeError(err.code, err.message, { exitCode: err.exitCode, location: { ...err.location, file } })
 }
 
 const RULELESS_PATTERN = 'rule is null and no verification of the pattern, here or in a parent version, is marked main: "every pattern has one" (its rule, else its main verification\'s)'

@@ -3,8 +3,8 @@
  * `finish`, which gives the job's result. Each item is acknowledged once the worker has handled it; the
  * caller may have at most `maxInFlight` unacknowledged items, which is the flow control that bounds memory.
  * A failure on the thread (a thrown error, a crash) rejects the caller's next call, keeping a PipeError's
- * code and location. Threads that finished a job are kept, unref'd, for the next job of the same module in this
- * process: starting one and loading its modules costs a few hundred milliseconds.
+ * code and location. Threads that finished a job are kept, unref'd, for the next job of the same module in
+ * this process: starting one and loading its modules costs a few hundred milliseconds.
  *
  * The worker module calls {@link serveOrderedJobs} with its handlers; the caller uses {@link OrderedJob}.
  */

@@ -389,7 +389,8 @@ class VersionCheck {
   private async *keyChain(): AsyncGenerator<CheckIssue, KeyChain> {
     const run = this.run
     const sources: KeyStatementSource[] = []
-    let left = run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP
+    const cap = run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP
+    let left = cap
     for (const f of yield* run.list('keys', KEY_NAME)) {
       const read = await readDocumentFile(run.file(f.rel))
       if (!read.ok) {
@@ -398,7 +399,7 @@ class VersionCheck {
       }
       left -= read.value.length
       if (left < 0) {
-        yield run.issue(CHECK_CODES.keysTooLarge, f.rel, `keys/ holds more key statements than the ${formatBytes(run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP)} a check reads: this one and those after it are not read, and what their keys sign is not verified`)
+        yield run.issue(CHECK_CODES.keysTooLarge, f.rel, `keys/ holds more key statements than the ${formatBytes(cap)} a check reads: this one and those after it are not read, and what their keys sign is not verified`)
         break
       }
       sources.push({ statement: read.value, signerName: f.key, source: f.rel })

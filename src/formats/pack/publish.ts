@@ -294,10 +294,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
             if (name === 'rules') keepRulesRow(row, ruleFamilies, ruleRows)
             if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false, runsIn: runsInOf(row, tilings) })
             if (name === 'verifications' && patterns) {
-              if (row['main'] === true) {
-                patterns.mainRule(row['pattern_id'] as string)
-                holdMainRuleRow(patterns, row, ruleRows, undefined, join(o.records, 'patterns.jsonl'))
-              }
+              if (row['main'] === true) mainVerification(patterns, row, ruleRows, undefined, join(o.records, 'patterns.jsonl'))
               holdParentMoverCell(patterns, row, tilings, join(o.records, 'patterns.jsonl'))
             }
             keepRaterRow(raters, name, row, undefined)
@@ -509,10 +506,7 @@ async function stageTable(
         lastRuleRow.steps = steps
       }
       patterns?.add(row['id'] as string, at.line, { mover: row['class'] === 'mover', ruleless: runsIn !== undefined, ...(runsIn ? { runsIn } : {}) })
-    } else if (name === 'verifications' && patterns && row['main'] === true) {
-      patterns.mainRule(row['pattern_id'] as string)
-      holdMainRuleRow(patterns, row, ruleRows, at, join(o.records, 'patterns.jsonl'))
-    }
+    } else if (name === 'verifications' && patterns && row['main'] === true) mainVerification(patterns, row, ruleRows, at, join(o.records, 'patterns.jsonl'))
     if (name === 'verifications' && patterns && row['main'] === true && row['mover'] !== undefined && row['mover'] !== null) {
       const line = patterns.moverCell(row['pattern_id'] as string)
       if (line !== 0) {
@@ -572,12 +566,13 @@ function runsInOf(row: Row, tilings: TilingBook): { neighbourhood: string; steps
 }
 
 /**
- * A main verification of a pattern without a rule column: the pattern runs in its rule, so that rule needs
- * a rules row with the pattern's neighbourhood and steps per generation. Refused at the verification's
- * record (`at`), or, for a parent's verification, at the pattern's record; a parent's of a parent's
- * pattern is the parent's.
+ * A main verification (a record's at `at`, or a parent's): its pattern has a rule. For a pattern without a
+ * rule column the pattern runs in that rule, so the rule needs a rules row with the pattern's neighbourhood
+ * and steps per generation. Refused at the verification's record, or, for a parent's verification, at the
+ * pattern's record; a parent's of a parent's pattern is the parent's.
  */
-function holdMainRuleRow(patterns: StagedPatterns, row: Row, ruleRows: ReadonlySet<string>, at: RecordPlace | undefined, patternsFile: string): void {
+function mainVerification(patterns: StagedPatterns, row: Row, ruleRows: ReadonlySet<string>, at: RecordPlace | undefined, patternsFile: string): void {
+  patterns.mainRule(row['pattern_id'] as string)
   const runs = patterns.runsInOf(row['pattern_id'] as string)
   if (!runs || ruleRows.has(ruleRowKey(row['rule'], runs.neighbourhood, runs.stepsPerGen))) return
   const missing = `${ruleRowMissing(row['rule'], runs.neighbourhood, runs.stepsPerGen)}, here or in a parent version: ${RUNS_IN_RULES_ROW}`

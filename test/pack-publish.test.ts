@@ -646,6 +646,43 @@ t.test('ratings need their raters\' rows, here or in a parent, and a note needs 
   t.same(full.filter((i) => !i.note).map((i) => i.code), ['pack.rater-row-missing'], 'and with room for both, finds the missing row')
 })
 
+t.test('tilings and rules rows beyond what a publish keeps are refused at their record, or the publish when a parent has them', async (t) => {
+  const twoRules = await records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), ruleRecord(HIGHLIFE)] })
+  const refused = dir()
+  await t.rejects(publishPack(opts(refused, twoRules, { factKeysCap: 1 })), {
+    code: 'pack.facts-too-many', exitCode: 2, location: { file: join(twoRules, 'rules.jsonl'), line: 2 },
+    message: /^this record makes more rules rows than a publish keeps \(1 keys a table, /,
+  }, 'a second rule with one key kept')
+  t.notOk(existsSync(join(refused, 'refs', 'golden-a.json')), 'no version is published')
+  t.same(await readdir(join(refused, '.tmp')).catch(() => []), [], 'and nothing half-written is left')
+  const feed = dir()
+  const first = await publishPack(opts(feed, twoRules))
+  const [tiling] = await tableRows(feed, 'tilings', (await manifestOf(feed, first.manifest)).tables['tilings']!)
+  // The book keeps a tiling's pin key, pin, kind and group, and its pin and kind again; a rule's notation
+  // and family, and its row's key.
+  const text = (column: string) => String(tiling![column]).length
+  const tilingChars = text('pin_key') + 2 * text('pin') + 2 * text('kind') + text('tiling_group')
+  const ruleChars = (r: SampleRule) => r.notation.length + String(ruleRecord(r)['family']).length + `${r.notation}\n${r.neighbourhood}\n${r.steps_per_gen}`.length
+  const both = tilingChars + ruleChars(LIFE) + ruleChars(HIGHLIFE)
+  t.ok((await publishPack(opts(dir(), twoRules, { factKeysCap: 2, keptTextCap: both }))).manifest, 'at the caps, published')
+  await t.rejects(publishPack(opts(dir(), twoRules, { keptTextCap: both - 1 })), {
+    code: 'pack.facts-too-many', location: { file: join(twoRules, 'rules.jsonl'), line: 2 },
+  }, 'a character fewer, refused at the second rule')
+  await t.rejects(publishPack(opts(dir(), twoRules, { keptTextCap: tilingChars - 1 })), {
+    code: 'pack.facts-too-many', location: { file: join(twoRules, 'tilings.jsonl'), line: 1 }, message: /^this record makes more tilings rows/,
+  }, 'a tiling whose keys pass the characters left')
+  const twoTilings = await records(dir(), [BLOCK], { tilings: [{ family: 'square' }, { family: 'hex' }] })
+  await t.rejects(publishPack(opts(dir(), twoTilings, { factKeysCap: 1 })), {
+    code: 'pack.facts-too-many', location: { file: join(twoTilings, 'tilings.jsonl'), line: 2 },
+  }, 'a second tiling with one key kept')
+
+  const refBefore = await readFile(join(feed, 'refs', 'golden-a.json'))
+  await t.rejects(publishPack(opts(feed, await records(dir(), [BLINKER]), { created: '2026-11-12T00:00:00Z', factKeysCap: 1 })), {
+    code: 'pack.facts-too-many', exitCode: 2, message: /^the parent versions hold more rules rows than a publish keeps/,
+  }, 'a parent\'s second rule with one key kept')
+  t.same(await readFile(join(feed, 'refs', 'golden-a.json')), refBefore, 'the feed\'s ref is unchanged')
+})
+
 t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {
   const lf = await records(dir(), [BLOCK, BLINKER, GLIDER])
   const expected = (await publishPack(opts(dir(), lf))).manifest

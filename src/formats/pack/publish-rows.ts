@@ -9,7 +9,8 @@ import { PipeError } from '../../core/errors.js'
 import { quote } from './documents.js'
 import { antId, antIdentity, identifiedPattern, PictureTooLong, quickstartId, PATTERN_CLASSES, type Cell, type PatternClass } from './identity.js'
 import { PENROSE_KD_FAMILY, penroseReference, penroseTilingsRow } from './penrose.js'
-import { patternSiteFinding } from './row-rules.js'
+import { FACT_KEYS_CAP, KEPT_TEXT_CAP, KeptFacts, KeptText } from './kept-facts.js'
+import { keepRuleFamily, patternSiteFinding, ruleRowKey } from './row-rules.js'
 import { findLatticeTiling, latticeTilingRow, type TilingsRow } from './tilings.js'
 import { ROW_CODES } from './table-schemas.js'
 
@@ -18,6 +19,7 @@ export const PUBLISH_CODES = {
   disagrees: 'pack.record-disagrees',
   reference: 'pack.record-reference',
   tiling: 'pack.record-unknown-tiling',
+  factsCap: 'pack.facts-too-many',
 } as const
 
 export type Row = Record<string, unknown>
@@ -41,14 +43,70 @@ function agree(stated: unknown, column: string, value: unknown, at: RecordPlace)
   }
 }
 
-/** The tilings the records use, by pin key. */
-export class TilingBook {
-  private readonly rows = new Map<string, TilingsRow>()
-  private readonly kinds = new Map<string, string>()
+/**
+ * What a publish keeps of the tilings and rules rows (its records' and its parents'), which later records
+ * are held to: at most `keys` keys in each map and `chars` characters of them in all, the caps a check keeps
+ * its own under (kept-facts.ts). Its memory stays bounded whatever the records hold (a key may be a 1 MiB
+ * string), and a real pack has a few dozen tilings and a handful of rules.
+ */
+export interface FactCaps { keys: number; chars: number; text: KeptText }
 
-  add(row: TilingsRow): void {
-    this.rows.set(row.pin_key, row)
-    this.kinds.set(row.pin, row.kind)
+export function factCaps(keys = FACT_KEYS_CAP, chars = KEPT_TEXT_CAP): FactCaps {
+  return { keys, chars, text: new KeptText(chars) }
+}
+
+/**
+ * A tilings or rules row beyond the caps: its record's refusal, or, for a parent version's row, the
+ * publish's (a parent holds more than a check keeps).
+ */
+function factsCapError(table: 'tilings' | 'rules', caps: FactCaps, at: RecordPlace | undefined): PipeError {
+  const message = `${at ? 'this record makes' : 'the parent versions hold'} more ${table} rows than a publish keeps (${caps.keys} keys a table, ${caps.chars} characters of the tilings' and rules' keys in all) (docs/pack-records.md)`
+  return at ? recordError(PUBLISH_CODES.factsCap, at, message) : new PipeError(PUBLISH_CODES.factsCap, message, { exitCode: 2 })
+}
+
+/** What a pattern, ant or Quick Start record takes from its tilings row. */
+export interface BookTiling {
+  pin_key: string
+  pin: string
+  kind: string
+  tiling_group: string
+  /** A lattice tiling's tile types, or null. */
+  tileTypes: number | null
+}
+
+/**
+ * The tilings and rules rows the records are held to: of a tiling what records take from it (not its
+ * geometry), by pin key and by pin; each rule notation's family, as a verification's rule sees it, and
+ * each rules row's key.
+ */
+export class FactBook {
+  private readonly tilings: KeptFacts<BookTiling>
+  private readonly kinds: KeptFacts<string>
+  private readonly families: KeptFacts<string>
+  private readonly rules: KeptFacts<true>
+
+  constructor(private readonly caps: FactCaps) {
+    this.tilings = new KeptFacts(caps.keys, caps.text)
+    this.kinds = new KeptFacts(caps.keys, caps.text)
+    this.families = new KeptFacts(caps.keys, caps.text)
+    this.rules = new KeptFacts(caps.keys, caps.text)
+  }
+
+  /** A tilings row, a record's at `at` or a parent's; refused beyond the caps. */
+  addTiling(row: TilingsRow, at: RecordPlace | undefined): void {
+    const { pin_key: pinKey, pin, kind, tiling_group: group } = row
+    const tiling = { pin_key: pinKey, pin, kind, tiling_group: group, tileTypes: row.tile_types ? row.tile_types.length : null }
+    if (!this.tilings.keep(pinKey, tiling, pinKey.length + pin.length + kind.length + group.length) || !this.kinds.keep(pin, kind, pin.length + kind.length)) {
+      throw factsCapError('tilings', this.caps, at)
+    }
+  }
+
+  /** A rules row, a record's at `at` or a parent's; refused beyond the caps. */
+  addRule(row: Row, at: RecordPlace | undefined): void {
+    const [notation, family] = [row['notation'] as string, row['family'] as string]
+    const key = ruleRowKey(notation, row['neighbourhood'], row['steps_per_gen'])
+    if (!this.families.admit(notation, notation.length + family.length) || !this.rules.keep(key, true, key.length)) throw factsCapError('rules', this.caps, at)
+    keepRuleFamily(this.families.entries, notation, family)
   }
 
   /** The kind of the tiling whose pin this is, if the publish has it. */
@@ -56,22 +114,31 @@ export class TilingBook {
     return typeof pin === 'string' ? this.kinds.get(pin) : undefined
   }
 
-  get(pinKey: unknown, at: RecordPlace): TilingsRow {
-    const row = typeof pinKey === 'string' ? this.rows.get(pinKey) : undefined
-    if (!row) throw recordError(PUBLISH_CODES.tiling, at, `pin_key ${JSON.stringify(pinKey)} names no row of tilings.jsonl (or of the catalogue it names)`, 'pin_key')
-    return row
+  tiling(pinKey: unknown, at: RecordPlace): BookTiling {
+    const tiling = typeof pinKey === 'string' ? this.tilings.get(pinKey) : undefined
+    if (!tiling) throw recordError(PUBLISH_CODES.tiling, at, `pin_key ${JSON.stringify(pinKey)} names no row of tilings.jsonl (or of the catalogue it names)`, 'pin_key')
+    return tiling
   }
 
   /**
    * The tile types a cell's k counts: a lattice tiling's; on an aperiodic tiling a cell is (0, 0, k) with k
    * the index of its tile in the pattern's site, so the picture is one row of the site's tiles.
    */
-  tileTypes(row: TilingsRow, phases: readonly (readonly Cell[])[]): number {
-    if (row.tile_types) return row.tile_types.length
+  tileTypes(tiling: BookTiling, phases: readonly (readonly Cell[])[]): number {
+    if (tiling.tileTypes !== null) return tiling.tileTypes
     // A loop, not a spread: a phase may hold more cells than a call takes arguments.
     let most = 0
     for (const p of phases) for (const c of p) if (c.k > most) most = c.k
     return 1 + most
+  }
+
+  familyOf(notation: unknown): string | undefined {
+    return typeof notation === 'string' ? this.families.get(notation) : undefined
+  }
+
+  /** Whether a rules row has this notation, neighbourhood and steps per generation (ruleRowKey). */
+  hasRule(notation: unknown, neighbourhood: unknown, stepsPerGen: unknown): boolean {
+    return this.rules.get(ruleRowKey(notation, neighbourhood, stepsPerGen)) !== undefined
   }
 }
 
@@ -119,9 +186,9 @@ function isPhaseList(phases: unknown): phases is Cell[][] {
  * id, pin, normalised phases, canonical picture, cell counts and partition columns follow. The record is a
  * parsed one that nothing else holds: its phases are normalised in place and become the row's.
  */
-export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace): Row {
+export function completePattern(input: Row, book: FactBook, at: RecordPlace): Row {
   const row = input
-  const tiling = tilings.get(row['pin_key'], at)
+  const tiling = book.tiling(row['pin_key'], at)
   const phases = row['phases']
   if (!isPhaseList(phases)) {
     throw recordError(PUBLISH_CODES.record, at, 'phases must be a non-empty list of phases, each a list of cells {i, j, k, s}', 'phases')
@@ -135,7 +202,7 @@ export function completePattern(input: Row, tilings: TilingBook, at: RecordPlace
     made = identifiedPattern({
       pinKey: tiling.pin_key, model: row['model'] as string, neighbourhood: row['neighbourhood'] as 'touch' | 'edge', stepsPerGen: row['steps_per_gen'] as number,
       class: cls as PatternClass, period: row['period'] as number, dx: row['dx'] as number, dy: row['dy'] as number, rule: (row['rule'] as string | null | undefined) ?? null,
-      phases, phasesOwned: true, tileTypes: tilings.tileTypes(tiling, phases),
+      phases, phasesOwned: true, tileTypes: book.tileTypes(tiling, phases),
     }, tiling.pin)
   } catch (err) {
     if (err instanceof PictureTooLong) throw recordError(ROW_CODES.stringTooLarge, at, err.message, 'canonical')
@@ -184,9 +251,9 @@ const PATTERN_COLUMNS: ReadonlyMap<string, 'stated' | 'computed'> = new Map([
 ])
 
 /** An ants record: its id, identity, pin and partition column follow from its rule, kind, states, colors, start and tiling. */
-export function completeAnt(input: Row, tilings: TilingBook, at: RecordPlace): Row {
+export function completeAnt(input: Row, book: FactBook, at: RecordPlace): Row {
   const row: Row = { ...input }
-  const tiling = tilings.get(row['pin_key'], at)
+  const tiling = book.tiling(row['pin_key'], at)
   for (const c of ['rule', 'kind', 'start'] as const) if (typeof row[c] !== 'string') throw recordError(PUBLISH_CODES.record, at, `${c} must be a string`, c)
   for (const c of ['states', 'colors'] as const) if (!Number.isSafeInteger(row[c])) throw recordError(PUBLISH_CODES.record, at, `${c} must be an integer`, c)
   const identity = antIdentity({ pinKey: tiling.pin_key, rule: row['rule'] as string, kind: row['kind'] as string, states: row['states'] as number, colors: row['colors'] as number, start: row['start'] as string })
@@ -198,9 +265,9 @@ export function completeAnt(input: Row, tilings: TilingBook, at: RecordPlace): R
 }
 
 /** A quickstart record: its id (the hash of its scene and pin), pin and partition column follow. */
-export function completeQuickstart(input: Row, tilings: TilingBook, at: RecordPlace): Row {
+export function completeQuickstart(input: Row, book: FactBook, at: RecordPlace): Row {
   const row: Row = { ...input }
-  const tiling = tilings.get(row['pin_key'], at)
+  const tiling = book.tiling(row['pin_key'], at)
   if (typeof row['scene'] !== 'string') throw recordError(PUBLISH_CODES.record, at, 'scene must be a string (the scene as JSON)', 'scene')
   fill(row, 'pin', tiling.pin, at)
   fill(row, 'id', quickstartId(row['scene'] as string, tiling.pin), at)

@@ -25,7 +25,7 @@ import { PackPartWriter, prewarmPartsThread, type WrittenPart } from './parquet-
 import { openPart, READ_CODES, READ_LIMITS } from './parquet-read.js'
 import { maxDecodedBytes } from './parquet-limits.js'
 import {
-  PUBLISH_CODES, TilingBook, applyDefaults, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
+  PUBLISH_CODES, FactBook, applyDefaults, factCaps, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
   type RecordPlace, type Row,
 } from './publish-rows.js'
 import { fingerprint, signerName, signerNameFromFingerprint, type SshPrivateKey } from './ssh-key.js'
@@ -41,7 +41,7 @@ import { StagedPatterns, PARENT_PATTERN } from './mover-patterns.js'
 import { CHECK_CODES } from './check-run.js'
 import { eachRecord, exists, PatternRecordParser } from './publish-records.js'
 import {
-  JSON_CELL_COLUMNS, jsonCellChecker, keepRuleFamily, moverOfOtherClassFinding, RaterBook, ROW_RULE_CODES, ROW_RULES, ruleRowKey, ruleRowMissing, verificationMainFinding, verificationMoverFinding,
+  JSON_CELL_COLUMNS, jsonCellChecker, moverOfOtherClassFinding, RaterBook, ROW_RULE_CODES, ROW_RULES, ruleRowMissing, verificationMainFinding, verificationMoverFinding,
   verificationRangeFamilyFinding, verificationSitesFinding,
 } from './row-rules.js'
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowValidator, type PackTableName, type RowFinding, type TableSchema } from './table-schemas.js'
@@ -78,6 +78,9 @@ export interface PublishOptions {
   stagedPatternsCap?: number
   /** The most raters kept for the rating rules (default RATERS_CAP; tests give less). */
   ratersCap?: number
+  /** The most tilings and rules keys kept, and their characters (default FACT_KEYS_CAP, KEPT_TEXT_CAP: a check's; tests give less). */
+  factKeysCap?: number
+  keptTextCap?: number
   /** The records whose ids IdBook keeps in memory, the rest in a file (default ID_BOOK_LINES; tests give less). */
   idBookLines?: number
   /** How new rows are gathered and how many keys stay in memory before the rest spill (new-rows.ts defaults; tests give less). */
@@ -268,9 +271,7 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     expectedKeys.set(name, kept.reduce((n, p) => n + p.rows, 0) + (PACK_TABLES[name].kind === 'fact' ? Math.ceil(bytes / RECORD_BYTES_PER_KEY) : 0))
   }
   if (onThread.size > 0) prewarmPartsThread()
-  const tilings = new TilingBook()
-  const ruleFamilies = new Map<string, string>()
-  const ruleRows = new Set<string>()
+  const book = new FactBook(factCaps(o.factKeysCap, o.keptTextCap))
   // Needed until the verifications are staged, then released (50 MB at most); not kept at all when there
   // are no verifications, which a publish of patterns alone paid 0.7 s a million patterns for.
   const verificationsComing = (inherited.get('verifications')?.length ?? 0) > 0 || (await exists(join(o.records, 'verifications.jsonl')))
@@ -290,18 +291,18 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
       try {
         for (const part of kept) {
           await eachPartRow(o.store, part, schema, (row) => {
-            if (name === 'tilings') tilings.add(row as never)
-            if (name === 'rules') keepRulesRow(row, ruleFamilies, ruleRows)
-            if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false, runsIn: runsInOf(row, tilings) })
+            if (name === 'tilings') book.addTiling(row as never, undefined)
+            if (name === 'rules') book.addRule(row, undefined)
+            if (name === 'patterns') patterns?.add(row['id'] as string, PARENT_PATTERN, { mover: row['class'] === 'mover', ruleless: false, runsIn: runsInOf(row, book) })
             if (name === 'verifications' && patterns) {
-              if (row['main'] === true) mainVerification(patterns, row, ruleRows, undefined, join(o.records, 'patterns.jsonl'))
-              holdParentMoverCell(patterns, row, tilings, join(o.records, 'patterns.jsonl'))
+              if (row['main'] === true) mainVerification(patterns, row, book, undefined, join(o.records, 'patterns.jsonl'))
+              holdParentMoverCell(patterns, row, book, join(o.records, 'patterns.jsonl'))
             }
             keepRaterRow(raters, name, row, undefined)
             return rows.parent(row)
           })
         }
-        await stageTable(o, name, rows, { tilings, ruleFamilies, ruleRows, ids, patterns, raters }, defaults, notes)
+        await stageTable(o, name, rows, { book, ids, patterns, raters }, defaults, notes)
         if (name === 'verifications' && patterns) refuseRulelessPattern(patterns, join(o.records, 'patterns.jsonl'))
         if (name === 'raters') {
           // What the parents' rows break is theirs; what a record breaks is refused at the record.
@@ -436,12 +437,9 @@ function keepRaterRow(book: RaterBook<RecordPlace | undefined>, table: PackTable
   else if (table === 'raters') book.rater(row, at)
 }
 
-/** What the tables staged so far give the next: their tilings, rules' families, ids by line, patterns not movers, and raters. */
+/** What the tables staged so far give the next: their tilings and rules, ids by line, patterns not movers, and raters. */
 interface StagedFacts {
-  tilings: TilingBook
-  ruleFamilies: Map<string, string>
-  /** The rules rows' keys (ruleRowKey): what a pattern's rule must have one of for its neighbourhood and steps. */
-  ruleRows: Set<string>
+  book: FactBook
   ids: Partial<Record<PackTableName, IdBook>>
   /** Until the verifications are staged. */
   patterns: StagedPatterns | undefined
@@ -452,7 +450,7 @@ interface StagedFacts {
 async function stageTable(
   o: PublishOptions, name: PackTableName, rows: NewRowsJob, facts: StagedFacts, defaults: { publisher: string; engineVersion: string; seq: number }, notes: PublishNote[],
 ): Promise<void> {
-  const { tilings, ruleFamilies, ruleRows, ids, patterns, raters } = facts
+  const { book, ids, patterns, raters } = facts
   const validate = rowValidator(rows.schema)
   const nullable = rows.schema.columns.filter((c) => c.nullable).map((c) => c.name)
   // The last rule, neighbourhood and steps a pattern record stated that a rules row has: most share them.
@@ -474,7 +472,7 @@ async function stageTable(
     applyDefaults(name, row, defaults, pin)
     // "A missing member is null": made so before any rule reads the row, as a part's reader gives it.
     for (const column of nullable) if (row[column] === undefined) row[column] = null
-    if (name === 'verifications') refuseMisplacedCells(row, tilings.kindOfPin(row['pin']), ruleFamilies, at)
+    if (name === 'verifications') refuseMisplacedCells(row, book, at)
     const textBytes = validate(row, at.line - 1, findings)
     if (findings.length > 0) throw firstFinding(findings, at)
     for (const column of jsonColumns) {
@@ -495,18 +493,18 @@ async function stageTable(
     if (name === 'patterns') {
       // Held where level 3 holds it, on lattice tilings (docs/pack-records.md); with no verification to come,
       // here or in a parent, nothing can give the pattern a rule.
-      const runsIn = runsInOf(row, tilings)
+      const runsIn = runsInOf(row, book)
       if (runsIn && !patterns) throw recordError(CHECK_CODES.replayRuleMissing, at, RULELESS_PATTERN, 'rule')
       // A rule stated is the one it runs in (on a lattice tiling, where level 3 replays it).
       const [rule, neighbourhood, steps] = [row['rule'], row['neighbourhood'], row['steps_per_gen']]
-      if (!runsIn && rule !== null && (rule !== lastRuleRow.rule || neighbourhood !== lastRuleRow.neighbourhood || steps !== lastRuleRow.steps) && tilings.kindOfPin(row['pin']) === 'lattice') {
-        if (!ruleRows.has(ruleRowKey(rule, neighbourhood, steps))) throw recordError(CHECK_CODES.replayRuleUnknown, at, `${ruleRowMissing(rule, neighbourhood, steps)}, here or in a parent version: ${RUNS_IN_RULES_ROW}`, 'rule')
+      if (!runsIn && rule !== null && (rule !== lastRuleRow.rule || neighbourhood !== lastRuleRow.neighbourhood || steps !== lastRuleRow.steps) && book.kindOfPin(row['pin']) === 'lattice') {
+        if (!book.hasRule(rule, neighbourhood, steps)) throw recordError(CHECK_CODES.replayRuleUnknown, at, `${ruleRowMissing(rule, neighbourhood, steps)}, here or in a parent version: ${RUNS_IN_RULES_ROW}`, 'rule')
         lastRuleRow.rule = rule
         lastRuleRow.neighbourhood = neighbourhood
         lastRuleRow.steps = steps
       }
       patterns?.add(row['id'] as string, at.line, { mover: row['class'] === 'mover', ruleless: runsIn !== undefined, ...(runsIn ? { runsIn } : {}) })
-    } else if (name === 'verifications' && patterns && row['main'] === true) mainVerification(patterns, row, ruleRows, at, join(o.records, 'patterns.jsonl'))
+    } else if (name === 'verifications' && patterns && row['main'] === true) mainVerification(patterns, row, book, at, join(o.records, 'patterns.jsonl'))
     if (name === 'verifications' && patterns && row['main'] === true && row['mover'] !== undefined && row['mover'] !== null) {
       const line = patterns.moverCell(row['pattern_id'] as string)
       if (line !== 0) {
@@ -515,8 +513,8 @@ async function stageTable(
       }
     }
     keepRaterRow(raters, name, row, at)
-    if (name === 'tilings') tilings.add(row as never)
-    if (name === 'rules') keepRulesRow(row, ruleFamilies, ruleRows)
+    if (name === 'tilings') book.addTiling(row as never, at)
+    if (name === 'rules') book.addRule(row, at)
     ids[name]?.add(at.line, row['id'] as string, row['pin'] as string)
     return rows.add(row, textBytes, at.line)
   }
@@ -529,9 +527,9 @@ async function stageTable(
         return stage(done.row, at)
       })
     }
-    if (name === 'patterns') row = completePattern(row, tilings, at)
-    else if (name === 'ants') row = completeAnt(row, tilings, at)
-    else if (name === 'quickstart') row = completeQuickstart(row, tilings, at)
+    if (name === 'patterns') row = completePattern(row, book, at)
+    else if (name === 'ants') row = completeAnt(row, book, at)
+    else if (name === 'quickstart') row = completeQuickstart(row, book, at)
     if (name === 'media') return storeMedia(o, row, at).then(() => stage(row, at))
     return stage(row, at)
   }, shape)
@@ -552,15 +550,9 @@ function inRecordsFile(err: unknown, file: string): unknown {
 const RULELESS_PATTERN = 'rule is null and no verification of the pattern, here or in a parent version, is marked main: "every pattern has one" (its rule, else its main verification\'s)'
 const RUNS_IN_RULES_ROW = 'a pattern runs in the rules row of its rule with its neighbourhood and steps per generation'
 
-/** A rules row (a record's or a parent's): its family as a verification's rule sees it, and its key. */
-function keepRulesRow(row: Row, ruleFamilies: Map<string, string>, ruleRows: Set<string>): void {
-  keepRuleFamily(ruleFamilies, row['notation'] as string, row['family'] as string)
-  ruleRows.add(ruleRowKey(row['notation'], row['neighbourhood'], row['steps_per_gen']))
-}
-
 /** For a pattern without a rule column on a lattice tiling: the neighbourhood and steps its main verifications' rules run in. */
-function runsInOf(row: Row, tilings: TilingBook): { neighbourhood: string; stepsPerGen: number } | undefined {
-  return (row['rule'] === null || row['rule'] === undefined) && tilings.kindOfPin(row['pin']) === 'lattice'
+function runsInOf(row: Row, book: FactBook): { neighbourhood: string; stepsPerGen: number } | undefined {
+  return (row['rule'] === null || row['rule'] === undefined) && book.kindOfPin(row['pin']) === 'lattice'
     ? { neighbourhood: row['neighbourhood'] as string, stepsPerGen: Number(row['steps_per_gen']) }
     : undefined
 }
@@ -571,10 +563,10 @@ function runsInOf(row: Row, tilings: TilingBook): { neighbourhood: string; steps
  * and steps per generation. Refused at the verification's record, or, for a parent's verification, at the
  * pattern's record; a parent's of a parent's pattern is the parent's.
  */
-function mainVerification(patterns: StagedPatterns, row: Row, ruleRows: ReadonlySet<string>, at: RecordPlace | undefined, patternsFile: string): void {
+function mainVerification(patterns: StagedPatterns, row: Row, book: FactBook, at: RecordPlace | undefined, patternsFile: string): void {
   patterns.mainRule(row['pattern_id'] as string)
   const runs = patterns.runsInOf(row['pattern_id'] as string)
-  if (!runs || ruleRows.has(ruleRowKey(row['rule'], runs.neighbourhood, runs.stepsPerGen))) return
+  if (!runs || book.hasRule(row['rule'], runs.neighbourhood, runs.stepsPerGen)) return
   const missing = `${ruleRowMissing(row['rule'], runs.neighbourhood, runs.stepsPerGen)}, here or in a parent version: ${RUNS_IN_RULES_ROW}`
   if (at) throw recordError(CHECK_CODES.replayRuleUnknown, at, `the main rule of pattern ${String(row['pattern_id'])}: ${missing}`, 'rule')
   if (runs.line !== PARENT_PATTERN) throw recordError(CHECK_CODES.replayRuleUnknown, { file: patternsFile, line: runs.line }, `its main verification in a parent version: ${missing}`, 'rule')
@@ -591,8 +583,8 @@ function refuseRulelessPattern(patterns: StagedPatterns, patternsFile: string): 
  * pattern is a record of this publish that is not a mover: the record is refused, as pack-check would
  * refuse the pattern row. A parent's pattern and verification are the parent's.
  */
-function holdParentMoverCell(patterns: StagedPatterns, row: Row, tilings: TilingBook, patternsFile: string): void {
-  if (row['main'] !== true || row['mover'] === null || row['mover'] === undefined || verificationMoverFinding(tilings.kindOfPin(row['pin']), true)) return
+function holdParentMoverCell(patterns: StagedPatterns, row: Row, book: FactBook, patternsFile: string): void {
+  if (row['main'] !== true || row['mover'] === null || row['mover'] === undefined || verificationMoverFinding(book.kindOfPin(row['pin']), true)) return
   const line = patterns.moverCell(row['pattern_id'] as string)
   if (line === 0 || line === PARENT_PATTERN) return
   const f = moverOfOtherClassFinding('a main verification of it in a parent version', 'it')
@@ -604,14 +596,15 @@ function holdParentMoverCell(patterns: StagedPatterns, row: Row, tilings: Tiling
  * the checker holds them (row-rules.ts). A range or mover off the main row is the row rule's refusal: here
  * only a main row's are judged.
  */
-function refuseMisplacedCells(row: Row, kind: string | undefined, ruleFamilies: ReadonlyMap<string, string>, at: RecordPlace): void {
+function refuseMisplacedCells(row: Row, book: FactBook, at: RecordPlace): void {
   const isSet = (column: string) => row[column] !== undefined && row[column] !== null
   const onMain = row['main'] === true
+  const kind = book.kindOfPin(row['pin'])
   const sites = verificationSitesFinding(kind, isSet('sites'))
   if (sites) throw recordError(sites.code, at, sites.detail, 'sites')
   const mover = verificationMoverFinding(kind, onMain && isSet('mover'))
   if (mover) throw recordError(mover.code, at, mover.detail, 'mover')
-  const range = verificationRangeFamilyFinding(row['rule'], typeof row['rule'] === 'string' ? ruleFamilies.get(row['rule']) : undefined, onMain && isSet('range'))
+  const range = verificationRangeFamilyFinding(row['rule'], book.familyOf(row['rule']), onMain && isSet('range'))
   if (range) throw recordError(range.code, at, range.detail, 'range')
 }
 

@@ -651,7 +651,7 @@ t.test('tilings and rules rows beyond what a publish keeps are refused at their 
   const refused = dir()
   await t.rejects(publishPack(opts(refused, twoRules, { factKeysCap: 1 })), {
     code: 'pack.facts-too-many', exitCode: 2, location: { file: join(twoRules, 'rules.jsonl'), line: 2 },
-    message: /^this record makes more rules rows than a publish keeps \(1 keys a table, /,
+    message: /^this record makes more rules rows than a publish keeps \(1 keys, /,
   }, 'a second rule with one key kept')
   t.notOk(existsSync(join(refused, 'refs', 'golden-a.json')), 'no version is published')
   t.same(await readdir(join(refused, '.tmp')).catch(() => []), [], 'and nothing half-written is left')

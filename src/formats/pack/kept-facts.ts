@@ -5,12 +5,12 @@
  * and a handful of rules, but nothing in the spec bounds how many rows those tables hold or how long a key
  * is (a string cell may be 1 MiB), so each map is capped by its keys and all of them by the characters
  * they keep. A key beyond a cap is not kept, and what needed it is not checked (a note says so): a pack
- * may legitimately hold many rules, so it is not refused for it. A publish holds its records to the
- * tilings and rules it keeps under the same caps (publish-rows.ts): it cannot leave a record unchecked, so
- * it refuses a row beyond them.
+ * may legitimately hold many rules, so it is not refused for it. A publish keeps its tilings and rules
+ * under this budget of characters and caps of its own (publish-rows.ts): it cannot leave a record
+ * unchecked, so it refuses a row beyond them.
  */
 
-/** The most keys a check keeps in each map of facts (tilings, rules' families, level 3's rules, row digests), and a publish in each of its own. */
+/** The most keys a check keeps in each map of facts (tilings, rules' families, level 3's rules, row digests), and a publish of tilings. */
 export const FACT_KEYS_CAP = 1 << 16
 
 /**

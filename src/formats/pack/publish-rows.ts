@@ -44,15 +44,23 @@ function agree(stated: unknown, column: string, value: unknown, at: RecordPlace)
 }
 
 /**
- * What a publish keeps of the tilings and rules rows (its records' and its parents'), which later records
- * are held to: at most `keys` keys in each map and `chars` characters of them in all, the caps a check keeps
- * its own under (kept-facts.ts). Its memory stays bounded whatever the records hold (a key may be a 1 MiB
- * string), and a real pack has a few dozen tilings and a handful of rules.
+ * The most rules keys a publish keeps in each of its two maps (notations, rows): 2^18, as many as there are
+ * outer-totalistic two-state rules on one neighbourhood (B and S each a subset of 0-8), which an atlas of
+ * Life-like rules may well list. A check keeps fewer (FACT_KEYS_CAP) and notes the rest; a publish, which
+ * holds every record to them, keeps these, some 40 MB at most with their characters.
  */
-export interface FactCaps { keys: number; chars: number; text: KeptText }
+export const RULE_KEYS_CAP = 1 << 18
 
-export function factCaps(keys = FACT_KEYS_CAP, chars = KEPT_TEXT_CAP): FactCaps {
-  return { keys, chars, text: new KeptText(chars) }
+/**
+ * What a publish keeps of the tilings and rules rows (its records' and its parents'), which later records
+ * are held to: at most `tilingKeys` and `ruleKeys` keys in each map, and `chars` characters of all their
+ * keys, the budget a check keeps its own under (kept-facts.ts). Its memory stays bounded whatever the
+ * records hold (a key may be a 1 MiB string); a real pack has a few dozen tilings and a handful of rules.
+ */
+export interface FactCaps { tilingKeys: number; ruleKeys: number; chars: number; text: KeptText }
+
+export function factCaps(keys?: number, chars = KEPT_TEXT_CAP): FactCaps {
+  return { tilingKeys: keys ?? FACT_KEYS_CAP, ruleKeys: keys ?? RULE_KEYS_CAP, chars, text: new KeptText(chars) }
 }
 
 /**
@@ -60,7 +68,7 @@ export function factCaps(keys = FACT_KEYS_CAP, chars = KEPT_TEXT_CAP): FactCaps 
  * publish's (a parent holds more than a check keeps).
  */
 function factsCapError(table: 'tilings' | 'rules', caps: FactCaps, at: RecordPlace | undefined): PipeError {
-  const message = `${at ? 'this record makes' : 'the parent versions hold'} more ${table} rows than a publish keeps (${caps.keys} keys a table, ${caps.chars} characters of the tilings' and rules' keys in all) (docs/pack-records.md)`
+  const message = `${at ? 'this record makes' : 'the parent versions hold'} more ${table} rows than a publish keeps (${table === 'tilings' ? caps.tilingKeys : caps.ruleKeys} keys, ${caps.chars} characters of the tilings' and rules' keys in all) (docs/pack-records.md)`
   return at ? recordError(PUBLISH_CODES.factsCap, at, message) : new PipeError(PUBLISH_CODES.factsCap, message, { exitCode: 2 })
 }
 
@@ -86,10 +94,10 @@ export class FactBook {
   private readonly rules: KeptFacts<true>
 
   constructor(private readonly caps: FactCaps) {
-    this.tilings = new KeptFacts(caps.keys, caps.text)
-    this.kinds = new KeptFacts(caps.keys, caps.text)
-    this.families = new KeptFacts(caps.keys, caps.text)
-    this.rules = new KeptFacts(caps.keys, caps.text)
+    this.tilings = new KeptFacts(caps.tilingKeys, caps.text)
+    this.kinds = new KeptFacts(caps.tilingKeys, caps.text)
+    this.families = new KeptFacts(caps.ruleKeys, caps.text)
+    this.rules = new KeptFacts(caps.ruleKeys, caps.text)
   }
 
   /** A tilings row, a record's at `at` or a parent's; refused beyond the caps. */

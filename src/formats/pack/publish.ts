@@ -78,7 +78,7 @@ export interface PublishOptions {
   stagedPatternsCap?: number
   /** The most raters kept for the rating rules (default RATERS_CAP; tests give less). */
   ratersCap?: number
-  /** The most tilings and rules keys kept, and their characters (default FACT_KEYS_CAP, KEPT_TEXT_CAP: a check's; tests give less). */
+  /** The most tilings and rules keys kept, and their characters (default FACT_KEYS_CAP and RULE_KEYS_CAP, KEPT_TEXT_CAP; tests give less). */
   factKeysCap?: number
   keptTextCap?: number
   /** The records whose ids IdBook keeps in memory, the rest in a file (default ID_BOOK_LINES; tests give less). */

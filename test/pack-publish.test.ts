@@ -27,6 +27,7 @@ import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/fo
 import { objectPath, storeFile } from '../src/formats/pack/store.js'
 import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
 import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/table-schemas.js'
+import { FACT_KEYS_CAP } from '../src/formats/pack/kept-facts.js'
 import { LIFE, STAR_WARS, antRecord, mask, patternRecord, ruleRecord, verificationRecord, writeJsonl, type SampleRule } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))
@@ -681,6 +682,16 @@ t.test('tilings and rules rows beyond what a publish keeps are refused at their 
     code: 'pack.facts-too-many', exitCode: 2, message: /^the parent versions hold more rules rows than a publish keeps/,
   }, 'a parent\'s second rule with one key kept')
   t.same(await readFile(join(feed, 'refs', 'golden-a.json')), refBefore, 'the feed\'s ref is unchanged')
+})
+
+t.test('a publish keeps more rules than a check: one more than the check keeps is published, and the check notes the rest', async (t) => {
+  const ruleAt = (n: number) => ({ ...ruleRecord(LIFE), notation: `R${n}`, family: 'other', states: 2, birth: null, survive: null })
+  const atlas = await records(dir(), [BLOCK], { rules: [ruleRecord(LIFE), ...Array.from({ length: FACT_KEYS_CAP }, (_, n) => ruleAt(n))] })
+  const store = dir()
+  await publishPack(opts(store, atlas))
+  const issues: CheckIssue[] = []
+  for await (const i of checkPack(store, { level: 1 })) issues.push(i)
+  t.same(issues.map((i) => `${i.code} ${i.note}`), ['pack.facts-unkept true', 'pack.facts-unkept true'], 'the rules beyond the check\'s keys are noted (their families, and their rows\' digests), and nothing fails')
 })
 
 t.test('lines end at \\n, \\r\\n or a lone \\r, the last may have no ending, and they are read in order', async (t) => {

@@ -52,6 +52,8 @@ export interface NewRowsLimits {
   seenCap?: number
   /** Spilled keys sorted in memory a run (SPILL_RECORDS). */
   spillRecords?: number
+  /** Row text the caller gathers before it goes to the thread (STAGE_TEXT_UNITS). */
+  stageTextUnits?: number
   /**
    * Keys the table is expected to hold (its parents' rows, and a fact table's new rows): its in-memory table
    * is made that large at once, up to `seenCap`, and grows past it as it must. Doubling from empty rehashed
@@ -63,6 +65,14 @@ export interface NewRowsLimits {
 
 /** Rows the caller gathers before they go to the thread. */
 const STAGE_ROWS = 4096
+
+/**
+ * Row text (UTF-16 units, as a chunk measures it) the caller gathers before it goes to the thread, whatever
+ * the rows. By rows alone, a publish of patterns of 2,000 cells peaked at 895 MB: 4,096 such rows are some
+ * 280 MB encoded, several stagings wait for the thread, and the builder renews its buffers at the largest
+ * size they grew to. A million small patterns come to about 4 MB a staging, so the rows decide for them.
+ */
+const STAGE_TEXT_UNITS = 8 * 1024 * 1024
 
 /** Stagings waiting for the thread from which the caller hashes a batch's rows itself: the thread is behind. */
 const CALLER_HASHES_FROM_BACKLOG = 2
@@ -226,6 +236,7 @@ export class NewRowsJob {
   private readonly idKeyed: boolean
   private readonly hashBytes: RowHashBytes
   private readonly callerHashesFromBacklog: number
+  private readonly stageTextUnits: number
   private staged: Staging
 
   /** `callerHashesFromBacklog`: the thread's backlog from which the caller hashes rows (tests set 0, or Infinity for never). */
@@ -240,6 +251,7 @@ export class NewRowsJob {
     this.idKeyed = schema.contentIdKey === true
     this.hashBytes = new RowHashBytes(schema)
     this.callerHashesFromBacklog = opts.callerHashesFromBacklog ?? CALLER_HASHES_FROM_BACKLOG
+    this.stageTextUnits = opts.stageTextUnits ?? STAGE_TEXT_UNITS
     this.staged = new Staging(schema, new RowBatchBuilder(schema, { keys: false }))
   }
 
@@ -273,6 +285,7 @@ export class NewRowsJob {
       s.lines = grown(s.lines)
     }
     s.textUnits[r] = textUnits
+    s.units += textUnits
     s.lines[r] = line
     const columns = this.schema.sortColumns
     // Indexed loops here: an iterator a row showed as a twentieth of the main thread's garbage. An id-keyed
@@ -288,7 +301,7 @@ export class NewRowsJob {
       if (!contentIdWords(row[columns[0]!], s.hashes, r * 8)) throw new Error(`${this.schema.name}: id ${JSON.stringify(row[columns[0]!])} is not a content id`)
     } else if (this.fact) hash16(columns.length === 1 ? String(row[columns[0]!]) : keyText(columns.map((c) => row[c])), s.hashes, r * 8)
     else s.texts.push(canonicalRowText(this.schema, row))
-    return s.batch.rows >= STAGE_ROWS ? this.post() : undefined
+    return s.batch.rows >= STAGE_ROWS || s.units >= this.stageTextUnits ? this.post() : undefined
   }
 
   /** Sends what is staged: the parents' hashes, then rows (the parents come first, all of them). */
@@ -334,6 +347,8 @@ class Staging {
   parentHashes = new Uint32Array(8 * 1024)
   parentCount = 0
   textUnits = new Float64Array(1024)
+  /** The sum of textUnits. */
+  units = 0
   partitionOf = new Int32Array(1024)
   hashes = new Uint32Array(8 * 1024)
   lines = new Int32Array(1024)

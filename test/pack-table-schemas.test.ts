@@ -4,6 +4,8 @@
  * with findings naming table, row and column; the sort order and the RFC 8785 row text.
  */
 import canonicalize from 'canonicalize'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import {
   EXPLORE_RUNS_SCHEMA,
@@ -160,6 +162,26 @@ t.test('one validator over many rows: lengths stay exact and problems are found 
     aliases(bad, i, out)
     t.match(out, [{ code: ROW_CODES.time, row: i, column: 'date' }], `the same bad time, row ${i}`)
   }
+})
+
+t.test('a validator keeps no long string it has seen: 4,096 targets of 10,000 characters leave nothing behind', async (t) => {
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const validate = rowValidator(PACK_TABLES.aliases)
+  const row = (n: number) => ({ old_id: `old-${n}`, target: `${n} ${'x'.repeat(10_000)}`, reason: 'renamed', date: '2026-11-11T00:00:00Z' })
+  gc()
+  const before = process.memoryUsage().heapUsed
+  let wrong = 0
+  for (let n = 0; n < 4096; n++) {
+    const r = row(n)
+    if (validate(r, n, []) !== Buffer.byteLength(canonicalRowText(PACK_TABLES.aliases, r))) wrong++
+  }
+  gc()
+  const kept = process.memoryUsage().heapUsed - before
+  t.equal(wrong, 0, 'each measured exactly')
+  // A memo that kept them would hold 4,096 x 10,000 one-byte characters, 41 MB.
+  t.ok(kept < 8e6, `${(kept / 1e6).toFixed(1)} MB kept after a collection`)
+  t.equal(validate(row(1), 1, []), Buffer.byteLength(canonicalRowText(PACK_TABLES.aliases, row(1))), 'and a target seen before is measured again')
 })
 
 t.test('an identity just built is measured as its RFC 8785 text, whatever its facts hold', async (t) => {

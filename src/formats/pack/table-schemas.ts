@@ -439,8 +439,13 @@ const CHECK_HELPERS = {
   },
   /** Keeps a valid string's text length for its column's next rows, while that pays (see StringMemo). */
   remember(m: StringMemo, v: string, length: number): void {
-    if (m.seen.size < MEMO_STRINGS) m.seen.set(v, length)
-    else if (m.hits < m.seen.size) m.on = false
+    if (!m.on) return
+    m.misses++
+    if (v.length <= MEMO_STRING_UNITS && m.seen.size < MEMO_STRINGS) m.seen.set(v, length)
+    else if (m.misses >= MEMO_STRINGS && m.hits < m.misses) {
+      m.on = false
+      m.seen.clear()
+    }
   },
   /** Gives the problems recorded since `from` their column. */
   named(problems: Problem[], from: number, column: string): void {
@@ -460,15 +465,20 @@ type CheckHelpers = typeof CHECK_HELPERS
 /**
  * A string column's valid values and their text lengths. Most string columns repeat a few values (a pin, a
  * family, a partition value), and checking a string (its UTF-8 length, surrogates, escapes) was the largest
- * cost of validating rows; a column whose values do not repeat (ids, identities) turns its memo off once it
- * is full and has had fewer hits than entries.
+ * cost of validating rows; a column whose values do not repeat (ids, identities) turns its memo off, and
+ * lets go of what it held, once it has missed MEMO_STRINGS times and had fewer hits than misses. Only
+ * strings of at most MEMO_STRING_UNITS are kept: a memo held the first 4,096 identities and pictures of a
+ * publish for good, and a picture, a slice of its identity, held the identity (some 110 MB of a publish of
+ * patterns of 5,000 cells; a string cell may be 1 MiB).
  */
 interface StringMemo {
   on: boolean
   hits: number
+  misses: number
   seen: Map<string, number>
 }
 const MEMO_STRINGS = 4096
+const MEMO_STRING_UNITS = 256
 
 /**
  * Generates the check of one value held in variable `v`, adding the length of its RFC 8785 text to `n`;
@@ -568,7 +578,7 @@ export type RowValidator = (row: unknown, index: number, out: RowFinding[]) => n
 
 export function rowValidator(schema: TableSchema, partition?: Readonly<Record<string, string>>): RowValidator {
   const { check, memos: count } = compileRowCheck(schema)
-  const memos: StringMemo[] = Array.from({ length: count }, () => ({ on: true, hits: 0, seen: new Map() }))
+  const memos: StringMemo[] = Array.from({ length: count }, () => ({ on: true, hits: 0, misses: 0, seen: new Map() }))
   const names = schema.columns.map((c) => c.name)
   const known: KnownColumns = { names, set: new Set(names) }
   const problems: Problem[] = []

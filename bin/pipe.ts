@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: the modules after it are evaluated under its V8 flag.
+import '../src/core/tiering.js'
 import { mkdir, readFile } from 'node:fs/promises'
 import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'

@@ -1,15 +1,16 @@
 /**
  * The CLI as it is run, dist/bin/: bin/pipe.ts and every worker thread's module (src/**\/*-worker.ts),
  * bundled by esbuild with the code they share in chunks beside them. Node 20's ESM loader resolved, read,
- * compiled and linked some 230 modules (95 of them zod's, 30 yargs') at every start before a command ran;
- * bundled, `pipe run pack-check` of a million patterns took 7% less wall time (median of ten alternating
- * runs), and every command starts sooner.
+ * compiled and linked some 230 modules (95 of them zod's) at every start before a command ran; bundled,
+ * `pipe run pack-check` of a million patterns took 7% less wall time (median of ten alternating runs), and
+ * every command starts sooner.
  *
  * A worker's module goes beside the chunks because the code that starts it finds it there, as the module
  * beside its own (siblingWorkerUrl). Packages with native bindings stay outside the bundle (esbuild stops on
  * a .node file, so one added later cannot slip in), as do the modules the code loads with `require` at run
- * time and hash-wasm (below). It replaces what tsc wrote to dist/bin (tsc still checks bin/ with the rest); the tsc build of src/
- * and pipelines/ is what the benches and scripts import.
+ * time and two packages that need their own files (below). The bundle replaces what tsc wrote to dist/bin
+ * (tsc still checks bin/ with the rest); the tsc build of src/ and pipelines/ is what the benches and
+ * scripts import.
  */
 import { build } from 'esbuild'
 import { readdir, rm } from 'node:fs/promises'
@@ -17,10 +18,12 @@ import { basename, join } from 'node:path'
 
 const NATIVE = ['zstd-napi', 'better-sqlite3', '@duckdb/node-api']
 /**
- * hash-wasm's main file is a UMD module, and a bundled UMD module loaded with `import()` (src/transforms/hash.ts)
- * has only a default export: Node loads it as it did before.
+ * Packages that Node loads as before, from node_modules: hash-wasm's main file is a UMD module, and bundled
+ * and loaded with `import()` (src/transforms/hash.ts) it had only a default export; yargs finds the
+ * package.json whose version and parser settings it takes from where its own file is, which bundled would be
+ * the working directory's (`pipe --version` printed "unknown" outside the repository).
  */
-const LOADED_BY_NODE = ['hash-wasm']
+const LOADED_BY_NODE = ['hash-wasm', 'yargs']
 const OUT = 'dist/bin'
 
 const workers = (await readdir('src', { recursive: true })).filter((f) => f.endsWith('-worker.ts')).map((f) => join('src', f)).sort()

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { childEnv } from './helpers/io.js'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -29,6 +29,16 @@ t.test('list, stages and describe read the registry and the schemas', async (t) 
   const unknown = run(['describe', 'nope'])
   t.equal(unknown.status, 2)
   t.match(unknown.stderr, /no pipeline or stage named "nope"/)
+})
+
+t.test('--version is the package\'s, whatever the working directory and its package.json say', async (t) => {
+  const ours = (JSON.parse(readFileSync(fileURLToPath(new URL('../package.json', import.meta.url)), 'utf8')) as { version: string }).version
+  const elsewhere = join(dir, 'another-project')
+  mkdirSync(elsewhere, { recursive: true })
+  writeFileSync(join(elsewhere, 'package.json'), JSON.stringify({ name: 'another-project', version: '9.9.9', yargs: { 'parse-numbers': true } }))
+  const r = spawnSync(process.execPath, [cli, '--version'], { encoding: 'utf8', cwd: elsewhere, timeout: 60_000, env: childEnv() })
+  t.equal(r.status, 0, r.stderr)
+  t.equal(r.stdout.trim(), ours)
 })
 
 t.test('--help works on every command', async (t) => {

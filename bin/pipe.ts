@@ -1,4 +1,4 @@
 #!/usr/bin/env node
-// V8's flags first (src/core/tiering.ts): the CLI's modules, loaded after, are evaluated under them, bundled or not.
+// V8's flags first (src/core/tiering.ts), then the CLI, whose modules are evaluated under them.
 import '../src/core/tiering.js'
 await import('../src/cli.js')

@@ -1,4 +1,285 @@
 #!/usr/bin/env node
-// V8's flags first (src/core/tiering.ts), then the CLI, whose modules are evaluated under them.
+// First: the modules after it are evaluated under its V8 flag (src/core/tiering.ts).
 import '../src/core/tiering.js'
-await import('../src/cli.js')
+import { mkdir, readFile } from 'node:fs/promises'
+import { formatTime } from '../src/formats/record/time.js'
+import yargs from 'yargs'
+import { hideBin } from 'yargs/helpers'
+import { asPipeError, asUsage, EXIT_USAGE, UsageError } from '../src/core/errors.js'
+import type { PipelineDef } from '../src/core/pipeline.js'
+import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
+import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
+import type { StageUse } from '../src/core/stage.js'
+import { registry } from '../src/registry.js'
+
+const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'help', 'version'])
+
+function settings(json: boolean, progress: boolean | undefined): RunSettings {
+  return {
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    json,
+    progress: progress ?? Boolean(process.stderr.isTTY),
+    handleSignals: true,
+  }
+}
+
+function optionLines(infos: OptionInfo[]): string[] {
+  return infos.map((o) => {
+    const type = o.type === 'enum' ? o.choices!.join('|') : o.type
+    const extra = o.required ? ' (required)' : o.default !== undefined ? ` (default ${JSON.stringify(o.default)})` : ''
+    return `  --${toFlag(o.name)} <${type}>  ${o.description}${extra}`
+  })
+}
+
+/** A JSON pipeline file: `{"name"?: string, "stages": [{"stage": NAME, "options": {...}}, ...]}`. */
+async function loadPipelineFile(path: string): Promise<{ name: string; stages: StageUse[] }> {
+  let doc: unknown
+  try {
+    doc = JSON.parse(await readFile(path, 'utf8'))
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    if (e.code) throw asPipeError(err)
+    throw new UsageError('usage.bad-pipeline-file', `not valid JSON: ${e.message}`, { location: { file: path } })
+  }
+  if (typeof doc !== 'object' || doc === null || !Array.isArray((doc as { stages?: unknown }).stages)) {
+    throw new UsageError('usage.bad-pipeline-file', 'expected an array of {"stage", "options"}', { location: { file: path, field: 'stages' } })
+  }
+  const { name, stages } = doc as { name?: unknown; stages: StageUse[] }
+  return { name: typeof name === 'string' ? name : path, stages }
+}
+
+function findPipeline(target: string | undefined): PipelineDef | undefined {
+  return target && !target.endsWith('.json') ? registry.pipeline(target) : undefined
+}
+
+interface PackKeyFlags {
+  key?: string
+  name?: string
+  orcid?: string
+  github?: string
+  rotate?: boolean
+  revoke?: boolean
+  authorise?: unknown
+  label?: string
+  'revoke-machine'?: unknown
+  seed?: string
+  created?: string
+}
+
+function badFlag(flag: string, message: string): UsageError {
+  return new UsageError('usage.bad-option', message, { location: { field: `--${flag}` } })
+}
+
+/** `pipe pack key`: every flag is checked before the key is touched, so a bad one changes nothing. */
+async function packKey(flags: PackKeyFlags): Promise<void> {
+  const pk = await import('../src/formats/pack/publisher-key.js')
+  const { fingerprint, isFingerprint, parsePublicKey } = await import('../src/formats/pack/ssh-key.js')
+  const { isPackTime } = await import('../src/formats/pack/key-statements.js')
+  const details: Record<string, string> = {}
+  for (const field of ['name', 'orcid', 'github', 'label'] as const) {
+    const value = flags[field]
+    if (value === undefined) continue
+    const problem = pk.detailProblem(field === 'label' ? 'name' : field, value)
+    if (problem !== undefined) throw badFlag(field, problem)
+    if (field !== 'label') details[field] = value
+  }
+  const single = (flag: 'authorise' | 'revoke-machine'): string | undefined => {
+    const v = flags[flag]
+    if (Array.isArray(v)) throw badFlag(flag, 'give it once')
+    return v === undefined ? undefined : String(v)
+  }
+  const authoriseArg = single('authorise')
+  const revoke = single('revoke-machine')
+  if (flags.label !== undefined && authoriseArg === undefined) throw badFlag('label', 'names the key given with --authorise')
+  let machine: import('../src/formats/pack/ssh-key.js').SshPublicKey | undefined
+  if (authoriseArg !== undefined) {
+    // A public key line has a space between type and key; anything else is a .pub file's path.
+    const line = authoriseArg.includes(' ') ? authoriseArg : await readFile(authoriseArg, 'utf8').catch((err: NodeJS.ErrnoException) => {
+      throw badFlag('authorise', `cannot read ${authoriseArg}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`)
+    })
+    const parsed = parsePublicKey(line)
+    if (!parsed.ok) throw badFlag('authorise', `not an Ed25519 public key: ${parsed.detail}`)
+    machine = parsed.value
+  }
+  if (revoke !== undefined && !isFingerprint(revoke)) throw badFlag('revoke-machine', `${JSON.stringify(revoke)} is not a SHA256: fingerprint as ssh-keygen -l prints it`)
+  if (flags.revoke && !flags.rotate) throw badFlag('revoke', 'revokes the key a rotation replaces: give it with --rotate')
+  if (flags.seed !== undefined && !/^[0-9a-fA-F]{64}$/.test(flags.seed)) throw badFlag('seed', 'a seed is 64 hex digits (32 bytes)')
+  if (flags.created !== undefined && !isPackTime(flags.created)) throw badFlag('created', `${JSON.stringify(flags.created)} is not an RFC 3339 UTC time with whole seconds (2026-11-11T00:00:00Z)`)
+  const seed = flags.seed === undefined ? undefined : Buffer.from(flags.seed, 'hex')
+  const change = {
+    details,
+    created: flags.created ?? pk.packTimeNow(),
+    ...(machine !== undefined ? { authorise: [{ key: machine, ...(flags.label !== undefined ? { label: flags.label } : {}) }] } : {}),
+    ...(revoke !== undefined ? { revoke: [revoke] } : {}),
+  }
+
+  const path = flags.key ?? pk.defaultPublisherKeyPath()
+  const current = await pk.loadPublisherKey(path).catch((err: unknown) => {
+    const code = (err as { code?: unknown }).code
+    if (code === pk.PUBLISHER_KEY_CODES.missing || code === pk.PUBLISHER_KEY_CODES.noStatement) return undefined
+    throw err
+  })
+  let headline: string
+  let key: import('../src/formats/pack/publisher-key.js').PublisherKey
+  if (current === undefined) {
+    if (flags.rotate) throw badFlag('rotate', `there is no key at ${path} to rotate yet`)
+    if (revoke !== undefined) throw badFlag('revoke-machine', `there is no key at ${path} yet, so no machine key to revoke`)
+    key = await pk.makePublisherKey(path, { ...change, ...(seed !== undefined ? { seed } : {}) })
+    headline = 'made the publisher\'s key and its first statement'
+  } else {
+    if (seed !== undefined && !flags.rotate) throw badFlag('seed', `${path} is already a key; a seed makes a new one (with --rotate, the successor)`)
+    const authorised = (fp: string) => current.machineKeys.some((m) => m.fingerprint === fp)
+    if (machine !== undefined && (fingerprint(machine) === current.fingerprint || authorised(fingerprint(machine)))) {
+      throw badFlag('authorise', `${fingerprint(machine)} is ${fingerprint(machine) === current.fingerprint ? 'the publisher\'s own key' : 'already authorised'}`)
+    }
+    if (revoke !== undefined && !authorised(revoke)) throw badFlag('revoke-machine', `${revoke} is not a machine key of ${current.fingerprint}`)
+    if (flags.rotate) {
+      key = await pk.rotatePublisherKey(current, { ...change, ...(seed !== undefined ? { seed } : {}), revokeOld: flags.revoke === true })
+      headline = flags.revoke
+        ? `rotated: a new key succeeds ${current.fingerprint}, which it revoked (every version that key signed now fails level 2)`
+        : `rotated: a new key succeeds ${current.fingerprint}, which stands for the versions it signed`
+      // A store has one statement a key, and a key with a predecessor needs it to link the chain (docs/pack-format-notes.md).
+      if (flags.revoke && current.statement.supersedes !== undefined) headline += `\nnote: stores carry ${current.fingerprint}'s statement, which links it to the key before it, not its revocation; the revocation reaches readers that keep the statements they have seen`
+    } else {
+      key = await pk.updatePublisherKey(current, change)
+      const changed = !key.statements[0]!.equals(current.statements[0]!)
+      headline = changed ? 'wrote a new statement for the publisher\'s key' : 'the publisher\'s key'
+    }
+  }
+  process.stdout.write([headline, ...pk.describePublisherKey(key)].join('\n') + '\n')
+}
+
+async function main(argv: string[]): Promise<number> {
+  let exitCode = 0
+  const runTarget = argv[0] === 'run' ? argv.slice(1).find((a) => !a.startsWith('-')) : undefined
+  const runDef = findPipeline(runTarget)
+
+  await yargs(argv)
+    .scriptName('pipe')
+    .parserConfiguration({ 'camel-case-expansion': false, 'parse-numbers': false, 'parse-positional-numbers': false })
+    .command('list', 'List the pipelines', () => {}, () => {
+      for (const p of registry.pipelines()) process.stdout.write(`${p.name.padEnd(16)} ${p.summary}\n`)
+    })
+    .command('stages', 'List the stages a pipeline can be built from', () => {}, () => {
+      for (const s of registry.stages()) process.stdout.write(`${s.name.padEnd(18)} ${s.kind.padEnd(9)} ${(s.takes + ' -> ' + s.gives).padEnd(20)} ${s.summary}\n`)
+    })
+    .command('describe <name>', 'Show a pipeline (its options and stages) or a stage (its options)', (y) => y.positional('name', { type: 'string', demandOption: true }), (args) => {
+      const name = String(args.name)
+      const p = registry.pipeline(name)
+      const s = registry.stage(name)
+      if (p) {
+        const lines = [`pipeline ${p.name}: ${p.summary}`, 'options:', ...optionLines(describeOptions(p.options)), 'stages (with default options):']
+        const defaults = Object.fromEntries(describeOptions(p.options).filter((o) => o.required).map((o) => [o.name, o.type === 'number' ? 0 : o.type === 'boolean' ? false : `<${o.name}>`]))
+        try {
+          for (const use of p.stages(p.options.parse(defaults))) lines.push(`  ${use.stage} ${JSON.stringify(use.options ?? {})}`)
+        } catch {
+          lines.push('  (depends on the options)')
+        }
+        process.stdout.write(lines.join('\n') + '\n')
+      } else if (s) {
+        process.stdout.write([`stage ${s.name} (${s.kind}, ${s.takes} -> ${s.gives}): ${s.summary}`, 'options:', ...optionLines(describeOptions(s.options))].join('\n') + '\n')
+      } else {
+        throw new UsageError('usage.unknown-name', `no pipeline or stage named "${name}" (see pipe list, pipe stages)`)
+      }
+    })
+    // [words..]: the bare words after the name, which a pipeline's `positional` names (pipe run pack-check DIR);
+    // declared, because strictCommands() takes an undeclared word for an unknown command.
+    .command('run <target> [words..]', 'Run a pipeline by name, or a JSON pipeline file', (y) => {
+      y.positional('target', { type: 'string', describe: 'a pipeline name (pipe list) or a .json pipeline file' })
+        .option('json', { type: 'boolean', default: false, describe: 'print one JSON object on stdout' })
+        .option('progress', { type: 'boolean', describe: 'show a progress line on stderr (default: when stderr is a terminal)' })
+      for (const o of runDef ? describeOptions(runDef.options) : []) {
+        y.option(toFlag(o.name), {
+          type: o.type === 'boolean' ? 'boolean' : o.type === 'string[]' ? 'array' : 'string',
+          describe: o.description + (o.required ? ' (required)' : ''),
+          ...(o.choices ? { choices: o.choices as string[] } : {}),
+        })
+      }
+      return y
+    }, async (args) => {
+      const target = String(args.target)
+      const json = Boolean(args.json)
+      const progress = args.progress as boolean | undefined
+      if (target.endsWith('.json')) {
+        const file = await loadPipelineFile(target)
+        exitCode = (await runStageList(registry, file.name, file.stages, settings(json, progress))).exitCode
+        return
+      }
+      if (!runDef) throw new UsageError('usage.unknown-pipeline', `no pipeline named "${target}" (see pipe list)`)
+      const flags: Record<string, unknown> = {}
+      for (const [k, v] of Object.entries(args)) if (!RUN_FLAGS.has(k) && v !== undefined) flags[k] = v
+      const extra = ((args.words as unknown[] | undefined) ?? []).map(String)
+      ;(runDef.positional ?? []).forEach((name, i) => { if (extra[i] !== undefined) flags[name] = extra[i] })
+      if (extra.length > (runDef.positional?.length ?? 0)) throw new UsageError('usage.extra-argument', `unexpected argument "${extra[runDef.positional?.length ?? 0]}"`)
+      exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress))).exitCode
+    })
+    .command('key <action>', 'Record-format signing keys: new (an Ed25519 key and its JWK Set) or rotate (a successor)', (y) => y
+      .positional('action', { choices: ['new', 'rotate'] as const, demandOption: true })
+      .option('out', { type: 'string', demandOption: true, describe: 'directory for the private key and jwks.json' })
+      .option('keys', { type: 'string', describe: 'rotate: the current jwks.json' })
+      .option('key', { type: 'string', describe: 'rotate: the current private key file' })
+      .option('valid-from', { type: 'string', describe: 'new: when the key becomes valid (nine-digit UTC time; default now)' })
+      .option('at', { type: 'string', describe: 'rotate: when the successor takes over (default now)' }), async (args) => {
+      const { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } = await import('../src/formats/record/keys.js')
+      const now = formatTime(BigInt(Date.now()) * 1_000_000n)
+      await mkdir(String(args.out), { recursive: true })
+      if (args.action === 'new') {
+        const { privateJwk, publicJwk } = await asUsage(() => newSigningKey({ validFrom: (args['valid-from'] as string | undefined) ?? now }))
+        const paths = await writeKeyFiles(String(args.out), { privateJwk, jwks: { keys: [publicJwk] } })
+        process.stdout.write(`key ${privateJwk.kid}\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
+        return
+      }
+      if (!args.keys || !args.key) throw new UsageError('usage.missing-option', 'key rotate needs --keys JWKS and --key PRIVATE')
+      const rotated = await asUsage(async () => rotateKey(await readJwksFile(args.keys!), await readPrivateJwkFile(args.key!), (args.at as string | undefined) ?? now))
+      const paths = await writeKeyFiles(String(args.out), { privateJwk: rotated.privateJwk, jwks: rotated.jwks })
+      process.stdout.write(`key ${rotated.privateJwk.kid} succeeds the old key\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
+    })
+    .command('pack', 'Pack format 1.0: the publisher\'s key (exports and checks are pipelines: pipe run pack-export, pack-check)', (y) => y
+      .command('key', 'Make or show the publisher\'s Ed25519 key (OpenSSH format) and record who the publisher is', (k) => k
+        .option('key', { type: 'string', describe: 'the private key file (default: <settings>/pack/publisher_ed25519, settings being $PIPE_HOME, else $XDG_CONFIG_HOME/pipe, else ~/.config/pipe)' })
+        .option('name', { type: 'string', describe: 'the publisher\'s name, as it is to appear in packs (\'\' removes it)' })
+        .option('orcid', { type: 'string', describe: 'the publisher\'s ORCID iD, bare: 0000-0002-1825-0097 (\'\' removes it)' })
+        .option('github', { type: 'string', describe: 'the publisher\'s GitHub user name (\'\' removes it)' })
+        .option('rotate', { type: 'boolean', describe: 'replace the key with a successor, its statement signed by the old key; the old key stands for the versions it signed' })
+        .option('revoke', { type: 'boolean', describe: 'with --rotate, when the old key was compromised: the new key revokes it, and every version it signed fails level 2' })
+        .option('authorise', { type: 'string', alias: 'authorize', describe: 'let a machine key sign manifests and refs: its public key line or .pub file' })
+        .option('label', { type: 'string', describe: 'with --authorise: what the machine key is for (laptop, ci)' })
+        .option('revoke-machine', { type: 'string', describe: 'revoke an authorised machine key, by its SHA256: fingerprint' })
+        .option('seed', { type: 'string', describe: 'make the new key from this 32-byte seed, 64 hex digits (tests and golden data only: a seed is a secret)' })
+        .option('created', { type: 'string', describe: 'the statement\'s time, RFC 3339 UTC with whole seconds (default now; tests and golden data)' })
+        .group(['seed', 'created'], 'For tests and golden data:')
+        .strictOptions(), async (args) => {
+        await packKey(args)
+      })
+      .demandCommand(1, 'name a pack command: key')
+      .strictCommands())
+    .command('demo', 'Simulate, journal, seal and verify three hours of Binance trades and depth (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
+      const { runDemo } = await import('../src/demo.js')
+      exitCode = await runDemo(String(args.out))
+    })
+    .demandCommand(1, 'name a command: list, stages, describe, run, key, pack, demo')
+    .strictCommands()
+    .help()
+    .fail((msg, err) => {
+      throw err ?? new UsageError('usage.cli', msg)
+    })
+    .parseAsync()
+  return exitCode
+}
+
+// A reader that closed our stdout early (`| head`) has all it wanted; stop quietly rather than crash.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(EXIT_USAGE)
+  throw err
+})
+
+main(hideBin(process.argv)).then(
+  (code) => { process.exitCode = code },
+  (err) => {
+    const e = asPipeError(err)
+    process.stderr.write(`pipe: ${e.oneLine()}\n`)
+    process.exitCode = e.exitCode === 1 ? 1 : EXIT_USAGE
+  },
+)

@@ -7,7 +7,7 @@
  * 5-7% less CPU (medians of alternating runs); a publish is no slower. More than that (300,000, 500,000)
  * leaves the hot loops unoptimised for longer and is slower again.
  *
- * The CLI imports this module first, so that the modules after it are evaluated under the flag; V8's flags
+ * bin/pipe.ts imports this module first, so that the modules after it are evaluated under the flag; V8's flags
  * are the process's, so the worker threads have it too. A budget given on node's command line is kept.
  */
 import { setFlagsFromString } from 'node:v8'

@@ -276,13 +276,16 @@ t.test('keys beyond the in-memory table spill to disk: the same rows, sorted par
 
 t.test('SpillSort: records in order through runs and merge passes, whatever the buffer', async (t) => {
   const words = 5
-  for (const { n, buffer } of [{ n: 0, buffer: 4 }, { n: 1, buffer: 4 }, { n: 1000, buffer: 2000 }, { n: 1000, buffer: 1000 }, { n: 5000, buffer: 7 }, { n: 333, buffer: 1 }]) {
+  const cases: { n: number; buffer: number; spread?: boolean }[] = [{ n: 0, buffer: 4 }, { n: 1, buffer: 4 }, { n: 1000, buffer: 2000 }, { n: 1000, buffer: 1000 }, { n: 5000, buffer: 7 }, { n: 333, buffer: 1 }]
+  // First words spread like the hashes spilled keys start with: a run's buckets (sortBuffer) hold a few records each.
+  for (const { n, buffer, spread } of [...cases, { n: 20_000, buffer: 20_000, spread: true }, { n: 20_000, buffer: 6_000, spread: true }]) {
     const folder = await mkdtemp(join(dir, 'sort-'))
     const sort = new SpillSort(folder, 'x-', words, 3, buffer)
     const records: number[][] = []
     for (let i = 0; i < n; i++) {
-      // Few values a word, so that records tie on early words and are ordered by later ones.
-      const r = [Math.floor(rand() * 4) * 0x40000000 + 7, Math.floor(rand() * 3), i, Math.floor(rand() * 2 ** 32), i]
+      // Few values a word, so that records tie on early words and are ordered by later ones; or spread.
+      const first = spread ? Math.floor(rand() * 2 ** 32) : Math.floor(rand() * 4) * 0x40000000 + 7
+      const r = [first, Math.floor(rand() * 3), i, Math.floor(rand() * 2 ** 32), i]
       records.push(r)
       const wait = sort.push(Uint32Array.from(r), 0)
       if (wait) await wait
@@ -290,7 +293,7 @@ t.test('SpillSort: records in order through runs and merge passes, whatever the 
     const out: number[][] = []
     for await (const { words: w, count } of sort.sorted(64)) for (let i = 0; i < count; i++) out.push([...w.subarray(i * words, i * words + words)])
     const expected = records.slice().sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!)
-    t.same(out, expected, `${n} records, ${buffer} a run (${Math.ceil(n / buffer)} runs): every record, in order`)
+    t.same(out, expected, `${n} records${spread ? ' (first words spread)' : ''}, ${buffer} a run (${Math.ceil(n / buffer)} runs): every record, in order`)
     t.same(await readdir(folder), [], 'every run removed')
   }
 })

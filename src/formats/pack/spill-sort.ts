@@ -10,6 +10,11 @@ import { deserialize, serialize } from 'node:v8'
 
 /** Runs merged at once; more are merged in passes, each into one longer run. */
 export const MERGE_FAN_IN = 64
+/** A run's records are first put in buckets by their first word's high 16 bits (sortBuffer). */
+const BUCKET_SHIFT = 16
+const BUCKETS = 2 ** (32 - BUCKET_SHIFT)
+/** A bucket of at most this many records is sorted by insertion. */
+const INSERTION_SORT_UP_TO = 32
 /** Bytes a run's reader holds while merging. */
 const RUN_READ_BYTES = 256 * 1024
 
@@ -85,12 +90,15 @@ class RunReader {
  */
 export class SpillSort {
   private readonly buffer: Uint32Array
+  /** A record held aside while insertionSort moves the others. */
+  private readonly held: Uint32Array
   private count = 0
   private readonly runs: string[] = []
   private readonly files: SpillFiles
 
   constructor(dir: string, prefix: string, readonly words: number, private readonly sortWords: number, private readonly bufferRecords: number) {
     this.buffer = new Uint32Array(bufferRecords * words)
+    this.held = new Uint32Array(words)
     this.files = new SpillFiles(dir, `${prefix}${words}w-`)
   }
 
@@ -102,24 +110,74 @@ export class SpillSort {
     return this.count === this.bufferRecords ? this.writeRun() : undefined
   }
 
-  /** The buffer's records in order, as a new array. */
+  /**
+   * The buffer's records in order, as a new array. The records are copied to their buckets, by their first
+   * word's high 16 bits, in one pass over the buffer; then each bucket is sorted where it lies. Spilled keys
+   * are hashes, so a bucket holds a few records, sorted by insertion; a larger one (records that share a
+   * first word, or records whose first words do not spread, as the decisions' orders) is sorted by
+   * comparison. Sorting the whole buffer by comparison took about 0.3 s a run of
+   * 2^19 spilled keys, most of it in reading records in their sorted order, scattered over 23 MB; this takes
+   * about 0.1 s, on the thread that writes the parts, the busier one in a publish large enough to spill.
+   * Records that tie keep the order they came in.
+   */
   private sortBuffer(): Uint32Array {
-    const { buffer, words, sortWords, count } = this
-    const order = new Int32Array(count)
-    for (let i = 0; i < count; i++) order[i] = i
-    order.sort((i, j) => {
-      const a = i * words
-      const b = j * words
-      for (let k = 0; k < sortWords; k++) {
-        const x = buffer[a + k]!
-        const y = buffer[b + k]!
-        if (x !== y) return x < y ? -1 : 1
-      }
-      return 0
-    })
+    const { buffer, words, count } = this
     const out = new Uint32Array(count * words)
-    for (let i = 0; i < count; i++) out.set(buffer.subarray(order[i]! * words, order[i]! * words + words), i * words)
+    const ends = new Int32Array(BUCKETS)
+    for (let i = 0; i < count; i++) ends[buffer[i * words]! >>> BUCKET_SHIFT]!++
+    for (let d = 1; d < BUCKETS; d++) ends[d]! += ends[d - 1]!
+    const next = new Int32Array(BUCKETS)
+    next.set(ends.subarray(0, BUCKETS - 1), 1)
+    for (let i = 0, from = 0; i < count; i++) {
+      let to = next[buffer[from]! >>> BUCKET_SHIFT]!++ * words
+      for (let w = 0; w < words; w++) out[to++] = buffer[from++]!
+    }
+    for (let d = 0, start = 0; d < BUCKETS; start = ends[d++]!) {
+      const end = ends[d]!
+      if (end - start <= INSERTION_SORT_UP_TO) this.insertionSort(out, start, end)
+      else this.comparisonSort(out, start, end)
+    }
     return out
+  }
+
+  /** Whether the record at `a[x]` sorts after the one at `b[y]` (x and y: first words). */
+  private after(a: Uint32Array, x: number, b: Uint32Array, y: number): boolean {
+    for (let k = 0; k < this.sortWords; k++) {
+      const u = a[x + k]!
+      const v = b[y + k]!
+      if (u !== v) return u > v
+    }
+    return false
+  }
+
+  /** Sorts records [start, end) of `out` in place. */
+  private insertionSort(out: Uint32Array, start: number, end: number): void {
+    const { words, held } = this
+    for (let i = start + 1; i < end; i++) {
+      const at = i * words
+      if (!this.after(out, at - words, out, at)) continue
+      for (let w = 0; w < words; w++) held[w] = out[at + w]!
+      let j = at - words
+      do {
+        for (let w = 0; w < words; w++) out[j + words + w] = out[j + w]!
+        j -= words
+      } while (j >= start * words && this.after(out, j, held, 0))
+      for (let w = 0; w < words; w++) out[j + words + w] = held[w]!
+    }
+  }
+
+  /** Sorts records [start, end) of `out` in place, by comparison (ties in the order they were). */
+  private comparisonSort(out: Uint32Array, start: number, end: number): void {
+    const { words } = this
+    const order = new Int32Array(end - start)
+    for (let i = 0; i < order.length; i++) order[i] = i
+    const base = start * words
+    order.sort((i, j) => (this.after(out, base + i * words, out, base + j * words) ? 1 : this.after(out, base + j * words, out, base + i * words) ? -1 : i - j))
+    const bucket = out.slice(base, end * words)
+    for (let i = 0, to = base; i < order.length; i++) {
+      const from = order[i]! * words
+      for (let w = 0; w < words; w++) out[to++] = bucket[from + w]!
+    }
   }
 
   private async writeRun(): Promise<void> {

@@ -141,14 +141,14 @@ export class SpillSort {
     return out
   }
 
-  /** Whether the record at `a[x]` sorts after the one at `b[y]` (x and y: first words). */
-  private after(a: Uint32Array, x: number, b: Uint32Array, y: number): boolean {
+  /** The order of the record at `a[x]` against the one at `b[y]` (x and y: first words): -1, 0 or 1. */
+  private compare(a: Uint32Array, x: number, b: Uint32Array, y: number): number {
     for (let k = 0; k < this.sortWords; k++) {
       const u = a[x + k]!
       const v = b[y + k]!
-      if (u !== v) return u > v
+      if (u !== v) return u < v ? -1 : 1
     }
-    return false
+    return 0
   }
 
   /** Sorts records [start, end) of `out` in place. */
@@ -156,13 +156,13 @@ export class SpillSort {
     const { words, held } = this
     for (let i = start + 1; i < end; i++) {
       const at = i * words
-      if (!this.after(out, at - words, out, at)) continue
+      if (this.compare(out, at - words, out, at) <= 0) continue
       for (let w = 0; w < words; w++) held[w] = out[at + w]!
       let j = at - words
       do {
         for (let w = 0; w < words; w++) out[j + words + w] = out[j + w]!
         j -= words
-      } while (j >= start * words && this.after(out, j, held, 0))
+      } while (j >= start * words && this.compare(out, j, held, 0) > 0)
       for (let w = 0; w < words; w++) out[j + words + w] = held[w]!
     }
   }
@@ -173,7 +173,7 @@ export class SpillSort {
     const order = new Int32Array(end - start)
     for (let i = 0; i < order.length; i++) order[i] = i
     const base = start * words
-    order.sort((i, j) => (this.after(out, base + i * words, out, base + j * words) ? 1 : this.after(out, base + j * words, out, base + i * words) ? -1 : i - j))
+    order.sort((i, j) => this.compare(out, base + i * words, out, base + j * words) || i - j)
     const bucket = out.slice(base, end * words)
     for (let i = 0, to = base; i < order.length; i++) {
       const from = order[i]! * words
@@ -219,7 +219,7 @@ export class SpillSort {
 
   /** Merges sorted runs (a binary heap of their readers), giving blocks of the output. */
   private async *merge(paths: string[], blockRecords: number): AsyncGenerator<{ words: Uint32Array; count: number }> {
-    const { words, sortWords } = this
+    const { words } = this
     const heap: RunReader[] = []
     try {
       for (const p of paths) {
@@ -227,16 +227,7 @@ export class SpillSort {
         const r = await RunReader.open(p, words)
         if (r) heap.push(r)
       }
-      const less = (a: RunReader, b: RunReader): boolean => {
-        const x = a.buffer
-        const y = b.buffer
-        for (let k = 0; k < sortWords; k++) {
-          const u = x[a.at + k]!
-          const v = y[b.at + k]!
-          if (u !== v) return u < v
-        }
-        return false
-      }
+      const less = (a: RunReader, b: RunReader): boolean => this.compare(a.buffer, a.at, b.buffer, b.at) < 0
       const down = (i: number): void => {
         for (;;) {
           const l = 2 * i + 1

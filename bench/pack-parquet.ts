@@ -27,8 +27,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { DuckDBInstance } from '@duckdb/node-api'
-import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
+import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
+import { PACK_TABLES } from '../src/formats/pack/tables/table-schemas.js'
 
 const ROWS = Number(process.env['BENCH_ROWS'] ?? 1_000_000)
 const BATCH = 1000

@@ -31,7 +31,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { timedCli, type Timed } from './timed-cli.js'
 import { DuckDBInstance } from '@duckdb/node-api'
-import { ZSTD_LEVEL } from '../src/formats/pack/parquet-write.js'
+import { ZSTD_LEVEL } from '../src/formats/pack/tables/parquet-write.js'
 import { LIFE, ruleRecord } from '../src/sim/pack-records.js'
 
 const PATTERNS = Number(process.env.BENCH_PATTERNS ?? 1_000_000)

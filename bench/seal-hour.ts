@@ -23,7 +23,7 @@ import { timedCli, type Timed } from './timed-cli.js'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { Decompressor } from 'zstd-napi'
 import { readFile } from 'node:fs/promises'
-import { JournalBuilder } from '../src/formats/record/journal.js'
+import { JournalBuilder } from '../src/formats/record/journal/journal.js'
 import { FramePairer, type MergedFrame } from '../src/formats/record/merge.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
 

@@ -10,7 +10,7 @@ import type { PipelineDef } from '../src/core/pipeline.js'
 import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
 import type { StageUse } from '../src/core/stage.js'
-import { registry } from '../src/registry.js'
+import { registry } from '../pipelines/registry.js'
 
 const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'help', 'version'])
 
@@ -74,9 +74,9 @@ function badFlag(flag: string, message: string): UsageError {
 
 /** `pipe pack key`: every flag is checked before the key is touched, so a bad one changes nothing. */
 async function packKey(flags: PackKeyFlags): Promise<void> {
-  const pk = await import('../src/formats/pack/publisher-key.js')
-  const { fingerprint, isFingerprint, parsePublicKey } = await import('../src/formats/pack/ssh-key.js')
-  const { isPackTime } = await import('../src/formats/pack/key-statements.js')
+  const pk = await import('../src/formats/pack/keys/publisher-key.js')
+  const { fingerprint, isFingerprint, parsePublicKey } = await import('../src/formats/pack/keys/ssh-key.js')
+  const { isPackTime } = await import('../src/formats/pack/keys/key-statements.js')
   const details: Record<string, string> = {}
   for (const field of ['name', 'orcid', 'github', 'label'] as const) {
     const value = flags[field]
@@ -93,7 +93,7 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
   const authoriseArg = single('authorise')
   const revoke = single('revoke-machine')
   if (flags.label !== undefined && authoriseArg === undefined) throw badFlag('label', 'names the key given with --authorise')
-  let machine: import('../src/formats/pack/ssh-key.js').SshPublicKey | undefined
+  let machine: import('../src/formats/pack/keys/ssh-key.js').SshPublicKey | undefined
   if (authoriseArg !== undefined) {
     // A public key line has a space between type and key; anything else is a .pub file's path.
     const line = authoriseArg.includes(' ') ? authoriseArg : await readFile(authoriseArg, 'utf8').catch((err: NodeJS.ErrnoException) => {
@@ -122,7 +122,7 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
     throw err
   })
   let headline: string
-  let key: import('../src/formats/pack/publisher-key.js').PublisherKey
+  let key: import('../src/formats/pack/keys/publisher-key.js').PublisherKey
   if (current === undefined) {
     if (flags.rotate) throw badFlag('rotate', `there is no key at ${path} to rotate yet`)
     if (revoke !== undefined) throw badFlag('revoke-machine', `there is no key at ${path} yet, so no machine key to revoke`)
@@ -222,7 +222,7 @@ async function main(argv: string[]): Promise<number> {
       .option('key', { type: 'string', describe: 'rotate: the current private key file' })
       .option('valid-from', { type: 'string', describe: 'new: when the key becomes valid (nine-digit UTC time; default now)' })
       .option('at', { type: 'string', describe: 'rotate: when the successor takes over (default now)' }), async (args) => {
-      const { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } = await import('../src/formats/record/keys.js')
+      const { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } = await import('../src/formats/record/keys/keys.js')
       const now = formatTime(BigInt(Date.now()) * 1_000_000n)
       await mkdir(String(args.out), { recursive: true })
       if (args.action === 'new') {
@@ -256,7 +256,7 @@ async function main(argv: string[]): Promise<number> {
       .demandCommand(1, 'name a pack command: key')
       .strictCommands())
     .command('demo', 'Simulate, journal, seal and verify three hours of Binance trades and depth (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
-      const { runDemo } = await import('../src/demo.js')
+      const { runDemo } = await import('../pipelines/demo.js')
       exitCode = await runDemo(String(args.out))
     })
     .demandCommand(1, 'name a command: list, stages, describe, run, key, pack, demo')

@@ -5,7 +5,7 @@ import { UsageError } from '../src/core/errors.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
-import type { CheckLevel } from '../src/formats/pack/check.js'
+import type { CheckLevel } from '../src/formats/pack/check/check.js'
 
 const LEVEL_MESSAGE = 'must be a conformance level: 0, 1, 2 or 3'
 const DIR_MESSAGE = 'name the store or export to check: pipe run pack-check DIR'
@@ -35,10 +35,10 @@ export const checkPackStage = defineStage({
     if (!info.isDirectory()) throw new UsageError('env.not-a-directory', '--dir: not a directory', { location: { file: o.dir } })
     // Loaded here: the checks pull in the Parquet, zstd and signature code that other commands need not load.
     // The threads start first, to load the checker alongside this thread.
-    const { startThreads } = await import('../src/formats/pack/check-pool.js')
+    const { startThreads } = await import('../src/formats/pack/check/check-pool.js')
     // This thread checks parts too (check-pool.ts): one thread fewer than the CPUs.
     startThreads(availableParallelism() - 1)
-    const { PackChecker, packKind, NOT_A_PACK } = await import('../src/formats/pack/check.js')
+    const { PackChecker, packKind, NOT_A_PACK } = await import('../src/formats/pack/check/check.js')
     const kind = await packKind(o.dir)
     if (kind === undefined) throw new UsageError(NOT_A_PACK, '--dir: neither a store (jetcarp-store.json) nor an export (pack.json)', { location: { file: o.dir } })
     Object.assign(ctx.summary, { level: o.level, kind })

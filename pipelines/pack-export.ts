@@ -22,7 +22,7 @@ export const packExportStage = defineStage({
   }),
   async create(o, ctx) {
     // Loaded here: the export pulls in the Parquet reader, which other commands need not load.
-    const { exportPack } = await import('../src/formats/pack/export.js')
+    const { exportPack } = await import('../src/formats/pack/export/export.js')
     return (async function* () {
       const r = await exportPack({ ...o, signal: ctx.signal })
       Object.assign(ctx.summary, { manifest: r.manifest, feed: r.feed, files: r.files, linked: r.linked, copied: r.copied, bytes: r.bytes })

@@ -35,7 +35,7 @@ export const packPublishStage = defineStage({
     })
     const info = await stat(o.records).catch(() => null)
     if (!info?.isDirectory()) throw new UsageError('usage.no-records', '--records: not a directory', { location: { file: o.records } })
-    const [{ publishPack }, publisherKeys] = await Promise.all([import('../src/formats/pack/publish.js'), import('../src/formats/pack/publisher-key.js')])
+    const [{ publishPack }, publisherKeys] = await Promise.all([import('../src/formats/pack/publish/publish.js'), import('../src/formats/pack/keys/publisher-key.js')])
     const { loadPublisherKey, defaultPublisherKeyPath } = publisherKeys
     const path = o.key ?? defaultPublisherKeyPath()
     const publisher = await loadPublisherKey(path).catch((err: unknown) => {

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { definePipeline } from '../src/core/pipeline.js'
-import { journalRangeFor, parseHourName } from '../src/formats/record/journal.js'
+import { journalRangeFor, parseHourName } from '../src/formats/record/journal/journal.js'
 import { PAIRING_WINDOW_NS } from '../src/formats/record/merge.js'
 import { formatTime } from '../src/formats/record/time.js'
 import { CHANNELS } from '../src/formats/record/types.js'

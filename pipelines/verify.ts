@@ -4,7 +4,7 @@ import { asUsage, UsageError } from '../src/core/errors.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
-import type { PublicJwks } from '../src/formats/record/keys.js'
+import type { PublicJwks } from '../src/formats/record/keys/keys.js'
 import { dayStartNs } from '../src/formats/record/time.js'
 
 const date = z
@@ -13,7 +13,7 @@ const date = z
   .refine((s) => dayStartNs(s) !== null, 'must be a calendar date YYYY-MM-DD')
 
 async function loadKeys(path: string): Promise<PublicJwks> {
-  return asUsage(async () => (await import('../src/formats/record/keys.js')).readJwksFile(path), '--keys: ', { file: path })
+  return asUsage(async () => (await import('../src/formats/record/keys/keys.js')).readJwksFile(path), '--keys: ', { file: path })
 }
 
 /**
@@ -46,7 +46,7 @@ export const verifyRecordStage = defineStage({
       if (!info.isDirectory()) throw new UsageError('env.not-a-directory', '--root: not a directory', { location: { file: root } })
     }
     // Loaded here: the checks pull in the Parquet and JWS libraries, which other commands need not load.
-    const { RecordVerifier } = await import('../src/formats/record/verify.js')
+    const { RecordVerifier } = await import('../src/formats/record/verify/verify.js')
     const verifier = new RecordVerifier({
       roots: o.roots,
       jwks,

@@ -24,13 +24,13 @@ import { createHash } from 'node:crypto'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
-import { penroseReference } from '../src/formats/pack/penrose.js'
-import { findPeriod } from '../src/formats/pack/replay.js'
-import { publishPack, type PublishOptions } from '../src/formats/pack/publish.js'
-import { generateKey, type SshPrivateKey } from '../src/formats/pack/ssh-key.js'
-import { findLatticeTiling, latticeGeometry, latticeTilingRow } from '../src/formats/pack/tilings.js'
-import { patternId, patternIdentity, type Cell } from '../src/formats/pack/identity.js'
+import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/keys/key-statements.js'
+import { penroseReference } from '../src/formats/pack/geometry/penrose.js'
+import { findPeriod } from '../src/formats/pack/check/replay.js'
+import { publishPack, type PublishOptions } from '../src/formats/pack/publish/publish.js'
+import { generateKey, type SshPrivateKey } from '../src/formats/pack/keys/ssh-key.js'
+import { findLatticeTiling, latticeGeometry, latticeTilingRow } from '../src/formats/pack/geometry/tilings.js'
+import { patternId, patternIdentity, type Cell } from '../src/formats/pack/records/identity.js'
 import { HEX_B2S34, LIFE, STAR_WARS, antRecord, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
 import { seededRandom } from '../src/sim/random.js'
 import { REPO, writeHashes, writeOrCheckTree } from './make-golden-record.js'
@@ -281,7 +281,7 @@ async function exported(target: string, work: string): Promise<string> {
   const store = join(work, 'export-store')
   await rm(store, { recursive: true, force: true })
   const manifest = await publishMinimal(store, work)
-  const { exportPack } = await import('../src/formats/pack/export.js')
+  const { exportPack } = await import('../src/formats/pack/export/export.js')
   await exportPack({ from: store, to: target, copy: true })
   return manifest
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { BufferPool } from '../src/core/buffer-pool.js'
-import { RawLineWriter } from '../src/formats/record/raw-writer.js'
+import { RawLineWriter } from '../src/formats/record/seal/raw-writer.js'
 
 t.test('a pool hands back what it was given, up to its limit and only of its size', async (t) => {
   const pool = new BufferPool(16, 2)

@@ -12,9 +12,9 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { captureIO } from './helpers/io.js'
 import { runPipeline, runStageList } from '../src/core/runner.js'
-import { eventFromJson, eventToJson, isRestated, readJournalFile, readJournalRange } from '../src/formats/record/journal.js'
+import { eventFromJson, eventToJson, isRestated, readJournalFile, readJournalRange } from '../src/formats/record/journal/journal.js'
 import type { JournalEvent } from '../src/formats/record/types.js'
-import { registry } from '../src/registry.js'
+import { registry } from '../pipelines/registry.js'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const CLI = join(ROOT, 'dist/bin/pipe.js')

@@ -14,9 +14,9 @@ import t from 'tap'
 import {
   ConnectionStates, JournalBuilder, JournalFileWriter, JournalWriter, crc32c, encodeJournalRecord, eventFromJson, fileHeader,
   journalFilePath, readJournalFile, readJournalRange,
-} from '../src/formats/record/journal.js'
-import { newSigningKey } from '../src/formats/record/keys.js'
-import { sealHour } from '../src/formats/record/seal.js'
+} from '../src/formats/record/journal/journal.js'
+import { newSigningKey } from '../src/formats/record/keys/keys.js'
+import { sealHour } from '../src/formats/record/seal/seal.js'
 import { eventTime, type JournalEvent } from '../src/formats/record/types.js'
 import { binanceSpot } from '../src/venues/binance.js'
 

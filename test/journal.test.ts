@@ -1,5 +1,5 @@
 /**
- * The replica journal (src/formats/record/journal.ts, docs/journal.md): CRC-32C, the round trip of every
+ * The replica journal (src/formats/record/journal/journal.ts, docs/journal.md): CRC-32C, the round trip of every
  * event kind, torn tails at every byte, a flipped bit in every record, impossible lengths, resynchronisation,
  * the writers (fsync policies, reopening after a crash, the directory layout) and the range reader.
  * `JOURNAL_BENCH=1` adds a read of 2M frame records and prints records/s and MB/s.
@@ -35,7 +35,7 @@ import {
   seekJournalTime,
   type JournalProblem,
   type ScanOutput,
-} from '../src/formats/record/journal.js'
+} from '../src/formats/record/journal/journal.js'
 import { parseTime } from '../src/formats/record/time.js'
 import type { JournalEvent } from '../src/formats/record/types.js'
 

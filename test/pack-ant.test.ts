@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ANT_CODES, ANT_LIMITS, antTable, runAnt, type AntRunJson, type TurmiteTransition } from '../src/formats/pack/ant.js'
+import { ANT_CODES, ANT_LIMITS, antTable, runAnt, type AntRunJson, type TurmiteTransition } from '../src/formats/pack/records/ant.js'
 import { seededRandom } from '../src/sim/random.js'
 
 // -----------------------------------------------------------------------------------------------------------

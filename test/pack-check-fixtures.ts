@@ -8,19 +8,19 @@
 import { cp, mkdir, readFile, unlink } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/doc-index.js'
-import { buildManifest, parseManifest, type Manifest } from '../src/formats/pack/doc-manifest.js'
-import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
-import { objectHash, storeDocumentBytes, writePackJson } from '../src/formats/pack/documents.js'
-import { antId, antIdentity, patternIdentity, patternId, quickstartId, type PatternClass } from '../src/formats/pack/identity.js'
-import { firstKeyStatement, keyStatementBytes, keyStatementSignerName, type KeyStatementDocument } from '../src/formats/pack/key-statements.js'
-import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { patchHashes } from '../src/formats/pack/geometry.js'
-import { PENROSE_KD_FAMILY, penrosePatch } from '../src/formats/pack/penrose.js'
-import type { PatternCell } from '../src/formats/pack/replay-automaton.js'
-import { findPeriod } from '../src/formats/pack/replay.js'
-import { fingerprint, generateKey, signerName, type SshPrivateKey } from '../src/formats/pack/ssh-key.js'
-import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
+import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/documents/doc-index.js'
+import { buildManifest, parseManifest, type Manifest } from '../src/formats/pack/documents/doc-manifest.js'
+import { buildRef, signRef } from '../src/formats/pack/documents/doc-ref.js'
+import { objectHash, storeDocumentBytes, writePackJson } from '../src/formats/pack/documents/documents.js'
+import { antId, antIdentity, patternIdentity, patternId, quickstartId, type PatternClass } from '../src/formats/pack/records/identity.js'
+import { firstKeyStatement, keyStatementBytes, keyStatementSignerName, type KeyStatementDocument } from '../src/formats/pack/keys/key-statements.js'
+import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
+import { patchHashes } from '../src/formats/pack/geometry/geometry.js'
+import { PENROSE_KD_FAMILY, penrosePatch } from '../src/formats/pack/geometry/penrose.js'
+import type { PatternCell } from '../src/formats/pack/check/replay-automaton.js'
+import { findPeriod } from '../src/formats/pack/check/replay.js'
+import { fingerprint, generateKey, signerName, type SshPrivateKey } from '../src/formats/pack/keys/ssh-key.js'
+import { NS_MANIFEST, signSshsig } from '../src/formats/pack/keys/sshsig.js'
 import {
   STORE_DOCUMENT_PATH,
   keyPath,
@@ -32,9 +32,9 @@ import {
   writeObject,
   writeStoreFile,
   type MediaFile,
-} from '../src/formats/pack/store.js'
-import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowComparator, type TableSchema } from '../src/formats/pack/table-schemas.js'
-import { findLatticeTiling, latticeGeometry, latticeTilingRow } from '../src/formats/pack/tilings.js'
+} from '../src/formats/pack/documents/store.js'
+import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowComparator, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
+import { findLatticeTiling, latticeGeometry, latticeTilingRow } from '../src/formats/pack/geometry/tilings.js'
 import { LIFE, STAR_WARS, antRecord, type SampleRule } from '../src/sim/pack-records.js'
 
 export type Row = Record<string, unknown>

@@ -8,7 +8,7 @@ import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
-import { checkPack, type CheckIssue } from '../src/formats/pack/check.js'
+import { checkPack, type CheckIssue } from '../src/formats/pack/check/check.js'
 import { seededRandom } from '../src/sim/random.js'
 import { mutateBytes } from './helpers/mutate.js'
 

@@ -1,8 +1,8 @@
 /**
- * A part's rows checked on their vectors (src/formats/pack/check-part.ts): row groups whose times, floats
+ * A part's rows checked on their vectors (src/formats/pack/check/check-part.ts): row groups whose times, floats
  * or partition values might break a row rule have their rows validated, each finding on its row.
  *
- * Parts checked in a pool's lanes (src/formats/pack/check-pool.ts: the calling thread's and worker
+ * Parts checked in a pool's lanes (src/formats/pack/check/check-pool.ts: the calling thread's and worker
  * threads'): a lane's findings carry their level, code and target; a hostile part is a refusal there too, as
  * is an object that does not hash; a part with thousands of findings comes back whole and in order, though a
  * lane may run only a few chunks ahead; a failure in a lane fails the check rather than losing the part; a
@@ -15,11 +15,11 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { checkPart } from '../src/formats/pack/check-part.js'
-import { CheckPool, type PartJob, type PartJobResult } from '../src/formats/pack/check-pool.js'
-import { PackChecker, type CheckIssue } from '../src/formats/pack/check.js'
-import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { PACK_TABLES, type TableSchema } from '../src/formats/pack/table-schemas.js'
+import { checkPart } from '../src/formats/pack/check/check-part.js'
+import { CheckPool, type PartJob, type PartJobResult } from '../src/formats/pack/check/check-pool.js'
+import { PackChecker, type CheckIssue } from '../src/formats/pack/check/check.js'
+import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
+import { PACK_TABLES, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
 import { BLOCK, buildStore, cleanRows, inflatedPart, patternRow, type Row } from './pack-check-fixtures.js'
 

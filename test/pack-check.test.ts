@@ -1,5 +1,5 @@
 /**
- * checkPack (src/formats/pack/check.ts) over stores and exports made in test/pack-check-fixtures.ts: a clean
+ * checkPack (src/formats/pack/check/check.ts) over stores and exports made in test/pack-check-fixtures.ts: a clean
  * store and its export pass every level (their one note: the Penrose pattern is not replayed), levels are
  * cumulative, and each kind of damage is refused with its level and code, on the file or record it concerns.
  * Cases run at once: a check mostly waits on small reads, so they overlap well.
@@ -9,18 +9,18 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { formatBytes } from '../src/core/runner.js'
-import { CHECK_CODES, checkPack, levelOf, PackChecker, type CheckIssue, type CheckLevel, type CheckOptions } from '../src/formats/pack/check.js'
-import { buildTableIndex, type TablePart } from '../src/formats/pack/doc-index.js'
-import { writePackJson } from '../src/formats/pack/documents.js'
-import { patternId, quickstartId } from '../src/formats/pack/identity.js'
-import { buildKeyStatement, firstKeyStatement, keyStatementBytes, revocationStatement, signKeyStatement, successorKeyStatement } from '../src/formats/pack/key-statements.js'
-import { fingerprint, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
-import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
-import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
-import { exportMediaPath, objectPath, refPath, signaturePath } from '../src/formats/pack/store.js'
-import { READ_LIMITS } from '../src/formats/pack/parquet-read.js'
-import { PACK_TABLES } from '../src/formats/pack/table-schemas.js'
-import { findLatticeTiling, latticeTilingRow } from '../src/formats/pack/tilings.js'
+import { CHECK_CODES, checkPack, levelOf, PackChecker, type CheckIssue, type CheckLevel, type CheckOptions } from '../src/formats/pack/check/check.js'
+import { buildTableIndex, type TablePart } from '../src/formats/pack/documents/doc-index.js'
+import { writePackJson } from '../src/formats/pack/documents/documents.js'
+import { patternId, quickstartId } from '../src/formats/pack/records/identity.js'
+import { buildKeyStatement, firstKeyStatement, keyStatementBytes, revocationStatement, signKeyStatement, successorKeyStatement } from '../src/formats/pack/keys/key-statements.js'
+import { fingerprint, generateKey, signerName } from '../src/formats/pack/keys/ssh-key.js'
+import { buildRef, signRef } from '../src/formats/pack/documents/doc-ref.js'
+import { NS_MANIFEST, signSshsig } from '../src/formats/pack/keys/sshsig.js'
+import { exportMediaPath, objectPath, refPath, signaturePath } from '../src/formats/pack/documents/store.js'
+import { READ_LIMITS } from '../src/formats/pack/tables/parquet-read.js'
+import { PACK_TABLES } from '../src/formats/pack/tables/table-schemas.js'
+import { findLatticeTiling, latticeTilingRow } from '../src/formats/pack/geometry/tilings.js'
 import { LIFE } from '../src/sim/pack-records.js'
 import {
   BLINKER,

@@ -15,8 +15,8 @@ import {
   readPackJson,
   storeDocumentBytes,
   writePackJson,
-} from '../src/formats/pack/documents.js'
-import { MANIFEST_CODES as M, buildManifest, parseManifest, type ManifestInput } from '../src/formats/pack/doc-manifest.js'
+} from '../src/formats/pack/documents/documents.js'
+import { MANIFEST_CODES as M, buildManifest, parseManifest, type ManifestInput } from '../src/formats/pack/documents/doc-manifest.js'
 import {
   INDEX_CODES as I,
   buildSearchIndex,
@@ -25,11 +25,11 @@ import {
   parseTableIndex,
   type SearchIndexInput,
   type TablePart,
-} from '../src/formats/pack/doc-index.js'
-import { REF_CODES as R, buildRef, followRef, parseRef, refSignedBytes, signRef, verifyRef } from '../src/formats/pack/doc-ref.js'
-import { firstKeyStatement, keyStatementBytes, updateAuthorised, verifyKeyChain } from '../src/formats/pack/key-statements.js'
-import { fingerprint, formatPublicKey, generateKey } from '../src/formats/pack/ssh-key.js'
-import { NS_REF } from '../src/formats/pack/sshsig.js'
+} from '../src/formats/pack/documents/doc-index.js'
+import { REF_CODES as R, buildRef, followRef, parseRef, refSignedBytes, signRef, verifyRef } from '../src/formats/pack/documents/doc-ref.js'
+import { firstKeyStatement, keyStatementBytes, updateAuthorised, verifyKeyChain } from '../src/formats/pack/keys/key-statements.js'
+import { fingerprint, formatPublicKey, generateKey } from '../src/formats/pack/keys/ssh-key.js'
+import { NS_REF } from '../src/formats/pack/keys/sshsig.js'
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen'
 const T0 = '2026-11-11T00:00:00Z'

@@ -6,15 +6,15 @@ import { join, relative } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import t, { type Test } from 'tap'
 import { runPipeline } from '../src/core/runner.js'
-import { buildManifest, type ManifestInput } from '../src/formats/pack/doc-manifest.js'
-import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/doc-index.js'
-import { buildRef, signRef } from '../src/formats/pack/doc-ref.js'
-import { objectHash, storeDocumentBytes } from '../src/formats/pack/documents.js'
-import { exportPack } from '../src/formats/pack/export.js'
-import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
-import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { fingerprint, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
-import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
+import { buildManifest, type ManifestInput } from '../src/formats/pack/documents/doc-manifest.js'
+import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/documents/doc-index.js'
+import { buildRef, signRef } from '../src/formats/pack/documents/doc-ref.js'
+import { objectHash, storeDocumentBytes } from '../src/formats/pack/documents/documents.js'
+import { exportPack } from '../src/formats/pack/export/export.js'
+import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/keys/key-statements.js'
+import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
+import { fingerprint, generateKey, signerName } from '../src/formats/pack/keys/ssh-key.js'
+import { NS_MANIFEST, signSshsig } from '../src/formats/pack/keys/sshsig.js'
 import {
   STORE_CODES,
   STORE_DOCUMENT_PATH,
@@ -27,9 +27,9 @@ import {
   storeFile,
   writeObject,
   writeStoreFile,
-} from '../src/formats/pack/store.js'
-import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, type TableSchema } from '../src/formats/pack/table-schemas.js'
-import { registry } from '../src/registry.js'
+} from '../src/formats/pack/documents/store.js'
+import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
+import { registry } from '../pipelines/registry.js'
 import { captureIO } from './helpers/io.js'
 import { hex32, patternRows, sampleRows } from './pack-parquet-fixtures.js'
 
@@ -180,7 +180,7 @@ t.test('an export lays the version out as the spec lists, every file with the ha
   // Checked like a store: planExport over the export's own index/ names every file with its hash.
   const packJson = await readFile(join(out, 'pack.json'))
   t.equal(sha256(packJson), store.manifest, 'pack.json is the manifest\'s exact bytes')
-  const { parseManifest } = await import('../src/formats/pack/doc-manifest.js')
+  const { parseManifest } = await import('../src/formats/pack/documents/doc-manifest.js')
   const parsed = parseManifest(packJson)
   if (!parsed.ok) throw new Error(parsed.detail)
   const layout = await planExport({ manifest: parsed.value.manifest, hash: store.manifest }, exportIndexLoader(out), { history: [store.parent] })

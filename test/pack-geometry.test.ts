@@ -22,7 +22,7 @@ import {
   roundToF64,
   type LatticeGeometry,
   type ReferencePatchRow,
-} from '../src/formats/pack/geometry.js'
+} from '../src/formats/pack/geometry/geometry.js'
 
 // -----------------------------------------------------------------------------------------------------------
 // A second, deliberately plain encoder of the spec's byte layout, to check the module's against.

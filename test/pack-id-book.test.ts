@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { IdBook } from '../src/formats/pack/id-book.js'
+import { IdBook } from '../src/formats/pack/publish/id-book.js'
 import { seededRandom } from '../src/sim/random.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-id-book-'))

@@ -3,8 +3,8 @@ import t from 'tap'
 import { seededRandom } from '../src/sim/random.js'
 import {
   IDENTITY_CODES, antId, antIdentity, canonicalPicture, normalisePhases, patternId, patternIdentity, PictureTooLong, quickstartId, writeNumber, type Cell,
-} from '../src/formats/pack/identity.js'
-import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type PatternCells, type TextCell } from '../src/formats/pack/identity-check.js'
+} from '../src/formats/pack/records/identity.js'
+import { checkAntRow, checkPatternIdentity, checkQuickstartRow, type PatternCells, type TextCell } from '../src/formats/pack/records/identity-check.js'
 
 const SQUARE_PIN = '0145310ebd49abfe89eb01c42ecaf459'
 const cell = (i: number, j: number, s = 1, k = 0): Cell => ({ i, j, k, s })

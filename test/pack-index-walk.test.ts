@@ -1,7 +1,7 @@
 import t from 'tap'
-import { objectHash, refusal, writePackJson } from '../src/formats/pack/documents.js'
-import { INDEX_CODES, buildSearchIndex, buildTableIndex, type SearchIndexInput, type TablePart } from '../src/formats/pack/doc-index.js'
-import { MAX_INDEX_LEVELS, WALK_CODES as W, countPartBytes, walkSearchIndex, walkTableIndex, type IndexLoader } from '../src/formats/pack/index-walk.js'
+import { objectHash, refusal, writePackJson } from '../src/formats/pack/documents/documents.js'
+import { INDEX_CODES, buildSearchIndex, buildTableIndex, type SearchIndexInput, type TablePart } from '../src/formats/pack/documents/doc-index.js'
+import { MAX_INDEX_LEVELS, WALK_CODES as W, countPartBytes, walkSearchIndex, walkTableIndex, type IndexLoader } from '../src/formats/pack/documents/index-walk.js'
 
 const T0 = '2026-11-11T00:00:00Z'
 const UUID = '0b6c2f9e-5d1a-4c3b-9a8e-7f6d5c4b3a21'

@@ -10,9 +10,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import canonicalize from 'canonicalize'
 import t, { type Test } from 'tap'
-import { verifyKeyChain, type KeyStatementDocument } from '../src/formats/pack/key-statements.js'
-import { chainStatements, loadPublisherKey, publisherKeyFiles } from '../src/formats/pack/publisher-key.js'
-import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
+import { verifyKeyChain, type KeyStatementDocument } from '../src/formats/pack/keys/key-statements.js'
+import { chainStatements, loadPublisherKey, publisherKeyFiles } from '../src/formats/pack/keys/publisher-key.js'
+import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/keys/ssh-key.js'
 import { childEnv } from './helpers/io.js'
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen'
@@ -351,7 +351,7 @@ t.test('bad flags exit 2 with one line naming the flag, and change nothing', asy
 })
 
 t.test('the key files refused by what is wrong with them, each with its code and nothing changed', async (t) => {
-  const pk = await import('../src/formats/pack/publisher-key.js')
+  const pk = await import('../src/formats/pack/keys/publisher-key.js')
   const C = pk.PUBLISHER_KEY_CODES
   const home = await mkdtemp(join(tmpdir(), 'pack-key-codes-'))
   t.teardown(() => rm(home, { recursive: true, force: true }))

@@ -23,9 +23,9 @@ import {
   verifySignedByPublisher,
   type KeyStatementDocument,
   type KeyStatementSource,
-} from '../src/formats/pack/key-statements.js'
-import { fingerprint, formatPublicKey, generateKey, signerName, type SshPrivateKey } from '../src/formats/pack/ssh-key.js'
-import { NS_KEY, NS_MANIFEST, NS_REF, signSshsig } from '../src/formats/pack/sshsig.js'
+} from '../src/formats/pack/keys/key-statements.js'
+import { fingerprint, formatPublicKey, generateKey, signerName, type SshPrivateKey } from '../src/formats/pack/keys/ssh-key.js'
+import { NS_KEY, NS_MANIFEST, NS_REF, signSshsig } from '../src/formats/pack/keys/sshsig.js'
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen'
 const T0 = '2026-11-11T00:00:00Z'

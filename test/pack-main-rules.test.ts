@@ -1,15 +1,15 @@
 /**
- * Tables keyed by pattern id (src/formats/pack/id-table.ts): the main rules of a publish (main-rules.ts),
+ * Tables keyed by pattern id (src/formats/pack/records/id-table.ts): the main rules of a publish (main-rules.ts),
  * one main rule per pattern and publisher kept across the table's growth with the line of the first; the
  * check's mover patterns (mover-patterns.ts), capped, and read on a thread from shared words; and the
  * publisher's patterns that are not movers, capped, with the lines of their records.
  */
 import { createHash } from 'node:crypto'
 import t from 'tap'
-import { MAIN_RULES_CAP, MainRules, PatternMainRules } from '../src/formats/pack/main-rules.js'
-import { KeptFacts, KeptText } from '../src/formats/pack/kept-facts.js'
-import { MoverPatterns, PARENT_PATTERN, StagedPatterns } from '../src/formats/pack/mover-patterns.js'
-import { contentIdText, contentIdWords } from '../src/formats/pack/id-table.js'
+import { MAIN_RULES_CAP, MainRules, PatternMainRules } from '../src/formats/pack/records/main-rules.js'
+import { KeptFacts, KeptText } from '../src/formats/pack/records/kept-facts.js'
+import { MoverPatterns, PARENT_PATTERN, StagedPatterns } from '../src/formats/pack/records/mover-patterns.js'
+import { contentIdText, contentIdWords } from '../src/formats/pack/records/id-table.js'
 
 const id = (n: number) => createHash('sha256').update(String(n)).digest('hex').slice(0, 32)
 const [A, B] = ['SHA256:publisher-a', 'SHA256:publisher-b']

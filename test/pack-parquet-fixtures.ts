@@ -10,7 +10,7 @@ import {
   REFERENCE_PATCH_SCHEMA,
   rowComparator,
   type TableSchema,
-} from '../src/formats/pack/table-schemas.js'
+} from '../src/formats/pack/tables/table-schemas.js'
 
 export const hex32 = (s: string): string => createHash('sha256').update(s).digest('hex').slice(0, 32)
 const PIN = hex32('square-pin')

@@ -1,5 +1,5 @@
 /**
- * The guarded part reader (src/formats/pack/parquet-read.ts): hostile parts made here byte by byte are
+ * The guarded part reader (src/formats/pack/tables/parquet-read.ts): hostile parts made here byte by byte are
  * refused with the right code before anything is decoded or allocated (pages claiming more than 64x the
  * part, too many values, a footer claiming more than 16 MiB, Thrift 33 deep, 1,025 columns, a schema 33
  * deep, a page header above 4 MiB, a 2 MiB string cell, bad UTF-8, truncation, bad magic, chunks outside the
@@ -13,9 +13,9 @@ import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
 import type { ColumnSource } from 'hyparquet-writer'
 import t from 'tap'
-import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
-import { READ_CODES, READ_LIMITS, openPart, partFacts, readPartRows, type ParquetFinding } from '../src/formats/pack/parquet-read.js'
-import { PACK_TABLES, type PackField, type TableSchema } from '../src/formats/pack/table-schemas.js'
+import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
+import { READ_CODES, READ_LIMITS, openPart, partFacts, readPartRows, type ParquetFinding } from '../src/formats/pack/tables/parquet-read.js'
+import { PACK_TABLES, type PackField, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
 import { seededRandom } from '../src/sim/random.js'
 import { asRead, exact, patternRows } from './pack-parquet-fixtures.js'
 

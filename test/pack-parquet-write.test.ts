@@ -1,5 +1,5 @@
 /**
- * The pack part writer (src/formats/pack/parquet-write.ts): every table schema round trips exactly through
+ * The pack part writer (src/formats/pack/tables/parquet-write.ts): every table schema round trips exactly through
  * our reader and through DuckDB (column types and values); the same rows give the same bytes; statistics,
  * column and offset indexes on every column chunk, single-page ones included (parsed back, and used by
  * hyparquet to read a row range); zstd, v1 pages, no key-value metadata, created_by; row groups cut at
@@ -14,11 +14,11 @@ import { parquetMetadata, parquetReadObjects, readColumnIndex, readOffsetIndex, 
 import t from 'tap'
 import { decompress } from 'zstd-napi'
 import { PipeError } from '../src/core/errors.js'
-import { MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_TEXT_BYTES, PACK_CREATED_BY, PackPartWriter, WRITE_CODES, type WrittenPart } from '../src/formats/pack/parquet-write.js'
-import { openPart, partFacts, READ_CODES, READ_LIMITS, readPartRows } from '../src/formats/pack/parquet-read.js'
-import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, ROW_CODES, canonicalRowText, rowComparator, validateRow, type PackType, type TableSchema } from '../src/formats/pack/table-schemas.js'
-import { latticeTilingRows } from '../src/formats/pack/tilings.js'
-import { penroseTilingsRow } from '../src/formats/pack/penrose.js'
+import { MAX_ROW_GROUP_ROWS, MAX_ROW_GROUP_TEXT_BYTES, PACK_CREATED_BY, PackPartWriter, WRITE_CODES, type WrittenPart } from '../src/formats/pack/tables/parquet-write.js'
+import { openPart, partFacts, READ_CODES, READ_LIMITS, readPartRows } from '../src/formats/pack/tables/parquet-read.js'
+import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, ROW_CODES, canonicalRowText, rowComparator, validateRow, type PackType, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
+import { latticeTilingRows } from '../src/formats/pack/geometry/tilings.js'
+import { penroseTilingsRow } from '../src/formats/pack/geometry/penrose.js'
 import { ALL_SCHEMAS, asRead, exact, patternRows, samplePartition, sampleRows } from './pack-parquet-fixtures.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-parquet-write-'))

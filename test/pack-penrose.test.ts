@@ -1,5 +1,5 @@
 import t from 'tap'
-import { GEOMETRY_CODES, QSurd, lintReferencePatch, patchHashes, type ReferencePatchRow } from '../src/formats/pack/geometry.js'
+import { GEOMETRY_CODES, QSurd, lintReferencePatch, patchHashes, type ReferencePatchRow } from '../src/formats/pack/geometry/geometry.js'
 import {
   DART,
   KITE,
@@ -15,8 +15,8 @@ import {
   phiPow,
   sunSeed,
   unit10,
-} from '../src/formats/pack/penrose.js'
-import { checkAperiodicTilingRow } from '../src/formats/pack/tilings.js'
+} from '../src/formats/pack/geometry/penrose.js'
+import { checkAperiodicTilingRow } from '../src/formats/pack/geometry/tilings.js'
 
 const phi = (1 + Math.sqrt(5)) / 2
 const fib = (n: number): number => {

@@ -1,5 +1,5 @@
 /**
- * Reading records files (src/formats/pack/publish-records.ts): the patterns shape parser gives exactly
+ * Reading records files (src/formats/pack/publish/publish-records.ts): the patterns shape parser gives exactly
  * what JSON.parse (local paths scrubbed) gives, or leaves the line to it; and a file read with the parser
  * gives the same records and the same refusals, on the same lines, as one read without it.
  */
@@ -7,9 +7,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { eachRecord, MAX_RECORD_LINE_BYTES, PatternRecordParser } from '../src/formats/pack/publish-records.js'
-import { READ_LIMITS } from '../src/formats/pack/parquet-limits.js'
-import { scrubRecordPaths, type Row } from '../src/formats/pack/publish-rows.js'
+import { eachRecord, MAX_RECORD_LINE_BYTES, PatternRecordParser } from '../src/formats/pack/publish/publish-records.js'
+import { READ_LIMITS } from '../src/formats/pack/tables/parquet-limits.js'
+import { scrubRecordPaths, type Row } from '../src/formats/pack/publish/publish-rows.js'
 import { LIFE, patternRecord } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(tmpdir(), 'pack-publish-records-'))

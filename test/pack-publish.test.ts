@@ -1,5 +1,5 @@
 /**
- * pack-publish (src/formats/pack/publish.ts): records to a signed version of a feed. What it writes reads
+ * pack-publish (src/formats/pack/publish/publish.ts): records to a signed version of a feed. What it writes reads
  * back as the spec says; a second version keeps its parent's parts and adds only what is new; retractions
  * accumulate; a merge has two parents; the same records and time give the same bytes; no local path
  * reaches any file or cell.
@@ -11,23 +11,23 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
-import { checkPack, type CheckIssue } from '../src/formats/pack/check.js'
-import { parseManifest } from '../src/formats/pack/doc-manifest.js'
-import { parseRef } from '../src/formats/pack/doc-ref.js'
-import { parseTableIndex } from '../src/formats/pack/doc-index.js'
-import { patternId } from '../src/formats/pack/identity.js'
-import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/key-statements.js'
-import { readPartRows } from '../src/formats/pack/parquet-read.js'
-import { publishPack, readablePart, type PublishOptions } from '../src/formats/pack/publish.js'
-import { PackPartWriter } from '../src/formats/pack/parquet-write.js'
+import { checkPack, type CheckIssue } from '../src/formats/pack/check/check.js'
+import { parseManifest } from '../src/formats/pack/documents/doc-manifest.js'
+import { parseRef } from '../src/formats/pack/documents/doc-ref.js'
+import { parseTableIndex } from '../src/formats/pack/documents/doc-index.js'
+import { patternId } from '../src/formats/pack/records/identity.js'
+import { firstKeyStatement, keyStatementBytes } from '../src/formats/pack/keys/key-statements.js'
+import { readPartRows } from '../src/formats/pack/tables/parquet-read.js'
+import { publishPack, readablePart, type PublishOptions } from '../src/formats/pack/publish/publish.js'
+import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
 import { patternRow } from './pack-check-fixtures.js'
-import { mayHoldLocalPath, scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish-rows.js'
+import { mayHoldLocalPath, scrubRecordPaths, withoutLocalPaths } from '../src/formats/pack/publish/publish-rows.js'
 import { seededRandom } from '../src/sim/random.js'
-import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
-import { objectPath, storeFile } from '../src/formats/pack/store.js'
-import { NS_MANIFEST, signSshsig } from '../src/formats/pack/sshsig.js'
-import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/table-schemas.js'
-import { FACT_KEYS_CAP } from '../src/formats/pack/kept-facts.js'
+import { fingerprint, formatPublicKey, generateKey, signerName } from '../src/formats/pack/keys/ssh-key.js'
+import { objectPath, storeFile } from '../src/formats/pack/documents/store.js'
+import { NS_MANIFEST, signSshsig } from '../src/formats/pack/keys/sshsig.js'
+import { canonicalRowText, PACK_TABLES } from '../src/formats/pack/tables/table-schemas.js'
+import { FACT_KEYS_CAP } from '../src/formats/pack/records/kept-facts.js'
 import { LIFE, STAR_WARS, antRecord, mask, patternRecord, ruleRecord, verificationRecord, writeJsonl, type SampleRule } from '../src/sim/pack-records.js'
 
 const base = await mkdtemp(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'pipe-publish-'))

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap'
 import { PipeError } from '../src/core/errors.js'
-import type { LatticeGeometry } from '../src/formats/pack/geometry.js'
+import type { LatticeGeometry } from '../src/formats/pack/geometry/geometry.js'
 import {
   AUTOMATON_CODES,
   CellPacking,
@@ -9,9 +9,9 @@ import {
   packPhase,
   type MaskRule,
   type PatternCell,
-} from '../src/formats/pack/replay-automaton.js'
-import { REPLAY_CODES, findPeriod, replayPeriodic, type FoundPeriodic, type PeriodicRecord } from '../src/formats/pack/replay.js'
-import { findLatticeTiling, latticeGeometry } from '../src/formats/pack/tilings.js'
+} from '../src/formats/pack/check/replay-automaton.js'
+import { REPLAY_CODES, findPeriod, replayPeriodic, type FoundPeriodic, type PeriodicRecord } from '../src/formats/pack/check/replay.js'
+import { findLatticeTiling, latticeGeometry } from '../src/formats/pack/geometry/tilings.js'
 import { seededRandom } from '../src/sim/random.js'
 
 const tiling = (family: string): LatticeGeometry => latticeGeometry(findLatticeTiling(family)!)

@@ -1,12 +1,12 @@
 /**
- * The RLE / bit-packed hybrid writer (src/formats/pack/rle-hybrid.ts) writes exactly the bytes
+ * The RLE / bit-packed hybrid writer (src/formats/pack/tables/rle-hybrid.ts) writes exactly the bytes
  * hyparquet-writer's `writeRleBitPackedHybrid` writes, which the parts' bytes (and the golden packs) were
  * made with: runs shorter and longer than 8, groups cut by the end, every bit width up to the dictionary's,
  * a full buffer that must grow, and what hyparquet reads back.
  */
 import { createRequire } from 'node:module'
 import t from 'tap'
-import { writeRleHybrid } from '../src/formats/pack/rle-hybrid.js'
+import { writeRleHybrid } from '../src/formats/pack/tables/rle-hybrid.js'
 
 const require = createRequire(import.meta.url)
 const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')

@@ -1,11 +1,11 @@
 /**
- * Rows as bytes (src/formats/pack/row-bytes.ts): rows hash alike exactly when their RFC 8785 texts are the
+ * Rows as bytes (src/formats/pack/tables/row-bytes.ts): rows hash alike exactly when their RFC 8785 texts are the
  * same; a batch knows each row's text length in UTF-16 units; dropping a row leaves the batch as before.
  */
 import t from 'tap'
-import { RowBatchBuilder, RowHashBytes } from '../src/formats/pack/row-bytes.js'
+import { RowBatchBuilder, RowHashBytes } from '../src/formats/pack/tables/row-bytes.js'
 import { ALL_SCHEMAS, sampleRows } from './pack-parquet-fixtures.js'
-import { canonicalRowText, rowValidator } from '../src/formats/pack/table-schemas.js'
+import { canonicalRowText, rowValidator } from '../src/formats/pack/tables/table-schemas.js'
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex')
 

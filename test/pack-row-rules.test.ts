@@ -1,5 +1,5 @@
 /**
- * The column rules of "Tables" that hold within a row (src/formats/pack/row-rules.ts), as checkPack finds
+ * The column rules of "Tables" that hold within a row (src/formats/pack/records/row-rules.ts), as checkPack finds
  * them at level 1: a store made with every rule kept passes, and each case breaks exactly one rule of one
  * row, which is reported with its code at level 1 on that row.
  */
@@ -7,11 +7,11 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { checkPack, levelOf, type CheckIssue } from '../src/formats/pack/check.js'
-import { patternId, patternIdentity, quickstartId, type Cell } from '../src/formats/pack/identity.js'
-import { patternClassColumnFinding, RaterBook, ROW_RULE_CODES } from '../src/formats/pack/row-rules.js'
-import { objectPath } from '../src/formats/pack/store.js'
-import { PACK_TABLES, rowComparator } from '../src/formats/pack/table-schemas.js'
+import { checkPack, levelOf, type CheckIssue } from '../src/formats/pack/check/check.js'
+import { patternId, patternIdentity, quickstartId, type Cell } from '../src/formats/pack/records/identity.js'
+import { patternClassColumnFinding, RaterBook, ROW_RULE_CODES } from '../src/formats/pack/records/row-rules.js'
+import { objectPath } from '../src/formats/pack/documents/store.js'
+import { PACK_TABLES, rowComparator } from '../src/formats/pack/tables/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
 import { BLINKER, BLOCK, PUBLISHER_ID, SEARCH, T0, buildStore, cleanRows, mediaRow, patternRow, quickstartRow, verificationRow, type BuiltStore, type Row } from './pack-check-fixtures.js'
 

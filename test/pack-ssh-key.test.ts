@@ -27,7 +27,7 @@ import {
   signerName,
   signerNameFromFingerprint,
   withComment,
-} from '../src/formats/pack/ssh-key.js'
+} from '../src/formats/pack/keys/ssh-key.js'
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen'
 const SEED_A = Buffer.from('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f', 'hex')

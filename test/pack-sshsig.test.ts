@@ -15,7 +15,7 @@ import {
   publicKeyBlob,
   signerName,
   type SshPrivateKey,
-} from '../src/formats/pack/ssh-key.js'
+} from '../src/formats/pack/keys/ssh-key.js'
 import {
   NS_KEY,
   NS_MANIFEST,
@@ -30,7 +30,7 @@ import {
   signSshsigBlob,
   sshsigSigningKey,
   verifySshsig,
-} from '../src/formats/pack/sshsig.js'
+} from '../src/formats/pack/keys/sshsig.js'
 
 const SSH_KEYGEN = '/usr/bin/ssh-keygen'
 const SEED = Buffer.from('a0'.repeat(32), 'hex')

@@ -2,11 +2,11 @@ import { copyFile, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, trunca
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import t, { type Test } from 'tap'
-import { DOC_CODES, MAX_DOCUMENT_BYTES, objectHash } from '../src/formats/pack/documents.js'
-import { buildManifest, type ManifestInput } from '../src/formats/pack/doc-manifest.js'
-import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/doc-index.js'
-import { walkTableIndex } from '../src/formats/pack/index-walk.js'
-import { fingerprint, generateKey, signerName } from '../src/formats/pack/ssh-key.js'
+import { DOC_CODES, MAX_DOCUMENT_BYTES, objectHash } from '../src/formats/pack/documents/documents.js'
+import { buildManifest, type ManifestInput } from '../src/formats/pack/documents/doc-manifest.js'
+import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/documents/doc-index.js'
+import { walkTableIndex } from '../src/formats/pack/documents/index-walk.js'
+import { fingerprint, generateKey, signerName } from '../src/formats/pack/keys/ssh-key.js'
 import {
   EXPORT_MANIFEST_PATH,
   ExportLayout,
@@ -38,7 +38,7 @@ import {
   verifyObjectFile,
   writeObject,
   writeStoreFile,
-} from '../src/formats/pack/store.js'
+} from '../src/formats/pack/documents/store.js'
 
 const T0 = '2026-11-11T00:00:00Z'
 const KEY = generateKey({ seed: Buffer.alloc(32, 7) })

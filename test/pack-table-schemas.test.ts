@@ -1,5 +1,5 @@
 /**
- * The pack table schemas (src/formats/pack/table-schemas.ts): every table of "Tables" with its schema id,
+ * The pack table schemas (src/formats/pack/tables/table-schemas.ts): every table of "Tables" with its schema id,
  * kind, order and partition; the typed site as the spec's block gives it; partition values; row validation
  * with findings naming table, row and column; the sort order and the RFC 8785 row text.
  */
@@ -25,9 +25,9 @@ import {
   validateRow,
   type PackType,
   type TableSchema,
-} from '../src/formats/pack/table-schemas.js'
+} from '../src/formats/pack/tables/table-schemas.js'
 import { ALL_SCHEMAS, patternRows, sampleRows } from './pack-parquet-fixtures.js'
-import { patternIdentity } from '../src/formats/pack/identity.js'
+import { patternIdentity } from '../src/formats/pack/records/identity.js'
 
 /** The spec's notation again, from the parsed schema, to compare with the spec's text. */
 function notation(type: PackType): string {

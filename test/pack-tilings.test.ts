@@ -1,5 +1,5 @@
 import t from 'tap'
-import { QSurd, latticeHashes, type NeighbourOffset } from '../src/formats/pack/geometry.js'
+import { QSurd, latticeHashes, type NeighbourOffset } from '../src/formats/pack/geometry/geometry.js'
 import {
   LATTICE_TILINGS,
   checkLatticeTilingRow,
@@ -9,7 +9,7 @@ import {
   latticeTilingRows,
   type ExactPoint,
   type LatticeTilingDef,
-} from '../src/formats/pack/tilings.js'
+} from '../src/formats/pack/geometry/tilings.js'
 
 // -----------------------------------------------------------------------------------------------------------
 // An independent, exact computation of each tile type's edge and touch neighbours from the geometry alone:

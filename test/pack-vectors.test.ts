@@ -11,7 +11,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { checkPack, levelOf, type CheckLevel } from '../src/formats/pack/check.js'
+import { checkPack, levelOf, type CheckLevel } from '../src/formats/pack/check/check.js'
 import { GOLDEN_PACKS } from '../scripts/make-golden-packs.js'
 import { childEnv } from './helpers/io.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { CoverageTracker, uncoveredByBoth } from '../src/formats/record/coverage.js'
+import { CoverageTracker, uncoveredByBoth } from '../src/formats/record/seal/coverage.js'
 import { formatTime } from '../src/formats/record/time.js'
 import { eventTime, type JournalEvent, type Replica } from '../src/formats/record/types.js'
 

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { FlattenedSign } from 'jose'
 import t, { type Test } from 'tap'
-import { formatTimeNs, manifestSigningInstant, newSigningKey, privateKeyObject, rotateKey, type PrivateSigningJwk, type PublicJwks } from '../src/formats/record/keys.js'
-import { assertDetached, protectedHeaderJson, signDetached, verifyDetached, type VerifyResult } from '../src/formats/record/jws.js'
+import { formatTimeNs, manifestSigningInstant, newSigningKey, privateKeyObject, rotateKey, type PrivateSigningJwk, type PublicJwks } from '../src/formats/record/keys/keys.js'
+import { assertDetached, protectedHeaderJson, signDetached, verifyDetached, type VerifyResult } from '../src/formats/record/keys/jws.js'
 
 const T0 = '2026-10-03T14:00:00.000000000Z'
 const T0_NS = 1_791_036_000_000_000_000n

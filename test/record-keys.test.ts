@@ -24,7 +24,7 @@ import {
   writeKeyFiles,
   writePrivateJwkFile,
   type PublicJwks,
-} from '../src/formats/record/keys.js'
+} from '../src/formats/record/keys/keys.js'
 
 // RFC 8037 appendix A.1 (private key), A.2 (public key), A.3 (thumbprint).
 const RFC8037_D = 'nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A'

@@ -2,7 +2,7 @@ import t from 'tap'
 import canonicalize from 'canonicalize'
 import { checkEnvelope, newEnvelopeResult } from '../src/formats/record/envelope.js'
 import type { MergedFrame } from '../src/formats/record/merge.js'
-import { envelopeLine } from '../src/formats/record/raw-writer.js'
+import { envelopeLine } from '../src/formats/record/seal/raw-writer.js'
 import { seededRandom } from '../src/sim/random.js'
 
 t.test('every written envelope is canonical and passes the envelope rule', async (t) => {

@@ -13,8 +13,8 @@ import t from 'tap'
 import { captureIO, childEnv } from './helpers/io.js'
 import { runPipeline } from '../src/core/runner.js'
 import { COMPLETENESS_REASONS, type HourlyManifest } from '../src/formats/record/manifest.js'
-import { VERIFY_CODES } from '../src/formats/record/verify.js'
-import { registry } from '../src/registry.js'
+import { VERIFY_CODES } from '../src/formats/record/verify/verify.js'
+import { registry } from '../pipelines/registry.js'
 
 const VECTORS = join(import.meta.dirname, 'vectors', 'record')
 const GOLDEN = join(import.meta.dirname, 'golden', 'record')

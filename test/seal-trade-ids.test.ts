@@ -1,5 +1,5 @@
 import t from 'tap'
-import { TradeIdSet } from '../src/formats/record/hour-frames.js'
+import { TradeIdSet } from '../src/formats/record/seal/hour-frames.js'
 import { seededRandom } from '../src/sim/random.js'
 
 t.test('the interval set of trade ids answers "seen before?" exactly as a plain set does', async (t) => {

@@ -1,5 +1,5 @@
 /**
- * The sealer (src/formats/record/seal.ts, `pipe run seal-hour`) against record-format-1.md: journals of
+ * The sealer (src/formats/record/seal/seal.ts, `pipe run seal-hour`) against record-format-1.md: journals of
  * a few frames a second built with JournalBuilder from simulateReplicas or from hand-written events,
  * sealed in-process and through the built CLI, read back, and verified with `pipe run verify` in-process.
  */
@@ -13,8 +13,8 @@ import t from 'tap'
 import { childEnv } from './helpers/io.js'
 import { b3, buildJournal, byTime, connect, ev, HOUR, MS, readDaily, readHour, S, snapshot, tableRows, tradePayload, treeBytes, verifyRawFile, verifyRoots } from './helpers/seal-fixtures.js'
 import { VERSION } from '../src/core/version.js'
-import { newSigningKey, writeJwksFile, writePrivateJwkFile } from '../src/formats/record/keys.js'
-import { sealHour } from '../src/formats/record/seal.js'
+import { newSigningKey, writeJwksFile, writePrivateJwkFile } from '../src/formats/record/keys/keys.js'
+import { sealHour } from '../src/formats/record/seal/seal.js'
 import { formatTime } from '../src/formats/record/time.js'
 import type { FrameEvent, JournalEvent, Replica } from '../src/formats/record/types.js'
 import { simulateReplicas, type ReplicaSimOptions } from '../src/sim/replicas.js'

@@ -2,7 +2,7 @@ import t from 'tap'
 import { PassThrough } from 'node:stream'
 import { FindingSink, type Finding } from '../src/core/findings.js'
 import { seededRandom } from '../src/sim/random.js'
-import { splitLines, type LineBatch } from '../src/transforms/split-lines.js'
+import { splitLines, type LineBatch } from '../src/codec/lines.js'
 
 async function split(chunks: Buffer[], maxLineBytes = 1000) {
   const found: Finding[] = []

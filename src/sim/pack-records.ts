@@ -6,10 +6,10 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import canonicalize from 'canonicalize'
 import { dirname } from 'node:path'
-import type { PatternCell } from '../formats/pack/replay-automaton.js'
-import { findPeriod } from '../formats/pack/replay.js'
-import { runAnt } from '../formats/pack/ant.js'
-import { findLatticeTiling, latticeGeometry } from '../formats/pack/tilings.js'
+import type { PatternCell } from '../formats/pack/check/replay-automaton.js'
+import { findPeriod } from '../formats/pack/check/replay.js'
+import { runAnt } from '../formats/pack/records/ant.js'
+import { findLatticeTiling, latticeGeometry } from '../formats/pack/geometry/tilings.js'
 
 export interface SampleRule {
   /** As the rules table writes it: the notation without the neighbourhood (B3/S23). */

@@ -1,8 +1,8 @@
 import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
-import type { JournalBatch } from '../formats/record/journal.js'
-import { parseHourName } from '../formats/record/journal.js'
+import type { JournalBatch } from '../formats/record/journal/journal.js'
+import { parseHourName } from '../formats/record/journal/journal.js'
 import { RAW_FILE_NAME } from '../formats/record/manifest.js'
 import { CHANNELS, type Channel } from '../formats/record/types.js'
 import { findVenue, venueNames } from '../venues/index.js'
@@ -30,7 +30,7 @@ export const sealSink = defineStage({
     if (!venue.channels.includes(o.channel as Channel)) throw new UsageError('usage.unknown-channel', `venue ${o.venue} has no channel ${o.channel} (it has ${venue.channels.join(', ')})`, { location: { field: 'channel' } })
     // Loaded here, not at the top: the sealer pulls in the Parquet and JWS libraries, which every other
     // command would otherwise pay for at start-up.
-    const [{ readPrivateJwkFile }, { sealHour }] = await Promise.all([import('../formats/record/keys.js'), import('../formats/record/seal.js')])
+    const [{ readPrivateJwkFile }, { sealHour }] = await Promise.all([import('../formats/record/keys/keys.js'), import('../formats/record/seal/seal.js')])
     const key = await readPrivateJwkFile(o.key)
     return async (source: AsyncIterable<unknown>) => {
       const result = await sealHour({

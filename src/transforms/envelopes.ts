@@ -3,7 +3,7 @@ import type { Measured } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
 import { CanonicalChecker } from '../formats/json/canonical-check.js'
 import { checkEnvelope, newEnvelopeResult } from '../formats/record/envelope.js'
-import type { LineBatch } from './split-lines.js'
+import type { LineBatch } from '../codec/lines.js'
 
 /**
  * What the envelope check learned about each line of a batch, in parallel typed arrays: the frame time

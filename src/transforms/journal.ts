@@ -12,10 +12,10 @@ import {
   parseHourName,
   readJournalRange,
   type JournalProblem,
-} from '../formats/record/journal.js'
+} from '../formats/record/journal/journal.js'
 import { tryParseTime } from '../formats/record/time.js'
 import type { JournalEvent, Replica } from '../formats/record/types.js'
-import type { LineBatch } from './split-lines.js'
+import type { LineBatch } from '../codec/lines.js'
 
 const timeOption = (what: string) => z.string()
   .refine((s) => tryParseTime(s) !== null, 'must be a time of the form YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ')

@@ -8,11 +8,11 @@ import { join, relative } from 'node:path'
 import { decompress } from 'zstd-napi'
 import { createBLAKE3 } from 'hash-wasm'
 import { runPipeline } from '../../src/core/runner.js'
-import { JournalBuilder } from '../../src/formats/record/journal.js'
+import { JournalBuilder } from '../../src/formats/record/journal/journal.js'
 import type { DailyManifest, HourlyManifest } from '../../src/formats/record/manifest.js'
 import { readTableRows, type ReadTableRow } from '../../src/formats/record/tables.js'
 import type { JournalEvent, Replica } from '../../src/formats/record/types.js'
-import { registry } from '../../src/registry.js'
+import { registry } from '../../pipelines/registry.js'
 import { captureIO } from './io.js'
 
 export const S = 1_000_000_000n

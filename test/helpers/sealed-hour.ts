@@ -10,8 +10,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { blake3 } from 'hash-wasm'
 import { compress } from 'zstd-napi'
-import { signDetached } from '../../src/formats/record/jws.js'
-import { newSigningKey, publicJwkOf, type PrivateSigningJwk, type PublicJwks } from '../../src/formats/record/keys.js'
+import { signDetached } from '../../src/formats/record/keys/jws.js'
+import { newSigningKey, publicJwkOf, type PrivateSigningJwk, type PublicJwks } from '../../src/formats/record/keys/keys.js'
 import {
   dayDir,
   hourDir,
@@ -26,7 +26,7 @@ import {
   type ReplicaSummary,
 } from '../../src/formats/record/manifest.js'
 import { frameTimeOf, type MergedFrame, type Receipt } from '../../src/formats/record/merge.js'
-import { envelopeLine } from '../../src/formats/record/raw-writer.js'
+import { envelopeLine } from '../../src/formats/record/seal/raw-writer.js'
 import { TableWriter, tableFileName } from '../../src/formats/record/tables.js'
 import { formatTime } from '../../src/formats/record/time.js'
 import { CHANNEL_TABLES, type Channel, type Replica, type TableName, type TableRow } from '../../src/formats/record/types.js'

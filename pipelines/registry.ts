@@ -1,0 +1,33 @@
+import { Registry } from '../src/core/registry.js'
+import { verifyRaw } from './verify-raw.js'
+import { sealHourPipeline } from './seal-hour.js'
+import { sealSink } from '../src/sinks/seal.js'
+import { fileSource, stdinSource } from '../src/sources/file.js'
+import { atomicFileSink } from '../src/sinks/atomic-file.js'
+import { reportSink } from '../src/sinks/report.js'
+import { stdoutSink } from '../src/sinks/stdout.js'
+import { canonicalCheckStage, parseEnvelopesStage } from '../src/transforms/envelopes.js'
+import { frameOrderStage } from '../src/transforms/frame-order.js'
+import { hashCheck, hashTee } from '../src/transforms/hash.js'
+import { splitLinesStage } from '../src/transforms/split-lines.js'
+import { zstdDecodeStage, zstdEncodeStage } from '../src/transforms/zstd.js'
+import type { StageDef } from '../src/core/stage.js'
+
+/** Every stage and pipeline the CLI knows; users' JSON pipelines name stages from here. */
+export const registry = new Registry()
+for (const stage of [fileSource, stdinSource, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink]) {
+  registry.addStage(stage as unknown as StageDef)
+}
+registry.addStage(sealSink as unknown as StageDef)
+registry.addPipeline(verifyRaw as never)
+registry.addPipeline(sealHourPipeline as never)
+import { registerJournal } from './journal-import.js'
+registerJournal(registry)
+import { registerVerify } from './verify.js'
+registerVerify(registry)
+import { registerPackExport } from './pack-export.js'
+registerPackExport(registry)
+import { registerPackCheck } from './pack-check.js'
+registerPackCheck(registry)
+import { registerPackPublish } from './pack-publish.js'
+registerPackPublish(registry)

@@ -1,0 +1,297 @@
+/**
+ * What an hour's frames become once paired: raw-file lines, table rows, venue sequence gaps, trade ids
+ * seen twice and unrepresentable frames. `HourFrames` runs on a thread of its own (hour-frames-worker.ts)
+ * while the sealer's main thread reads the journal and pairs receipts; its files are compressed and
+ * encoded on a further thread (hour-files.ts), so an hour's work spreads over the cores.
+ */
+import { join } from 'node:path'
+import { OrderedJob, siblingWorkerUrl } from '../../../core/ordered-worker.js'
+import type { SequenceSpan, SequenceState, VenueAdapter } from '../../../venues/adapter.js'
+import { FrameBatchWriter, type FrameBatch, type PackedFrame } from './frame-batch.js'
+import { HourFilesWriter } from './hour-files.js'
+import type { FileEntry, SequenceGap } from '../manifest.js'
+import type { FramePairing } from '../merge.js'
+import { RawLineWriter } from './raw-writer.js'
+import { RowGroupCutter, tableFileName, type RowGroupColumns } from '../tables.js'
+import { CHANNEL_TABLES, type Channel, type TableName, type TableRow } from '../types.js'
+
+/**
+ * The trade ids of one instrument seen so far. Venues number trades in sequence, so numeric ids are held
+ * as sorted disjoint intervals — a million trades an hour take a handful of intervals, not a million map
+ * entries (that map was most of the sealer's peak memory). Other ids fall back to a set.
+ */
+export class TradeIdSet {
+  private readonly starts: number[] = []
+  private readonly ends: number[] = []
+  private readonly others = new Set<string>()
+
+  /** Adds an id; true when it was already there. */
+  add(id: string): boolean {
+    const n = shortDecimalId(id)
+    if (n < 0) {
+      if (this.others.has(id)) return true
+      this.others.add(id)
+      return false
+    }
+    const { starts, ends } = this
+    const last = ends.length - 1
+    if (last >= 0 && n === ends[last]! + 1) { ends[last] = n; return false }
+    let lo = 0
+    let hi = starts.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (starts[mid]! <= n) lo = mid + 1
+      else hi = mid
+    }
+    const i = lo - 1 // the last interval starting at or before n
+    if (i >= 0 && n <= ends[i]!) return true
+    const joinsLeft = i >= 0 && ends[i] === n - 1
+    const joinsRight = lo < starts.length && starts[lo] === n + 1
+    if (joinsLeft && joinsRight) { ends[i] = ends[lo]!; starts.splice(lo, 1); ends.splice(lo, 1) }
+    else if (joinsLeft) ends[i] = n
+    else if (joinsRight) starts[lo] = n
+    else { starts.splice(lo, 0, n); ends.splice(lo, 0, n) }
+    return false
+  }
+}
+
+
+/**
+ * The number an id of at most 15 decimal digits without a leading zero states (exact in a double), or -1
+ * for any other id. A loop over the characters: a regular expression test and Number() of each of a
+ * million trade ids an hour cost several times as much.
+ */
+function shortDecimalId(id: string): number {
+  const length = id.length
+  if (length === 0 || length > 15 || (length > 1 && id.charCodeAt(0) === 0x30)) return -1
+  let n = 0
+  for (let i = 0; i < length; i++) {
+    const digit = id.charCodeAt(i) - 0x30
+    if (digit < 0 || digit > 9) return -1
+    n = n * 10 + digit
+  }
+  return n
+}
+
+/**
+ * Spans a reorder window apart in frame time can be out of venue order: two replicas with different
+ * latencies make a later trade's frame time earlier than the one before it. So spans wait, per sequence, in
+ * a small buffer kept sorted by their first id and are judged smallest first; a true gap survives any
+ * reordering, a reordering within the buffer does not make one.
+ */
+const SEQUENCE_REORDER_SPANS = 256
+
+/** One sequence's spans waiting to be judged, oldest first from `head`, and the sequence's state. */
+interface PendingSpans {
+  items: { span: SequenceSpan; inHour: boolean }[]
+  head: number
+  /** The waiting spans are in the order judge's sort would give them (sorted, and no snapshot among them). */
+  sorted: boolean
+  snapshots: number
+  state: SequenceState | undefined
+}
+
+class SequenceChecker {
+  /** By sequence, then instrument. */
+  private readonly pending = { trades: new Map<string, PendingSpans>(), book: new Map<string, PendingSpans>() }
+
+  constructor(private readonly venue: VenueAdapter, private readonly onGap: (gap: SequenceGap) => void) {}
+
+  add(span: SequenceSpan, inHour: boolean): void {
+    const bySequence = this.pending[span.sequence]
+    let p = bySequence.get(span.instrument)
+    if (!p) bySequence.set(span.instrument, (p = { items: [], head: 0, sorted: false, snapshots: 0, state: undefined }))
+    const items = p.items
+    const item = { span, inHour }
+    if (span.snapshot) p.snapshots++
+    const last = items.length > p.head ? items[items.length - 1]! : undefined
+    if (p.sorted && p.snapshots === 0 && last && last.span.first > span.first) {
+      // The waiting spans are sorted by first id: insert after every span with an equal or smaller first id,
+      // which is where the stable sort in judge would put a span pushed at the end.
+      const first = span.first
+      let lo = p.head
+      let hi = items.length
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1
+        if (items[mid]!.span.first <= first) lo = mid + 1
+        else hi = mid
+      }
+      items.splice(lo, 0, item)
+    } else {
+      items.push(item)
+      // In order (the usual case) a sorted list stays sorted; otherwise judge sorts it.
+      if (!(p.sorted && p.snapshots === 0 && (!last || last.span.first <= span.first))) p.sorted = false
+    }
+    if (items.length - p.head > SEQUENCE_REORDER_SPANS) this.judge(p, items.length - p.head - SEQUENCE_REORDER_SPANS)
+  }
+
+  flush(): void {
+    for (const bySequence of [this.pending.trades, this.pending.book]) for (const p of bySequence.values()) this.judge(p, p.items.length - p.head)
+  }
+
+  private judge(p: PendingSpans, count: number): void {
+    if (!(p.sorted && p.snapshots === 0)) {
+      // Snapshots keep their place: only row-carrying updates are reordered among themselves.
+      const waiting = p.items.slice(p.head)
+      waiting.sort((x, y) => (x.span.snapshot || y.span.snapshot ? 0 : x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0))
+      p.items = waiting
+      p.head = 0
+      p.sorted = p.snapshots === 0
+    }
+    const items = p.items
+    for (let n = 0; n < count; n++) {
+      const { span, inHour } = items[p.head]!
+      items[p.head++] = undefined as never
+      if (span.snapshot) p.snapshots--
+      const verdict = this.venue.sequence(p.state, span)
+      p.state = verdict.state
+      if (inHour && verdict.verdict === 'gap') this.onGap({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })
+    }
+    if (p.head > 4096 && p.head * 2 > items.length) {
+      items.splice(0, p.head)
+      p.head = 0
+    }
+  }
+}
+
+export interface HourFramesResult {
+  files: FileEntry[]
+  rawLines: number
+  sequenceGaps: SequenceGap[]
+  /** Raw-file line indices of frames kept in the raw file only. */
+  unrepresentable: number[]
+  /** Trade ids more than one line carried, by instrument: the candidates for conflicts. */
+  repeatedTradeIds: [string, string[]][]
+}
+
+/**
+ * The frames of one hour, in frame-time order: frames of the previous hour's last pairing window
+ * (`inHour` false) only seed the venue sequences; every other frame becomes a raw-file line and its rows.
+ */
+export class HourFrames {
+  private readonly files: HourFilesWriter
+  private readonly raw: RawLineWriter
+  private readonly cutters: Map<TableName, RowGroupCutter>
+  private readonly tablePaths: Map<TableName, string>
+  private readonly sequences: SequenceChecker
+  private readonly gaps: SequenceGap[] = []
+  private readonly unrepresentable: number[] = []
+  private readonly tradeIds = new Map<string, TradeIdSet>()
+  private readonly repeated = new Map<string, Set<string>>()
+  private waitFor: Promise<void> | undefined
+
+  constructor(dir: string, private readonly venue: VenueAdapter, private readonly channel: Channel, createdBy: string) {
+    const tables = CHANNEL_TABLES[channel]
+    this.files = HourFilesWriter.open(dir, tables, createdBy, (buffer) => this.raw.reuse(buffer))
+    this.raw = new RawLineWriter((chunk) => { this.waitFor = this.files.raw(chunk) ?? this.waitFor })
+    this.cutters = new Map(tables.map((t) => [t, new RowGroupCutter(t, {})]))
+    this.tablePaths = new Map(tables.map((t) => [t, join(dir, tableFileName(t))]))
+    this.sequences = new SequenceChecker(venue, (gap) => this.gaps.push(gap))
+  }
+
+  /** Handles one frame; returns a promise only when the files' thread asks to wait. */
+  frame(frame: PackedFrame, inHour: boolean): Promise<void> | undefined {
+    const cls = this.venue.classify(this.channel, frame.payload, frame.binary)
+    const spans = cls.kind === 'control' ? undefined : cls.sequences
+    if (spans) for (const span of spans) this.sequences.add(span, inHour)
+    if (!inHour) return undefined
+    const rawIndex = this.raw.lines
+    this.raw.write(cls.kind === 'rows' ? cls.exchangeTime : null, frame.tail)
+    if (cls.kind === 'unrepresentable') this.unrepresentable.push(rawIndex)
+    if (cls.kind === 'rows') {
+      const cutter = this.cutters.get(cls.table)
+      if (!cutter) this.unrepresentable.push(rawIndex)
+      else {
+        const rows = cls.rows as TableRow[]
+        for (let i = 0; i < rows.length; i++) {
+          // The class is made for this call alone: its rows become table rows in place (the same properties
+          // in the same order as a copy with raw_index and receive_time added).
+          const row = rows[i]!
+          row.raw_index = rawIndex
+          row.receive_time = frame.frameTime
+          if (this.channel === 'trades') this.trade(row)
+        }
+        cutter.add(rows, this.tablePaths.get(cls.table)!, (g: RowGroupColumns) => { this.waitFor = this.files.group(g) ?? this.waitFor })
+      }
+    }
+    const wait = this.waitFor
+    this.waitFor = undefined
+    return wait
+  }
+
+  /** Notes the trade ids that more than one line carries (candidates for conflicts). */
+  private trade(row: TableRow): void {
+    if (row.trade_id === null) return
+    let ids = this.tradeIds.get(row.instrument)
+    if (!ids) this.tradeIds.set(row.instrument, (ids = new TradeIdSet()))
+    if (!ids.add(row.trade_id)) return
+    let repeated = this.repeated.get(row.instrument)
+    if (!repeated) this.repeated.set(row.instrument, (repeated = new Set()))
+    repeated.add(row.trade_id)
+  }
+
+  /** Writes the last rows, lands every file and says what the frames showed. */
+  async finish(): Promise<HourFramesResult> {
+    this.sequences.flush()
+    this.raw.end()
+    for (const cutter of this.cutters.values()) {
+      const rest = cutter.rest()
+      if (rest) this.waitFor = this.files.group(rest) ?? this.waitFor
+    }
+    await this.waitFor
+    const files = await this.files.finish(this.raw.lines)
+    return {
+      files, rawLines: this.raw.lines, sequenceGaps: this.gaps, unrepresentable: this.unrepresentable,
+      repeatedTradeIds: [...this.repeated].map(([instrument, ids]) => [instrument, [...ids]]),
+    }
+  }
+
+  abort(): Promise<void> {
+    return this.files.abort()
+  }
+}
+
+export interface OpenHourFrames {
+  dir: string
+  venue: string
+  /** A module that registers the venue adapter (registerVenue) when the thread imports it; for adapters outside src/venues. */
+  venueModule?: string
+  channel: Channel
+  createdBy: string
+}
+
+/**
+ * The sealer's side of {@link HourFrames} on its thread: frames go over in packed batches
+ * (frame-batch.ts); a failure there rejects the next call.
+ */
+export class HourFramesWriter {
+  private readonly batches = new FrameBatchWriter((batch) => { this.waitFor = this.job.post(batch, [batch.bytes.buffer as ArrayBuffer]) ?? this.waitFor })
+  private readonly job: OrderedJob<OpenHourFrames, FrameBatch, HourFramesResult>
+  private waitFor: Promise<void> | undefined
+
+  private constructor(o: OpenHourFrames) {
+    this.job = OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 48, onReturned: (b) => this.batches.reuse(b) })
+  }
+
+  static open(o: OpenHourFrames): HourFramesWriter {
+    return new HourFramesWriter(o)
+  }
+
+  /** The final frame in `slot` of `pairing`, in frame-time order; a promise only when the caller must wait. */
+  frame(pairing: FramePairing, slot: number, inHour: boolean): Promise<void> | undefined {
+    this.batches.add(pairing, slot, inHour)
+    const wait = this.waitFor
+    this.waitFor = undefined
+    return wait
+  }
+
+  async finish(): Promise<HourFramesResult> {
+    this.batches.end()
+    await this.waitFor
+    return this.job.finish(null)
+  }
+
+  abort(): Promise<void> {
+    return this.job.abort()
+  }
+}

@@ -1,0 +1,343 @@
+import { randomBytes } from 'node:crypto'
+import { createReadStream } from 'node:fs'
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { fsyncDir, writeFileAtomic } from '../../../core/atomic-write.js'
+import { PipeError, UsageError } from '../../../core/errors.js'
+import { createIncrementalHash } from '../../../codec/hash.js'
+import type { VenueAdapter } from '../../../venues/adapter.js'
+import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
+import { HOUR_NS, journalFilePath, journalRangeFor, readJournalRange, type JournalBatch } from '../journal/journal.js'
+import { signDetached } from '../keys/jws.js'
+import type { PrivateSigningJwk } from '../keys/keys.js'
+import {
+  COMPLETENESS_REASONS, FORMAT_VERSION, RAW_FILE_NAME, dayDir, manifestBytes,
+  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary,
+} from '../manifest.js'
+import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
+import { HourFramesWriter } from './hour-frames.js'
+import { formatTime } from '../time.js'
+import { REPLICAS, eventTime, type Channel, type Replica } from '../types.js'
+
+export interface SealHourOptions {
+  root: string
+  journal: string
+  recorder: string
+  venue: VenueAdapter
+  channel: Channel
+  /** Start of the UTC hour, ns. */
+  hourStart: bigint
+  key: PrivateSigningJwk
+  createdBy: string
+  windowNs?: bigint
+}
+
+export interface SealHourResult {
+  status: 'sealed' | 'already-sealed'
+  dir: string
+  manifest: HourlyManifest
+  /** The daily manifest written after hour 23, if this seal wrote one. */
+  daily?: DailyManifest
+}
+
+
+const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
+const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
+const isLastHourOfDay = (ns: bigint) => formatTime(ns).slice(11, 13) === '23'
+const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: string }, hourStart: bigint) =>
+  join(root, dayDir(o.recorder, o.venue, o.channel, dateOf(hourStart)), `hour=${formatTime(hourStart).slice(11, 13)}`)
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(() => true, (err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return false; throw err })
+}
+
+export async function blake3Hex(bytes: Uint8Array): Promise<string> {
+  const hash = await createIncrementalHash('blake3')
+  hash.update(bytes)
+  return hash.digestHex()
+}
+
+/** The hours a chain already holds under a root, in order (from the day and hour directory names). */
+async function chainHours(root: string, o: { recorder: string; venue: string; channel: string }): Promise<bigint[]> {
+  const base = join(root, `recorder=${o.recorder}`, `venue=${o.venue}`, `channel=${o.channel}`)
+  const days = await readdir(base).catch(() => [] as string[])
+  const hours: bigint[] = []
+  for (const day of days.filter((d) => /^date=\d{4}-\d{2}-\d{2}$/.test(d)).sort()) {
+    for (const h of (await readdir(join(base, day))).filter((x) => /^hour=\d{2}$/.test(x)).sort()) {
+      if (await exists(join(base, day, h, 'manifest.json'))) hours.push(BigInt(Date.parse(`${day.slice(5)}T${h.slice(5)}:00:00Z`)) * 1_000_000n)
+    }
+  }
+  return hours
+}
+
+/** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
+class HourStats {
+  /** Frame times as orders of the pairing (FramePairing.timeOf gives the instants). */
+  earliest: number | null = null
+  latest: number | null = null
+  /** By replica, a then b. */
+  readonly frames = [0, 0]
+  readonly boundMax: (number | null)[] = [null, null]
+  readonly unbounded = [0, 0]
+  both = 0
+  oneOnly = 0
+  offsetUnknown = false
+
+  /** The final frame in `slot` of `pairing`. */
+  add(pairing: FramePairing, slot: number): void {
+    const order = pairing.frameOrder(slot)
+    if (this.earliest === null) this.earliest = order
+    this.latest = order
+    const count = pairing.receiptCount(slot)
+    if (count === 2) this.both++
+    else this.oneOnly++
+    let bounded = false
+    for (let r = 2 * slot; r < 2 * slot + count; r++) {
+      const at = pairing.replica(r) === 'a' ? 0 : 1
+      this.frames[at]!++
+      if (!pairing.hasClock(r)) this.unbounded[at]!++
+      else {
+        bounded = true
+        const bound = pairing.clockErrorBound(r)
+        const max = this.boundMax[at]!
+        if (max === null || bound > max) this.boundMax[at] = bound
+      }
+    }
+    if (!bounded) this.offsetUnknown = true
+  }
+}
+
+/** Calls `each` with every line (without its newline) of a written raw file, in order. */
+async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) => Promise<void>): Promise<void> {
+  // In-process: a rare path over one hour's file, not worth a worker thread (which a TypeScript loader in
+  // scripts and tests cannot reach either).
+  const { zstdDecodeInProcess, decodeOptions } = await import('../../../codec/zstd.js')
+  let index = 0
+  let carry = Buffer.alloc(0)
+  const source = createReadStream(rawPath) as AsyncIterable<Uint8Array>
+  for await (const chunk of zstdDecodeInProcess(source, decodeOptions.parse({}))) {
+    const data = Buffer.concat([carry, chunk])
+    let pos = 0
+    for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
+      await each(data.subarray(pos, nl), index++)
+      pos = nl + 1
+    }
+    carry = Buffer.from(data.subarray(pos))
+  }
+}
+
+/**
+ * Seals one UTC hour of one channel from the journal into `root`, exactly as record format v1 lays it out,
+ * and after hour 23 the day. Idempotent: an hour whose manifest exists is left as it is. Crash-safe: the hour
+ * is built in a temporary directory beside its final one and renamed into place only when complete.
+ */
+export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<SealHourResult> {
+  const start = o.hourStart
+  const end = start + HOUR_NS
+  const window = o.windowNs ?? PAIRING_WINDOW_NS
+  const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
+  const finalDir = hourDirOf(o.root, ids, start)
+  const where = { file: finalDir }
+  if (await exists(join(finalDir, 'manifest.json'))) {
+    const manifest = JSON.parse(await readFile(join(finalDir, 'manifest.json'), 'utf8')) as HourlyManifest
+    const result: SealHourResult = { status: 'already-sealed', dir: finalDir, manifest }
+    // A seal stopped between renaming hour 23 into place and writing the day finishes the day now.
+    if (isLastHourOfDay(start) && !(await exists(join(dirname(finalDir), 'manifest.json')))) result.daily = await sealDay(o, dateOf(start))
+    return result
+  }
+  const chain = await chainHours(o.root, ids)
+  let previous: string | null = null
+  if (chain.length > 0) {
+    const last = chain[chain.length - 1]!
+    if (last >= end) throw new UsageError('seal.before-chain-end', `the chain already holds hours after ${hourLabel(start)} (up to ${hourLabel(last)}); hours are sealed in order`, { location: where })
+    if (last !== start - HOUR_NS) throw new UsageError('seal.previous-hour-missing', `seal ${hourLabel(last + HOUR_NS)} first: the chain ends at ${hourLabel(last)} and never skips an hour`, { location: where })
+    previous = await blake3Hex(await readFile(join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')))
+  }
+
+  const dayPath = dirname(finalDir)
+  await mkdir(dayPath, { recursive: true })
+  const temp = join(dayPath, `.${finalDir.slice(dayPath.length + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  await mkdir(temp)
+  try {
+    const manifest = await buildHour(o, temp, start, end, window, previous, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
+    const bytes = manifestBytes(manifest)
+    await writeFileAtomic(join(temp, 'manifest.json'), bytes)
+    await writeFileAtomic(join(temp, 'manifest.json.sig'), signDetached(bytes, o.key))
+    await fsyncDir(temp)
+    await rename(temp, finalDir)
+    await fsyncDir(dayPath)
+    const result: SealHourResult = { status: 'sealed', dir: finalDir, manifest }
+    if (isLastHourOfDay(start)) result.daily = await sealDay(o, dateOf(start))
+    return result
+  } catch (err) {
+    await rm(temp, { recursive: true, force: true })
+    throw err
+  }
+}
+
+async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
+  const tracksRuns = o.channel === 'trades'
+  const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
+
+  const frames = HourFramesWriter.open({ dir, venue: o.venue.name, ...(o.venue.module ? { venueModule: o.venue.module } : {}), channel: o.channel, createdBy: o.createdBy })
+  const stats = new HourStats()
+  const checksumFailures: ChecksumFailure[] = []
+  const problems = { torn: false, corrupt: false }
+  let waitFor: Promise<void> | undefined
+  /** The hour's start and end as orders of the pairing, once it has had its first receipt. */
+  let hourOrders: { start: number; end: number } | undefined
+  const pairing = new FramePairing((slot) => {
+    hourOrders ??= { start: pairing.orderOfTime(start), end: pairing.orderOfTime(end) }
+    const order = pairing.frameOrder(slot)
+    if (order >= hourOrders.end) return
+    // Frames of the previous hour's last pairing window only seed the venue sequences there.
+    const inHour = order >= hourOrders.start
+    if (inHour) stats.add(pairing, slot)
+    // The frames' thread asks to wait only now and then: the last such promise stands for all.
+    waitFor = frames.frame(pairing, slot, inHour) ?? waitFor
+  }, window)
+  const receipt = new ReceiptInput()
+
+  try {
+    for await (const batch of batches) {
+      for (const p of batch.problems) {
+        // A problem counts for this hour when it lies in one of this hour's files.
+        if (!REPLICAS.some((r) => p.file === journalFilePath(o.journal, r, start))) continue
+        if (p.kind === 'torn') problems.torn = true
+        else problems.corrupt = true
+      }
+      // Frames come off the tape without becoming event objects; other events are decoded there.
+      const tape = batch.tape
+      const events = tape ? undefined : batch.events
+      const count = tape ? tape.length : events!.length
+      for (let i = 0; i < count; i++) {
+        const e = tape ? tape.decodedEvent(i) : events![i]!
+        if (e === undefined || e.kind === 'frame') {
+          const t = e ? e.receiveTime : tape!.time(i)
+          if (t < end) coverage[e ? e.replica : tape!.frameReplica(i)].frame(e ? e.connection : tape!.frameConnection(i), t)
+          if (e) receipt.setEvent(e)
+          else tape!.frameInto(i, receipt)
+          pairing.push(receipt)
+          if (waitFor) {
+            const wait = waitFor
+            waitFor = undefined
+            await wait
+          }
+          continue
+        }
+        const t = eventTime(e)
+        if (t < end) coverage[e.replica].add(e)
+        if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
+          checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
+        }
+      }
+    }
+    pairing.flush()
+    await waitFor
+    const written = await frames.finish()
+    written.files.sort((x, y) => (x.name < y.name ? -1 : 1))
+
+    const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
+    const conflicts = await conflictsOf(new Map(written.repeatedTradeIds.map(([instrument, ids]) => [instrument, new Set(ids)])), join(dir, RAW_FILE_NAME), o.venue, o.channel)
+    const uncovered = uncoveredByBoth(covered.a, covered.b)
+    const reasons = new Set<CompletenessReason>()
+    if (uncovered.reconnect) reasons.add('reconnect')
+    if (uncovered.down) reasons.add('recorder_down')
+    if (uncovered.destination) reasons.add('destination_unavailable')
+    if (written.sequenceGaps.length > 0) reasons.add('sequence_gap')
+    if (checksumFailures.length > 0) reasons.add('checksum_failure')
+    if (stats.offsetUnknown) reasons.add('clock_offset_unknown')
+    if (problems.torn) reasons.add('journal_torn')
+    if (problems.corrupt) reasons.add('journal_corrupt')
+    if (written.unrepresentable.length > 0) reasons.add('unrepresentable_value')
+    const nothing = written.rawLines === 0 && covered.a.coveredNs === 0n && covered.b.coveredNs === 0n
+    const status = nothing && reasons.size > 0 ? 'missing' : reasons.size > 0 ? 'partial' : 'complete'
+
+    const replicas: ReplicaSummary[] = REPLICAS.map((r) => {
+      const at = r === 'a' ? 0 : 1
+      const summary: ReplicaSummary = { replica: r, frames: stats.frames[at]!, covered_ns: Number(covered[r].coveredNs), reconnect_windows: covered[r].reconnectWindows }
+      if (tracksRuns && covered[r].gapFreeRuns.length > 0) summary.gap_free_runs = covered[r].gapFreeRuns
+      if (stats.frames[at]! > 0) {
+        const max = stats.boundMax[at]!
+        summary.clock = max === null ? { unbounded: stats.unbounded[at]! } : { source: 'nts', error_bound_max: max, unbounded: stats.unbounded[at]! }
+      }
+      return summary
+    })
+    const manifest: HourlyManifest = {
+      format_version: FORMAT_VERSION,
+      recorder: o.recorder,
+      venue: o.venue.name,
+      channel: o.channel,
+      interval: { start_time: formatTime(start), end_time: formatTime(end) },
+      files: written.files,
+      ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(pairing.timeOf(stats.earliest)), latest: formatTime(pairing.timeOf(stats.latest)) } } : {}),
+      sequence_gaps: written.sequenceGaps,
+      checksum_failures: checksumFailures.sort((x, y) => (x.receive_time < y.receive_time ? -1 : x.receive_time > y.receive_time ? 1 : 0)),
+      ...(written.unrepresentable.length > 0 ? { unrepresentable_frames: written.unrepresentable } : {}),
+      replicas,
+      replica_agreement: { both: stats.both, one_only: stats.oneOnly, conflict: conflicts.length },
+      ...(conflicts.length > 0 ? { conflicts } : {}),
+      completeness: { status, reasons: COMPLETENESS_REASONS.filter((r) => reasons.has(r)) },
+      previous_manifest_blake3: previous,
+    }
+    return manifest
+  } catch (err) {
+    await frames.abort()
+    throw err instanceof PipeError ? err : new PipeError('seal.failed', `sealing ${hourLabel(start)} failed: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/**
+ * The conflicts among the trade ids more than one line carried, found by reading those lines back from the
+ * written raw file (only when there are such ids): a trade id whose lines state different side, price, size
+ * or exchange_time, with every line's BLAKE3.
+ */
+async function conflictsOf(repeated: Map<string, Set<string>>, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
+  if (repeated.size === 0) return []
+  const found = new Map<string, { instrument: string; tradeId: string; first: string; conflict: boolean; lines: ConflictLine[] }>()
+  await eachRawLine(rawPath, async (line, index) => {
+    const doc = JSON.parse(line.toString('utf8')) as { payload: string; payload_encoding: string }
+    const binary = doc.payload_encoding === 'base64'
+    const cls = venue.classify(channel, Buffer.from(doc.payload, binary ? 'base64' : 'utf8'), binary)
+    if (cls.kind !== 'rows') return
+    const onLine = new Set<string>()
+    for (const row of cls.rows) {
+      if (row.trade_id === null || !repeated.get(row.instrument)?.has(row.trade_id)) continue
+      const key = `${row.instrument}\u0000${row.trade_id}`
+      if (onLine.has(key)) continue
+      onLine.add(key)
+      const fingerprint = `${row.side}\u0000${row.price}\u0000${row.size}\u0000${row.exchange_time}`
+      const entry = { raw_index: index, blake3: await blake3Hex(line) }
+      const seen = found.get(key)
+      if (!seen) found.set(key, { instrument: row.instrument, tradeId: row.trade_id, first: fingerprint, conflict: false, lines: [entry] })
+      else {
+        seen.lines.push(entry)
+        if (fingerprint !== seen.first) seen.conflict = true
+      }
+    }
+  })
+  // Map order is first-seen order, which is the order of first lines.
+  return [...found.values()].filter((c) => c.conflict).map((c) => ({ instrument: c.instrument, trade_id: c.tradeId, lines: c.lines }))
+}
+
+/** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */
+export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'key'>, date: string): Promise<DailyManifest> {
+  const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
+  const dir = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, date))
+  const hours: DailyManifest['hours'] = []
+  for (let h = 0; h < 24; h++) {
+    const hh = String(h).padStart(2, '0')
+    const path = join(dir, `hour=${hh}`, 'manifest.json')
+    if (!(await exists(path))) continue
+    const bytes = await readFile(path)
+    hours.push({ hour: hh, blake3: await blake3Hex(bytes), status: (JSON.parse(bytes.toString('utf8')) as HourlyManifest).completeness.status })
+  }
+  const prevDate = new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
+  const prevPath = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, prevDate), 'manifest.json')
+  const previous = (await exists(prevPath)) ? await blake3Hex(await readFile(prevPath)) : null
+  const daily: DailyManifest = { format_version: FORMAT_VERSION, ...ids, date, hours, previous_manifest_blake3: previous }
+  const bytes = manifestBytes(daily)
+  await writeFileAtomic(join(dir, 'manifest.json'), bytes)
+  await writeFileAtomic(join(dir, 'manifest.json.sig'), signDetached(bytes, o.key))
+  return daily
+}

@@ -111,7 +111,7 @@ try {
   let sealPeakMb = 0
   for (let round = 0; round < ROUNDS; round++) {
     await rm(root, { recursive: true, force: true })
-    const s = timedCli(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile], { nodeArgs: sealNodeArgs })
+    const s = timedCli(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile, '--recorder-stopped'], { nodeArgs: sealNodeArgs })
     sealPeakMb = Math.max(sealPeakMb, s.rssMb)
     if (!seal || s.wall < seal.wall) seal = s
     await rm(parquet, { force: true })

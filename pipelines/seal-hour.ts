@@ -18,13 +18,15 @@ export const sealHourPipeline = definePipeline({
     journal: z.string().min(1).describe('the journal directory (replica=a/, replica=b/)'),
     out: z.string().min(1).describe('the root the sealed hours go under'),
     key: z.string().min(1).describe('the private signing key (JWK file from pipe key new)'),
+    keys: z.string().min(1).optional().describe('the public key set (jwks.json) that publishes the key, whose validity must cover the hour; default: jwks.json beside the key'),
+    recorderStopped: z.boolean().default(false).describe('the recorder is gone for good: seal the hour although the journal holds nothing after it (else such an hour waits, as a running recorder may still add to it)'),
     recorder: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash, underscore').default('recorder').describe('recorder id in the layout'),
   }),
   stages(o) {
     const { start, end } = journalRangeFor(parseHourName(o.hour)!, PAIRING_WINDOW_NS)
     return [
       { stage: 'journal-read', options: { dir: o.journal, start: formatTime(start), end: formatTime(end) } },
-      { stage: 'seal', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal: o.journal, out: o.out, key: o.key, recorder: o.recorder } },
+      { stage: 'seal', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal: o.journal, out: o.out, key: o.key, ...(o.keys ? { keys: o.keys } : {}), recorder: o.recorder, recorderStopped: o.recorderStopped } },
     ]
   },
 })

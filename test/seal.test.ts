@@ -54,8 +54,9 @@ const hourDirOf = (root: string, ns: bigint, channel = 'trades') => join(dayDirO
 function cli(args: string[]) {
   return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, env: childEnv() })
 }
-const sealArgs = (root: string, journal: string, hourStart: bigint, channel = 'trades') =>
-  ['run', 'seal-hour', '--venue', 'binance', '--channel', channel, '--hour', hourName(hourStart), '--journal', journal, '--out', root, '--key', keyFile, '--recorder', RECORDER]
+/** `stopped`: the simulated recorder's journal is all there will be (--recorder-stopped). */
+const sealArgs = (root: string, journal: string, hourStart: bigint, channel = 'trades', stopped = true) =>
+  ['run', 'seal-hour', '--venue', 'binance', '--channel', channel, '--hour', hourName(hourStart), '--journal', journal, '--out', root, '--key', keyFile, '--recorder', RECORDER, ...(stopped ? ['--recorder-stopped'] : [])]
 
 async function expectVerified(t: Tap, root: string, what = 'verify passes'): Promise<void> {
   const v = await verifyRoots([root], keys)
@@ -624,4 +625,101 @@ t.test('crash-safe: a seal killed halfway leaves nothing under a final name', { 
   const h = await readHour(hourDirOf(root, H))
   t.ok(h.lines.length > 8_000, `${h.lines.length} frames`)
   await expectVerified(t, root, 'verify passes, with the dead temp dir beside the hour')
+})
+
+t.test('seal-hour refuses a journal path that is missing, not a journal or empty, and writes nothing', async (t) => {
+  const { journal, root } = await fresh('no-journal')
+  await buildJournal(journal, sim({ start: H - 10n * S, end: H + HOUR + 30n * S, framesPerSecond: 0.3 }))
+  const notJournal = join(base, `not-journal-${seq++}`)
+  await mkdir(join(notJournal, 'hours'), { recursive: true })
+  const empty = join(base, `empty-journal-${seq++}`)
+  await mkdir(join(empty, 'replica=a'), { recursive: true })
+  const cases = [
+    { what: 'a path that does not exist (a typo)', path: `${journal}-typo`, code: 'usage.journal-missing', says: /no such directory/ },
+    { what: 'a file', path: keyFile, code: 'usage.not-a-journal', says: /not a directory/ },
+    { what: 'a folder with no replica=a/ or replica=b/', path: notJournal, code: 'usage.not-a-journal', says: /no replica=a\/ or replica=b\/ folder/ },
+    { what: 'a journal with no records', path: empty, code: 'usage.journal-empty', says: /holds no records/ },
+  ]
+  for (const c of cases) {
+    // Even with --recorder-stopped: nothing in such a folder can be the hour's record.
+    const r = cli(sealArgs(root, c.path, H))
+    t.equal(r.status, 2, `${c.what}: exit 2`)
+    t.equal(r.stderr.trim().split('\n').length, 1, `${c.what}: one line`)
+    t.match(r.stderr, c.says, `${c.what}: says why`)
+    t.match(r.stderr, new RegExp(`\\(${c.code.replace('.', '\\.')}\\)`), `${c.what}: ${c.code}`)
+    t.notOk(existsSync(root), `${c.what}: nothing written under the root`)
+  }
+  const right = cli(sealArgs(root, journal, H))
+  t.equal(right.status, 0, right.stderr)
+  t.match(right.stdout, /sealed sealed/, 'the right path then seals the hour (not already-sealed)')
+  await expectVerified(t, root)
+})
+
+t.test('seal-hour waits for the hour to be over in the journal unless the recorder is stopped for good', async (t) => {
+  const { journal, root } = await fresh('not-over')
+  // The recorder's last records are in hour 14: as if it were still running and writing 14.
+  await buildJournal(journal, sim({ start: H - 10n * S, end: H + 1800n * S, framesPerSecond: 0.3 }))
+  const early = cli(sealArgs(root, journal, H, 'trades', false))
+  t.equal(early.status, 2, early.stderr)
+  t.match(early.stderr, /--hour 2026-10-03T14: the journal holds nothing after hour 2026-10-03T14, .*--recorder-stopped .*\(usage\.hour-not-over\)/)
+  t.notOk(existsSync(root), 'nothing written')
+
+  // A later hour's record (the running recorder's heartbeat at 15:00) says hour 14 is over on disk.
+  const later = await fresh('over')
+  await buildJournal(later.journal, byTime([
+    ...sim({ start: H - 10n * S, end: H + 1800n * S, framesPerSecond: 0.3 }),
+    { kind: 'heartbeat', replica: 'b', time: H + HOUR },
+  ]))
+  const over = cli(sealArgs(later.root, later.journal, H, 'trades', false))
+  t.equal(over.status, 0, over.stderr)
+  t.equal(cli(sealArgs(later.root, later.journal, H + HOUR, 'trades', false)).status, 2, 'but not hour 15, which it is still in')
+
+  const stopped = cli(sealArgs(root, journal, H, 'trades', true))
+  t.equal(stopped.status, 0, `--recorder-stopped seals what there is: ${stopped.stderr}`)
+  await expectVerified(t, root)
+})
+
+t.test('seal-hour refuses a key that verify would not accept for the hour, naming its validity and the remedy', async (t) => {
+  const { journal, root } = await fresh('key-validity')
+  await buildJournal(journal, sim({ start: H - 10n * S, end: H + HOUR + 30n * S, framesPerSecond: 0.3 }))
+  const dir = join(base, `keys-${seq++}`)
+  await mkdir(dir)
+  const write = async (name: string, validFrom: string, validUntil?: string, seed = 9) => {
+    const { privateJwk, publicJwk } = await newSigningKey({ validFrom, seed: new Uint8Array(32).fill(seed) })
+    if (validUntil) publicJwk.valid_until = validUntil
+    await mkdir(join(dir, name))
+    await writeJwksFile(join(dir, name, 'jwks.json'), { keys: [publicJwk] })
+    await writePrivateJwkFile(join(dir, name, 'key.jwk'), privateJwk)
+    return join(dir, name, 'key.jwk')
+  }
+  const argsWith = (key: string, extra: string[] = []) => [...sealArgs(root, journal, H).map((a) => (a === keyFile ? key : a)), ...extra]
+  // Made after the capture: check 6 judges hour 14's signature at 15:00, before the key's valid_from.
+  const tooNew = await write('too-new', '2026-12-01T00:00:00.000000000Z')
+  const r = cli(argsWith(tooNew))
+  t.equal(r.status, 2)
+  t.match(r.stderr, /^pipe: .*key\.jwk: --key: key \S+ is valid from 2026-12-01T00:00:00\.000000000Z, open-ended, so it is not yet valid at 2026-10-03T15:00:00\.000000000Z, the instant verify judges hour 2026-10-03T14's signature at \(check 6\); .*pipe key new --valid-from 2026-10-03T14:00:00\.000000000Z .*\(usage\.key-not-valid-for-hour\)\n$/)
+  t.notOk(existsSync(root), 'nothing written')
+  // Valid from the hour's start exactly: a signature judged at its end is accepted.
+  const exact = await write('exact', '2026-10-03T14:00:00.000000000Z', undefined, 10)
+  // Expired before the hour's end.
+  const expired = await write('expired', '2020-01-01T00:00:00.000000000Z', '2026-10-03T15:00:00.000000000Z', 11)
+  const e = cli(argsWith(expired))
+  t.equal(e.status, 2)
+  t.match(e.stderr, /valid from 2020-01-01T00:00:00\.000000000Z until 2026-10-03T15:00:00\.000000000Z, so it is no longer valid at 2026-10-03T15:00:00\.000000000Z.*sign with the key the key set says was valid then \(usage\.key-not-valid-for-hour\)/)
+  // A key set that does not hold the key.
+  const n = cli(argsWith(exact, ['--keys', join(dir, 'too-new', 'jwks.json')]))
+  t.equal(n.status, 2)
+  t.match(n.stderr, /--key: key \S+ is not in the key set.*\(usage\.key-not-valid-for-hour\)/)
+  // No key set beside the key, none named.
+  const alone = join(dir, 'alone.jwk')
+  await writePrivateJwkFile(alone, JSON.parse(await readFile(exact, 'utf8')))
+  const a = cli(argsWith(alone))
+  t.equal(a.status, 2)
+  t.match(a.stderr, /jwks\.json: --keys: no jwks\.json beside the key: name the key set that publishes it, whose validity must cover the hour \(usage\.no-key-set\)/)
+  t.notOk(existsSync(root), 'nothing written by any refusal')
+
+  const ok = cli(argsWith(exact))
+  t.equal(ok.status, 0, ok.stderr)
+  const v = await verifyRoots([root], join(dir, 'exact', 'jwks.json'))
+  t.equal(v.exitCode, 0, 'verify accepts what a key valid from the hour\'s start signed')
 })

@@ -247,6 +247,20 @@ export function isKeyValidAt(jwk: Pick<PublicSigningJwk, 'valid_from' | 'valid_u
 }
 
 /**
+ * Why check 6 would refuse a signature by `privateJwk` judged at `instant` against `jwks`, or undefined when
+ * it would accept it: the set must hold the key (its kid, with the same public key) valid at that instant.
+ */
+export function signingRefusal(jwks: PublicJwks, privateJwk: PrivateSigningJwk, instant: bigint): string | undefined {
+  const published = jwks.keys.find((k) => k.kid === privateJwk.kid)
+  if (!published) return `key ${privateJwk.kid} is not in the key set`
+  if (published.x !== privateJwk.x) return `the key set's key ${privateJwk.kid} is not the public key of this private key`
+  const validity = keyValidityAt(published, instant)
+  if (validity === 'valid') return undefined
+  const span = `valid from ${published.valid_from}${published.valid_until ? ` until ${published.valid_until}` : ', open-ended'}`
+  return `key ${privateJwk.kid} is ${span}, so it is ${validity === 'expired' ? 'no longer' : 'not yet'} valid at ${formatTimeNs(instant)}`
+}
+
+/**
  * The instant at which a manifest's signature is judged: the end of the interval the manifest covers,
  * the earliest moment it can have been signed. Hourly manifest: `interval.end_time`. Daily manifest:
  * 00:00:00 UTC of the day after `date`. Throws `sig.no-signing-time` for anything else.

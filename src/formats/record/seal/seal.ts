@@ -7,7 +7,7 @@ import { PipeError, UsageError } from '../../../core/errors.js'
 import { createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { HOUR_NS, journalFilePath, journalRangeFor, readJournalRange, type JournalBatch } from '../journal/journal.js'
+import { FILE_HEADER_SIZE, HOUR_NS, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, readJournalRange, type JournalBatch } from '../journal/journal.js'
 import { signDetached } from '../keys/jws.js'
 import type { PrivateSigningJwk } from '../keys/keys.js'
 import {
@@ -131,6 +131,35 @@ async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) 
  * and after hour 23 the day. Idempotent: an hour whose manifest exists is left as it is. Crash-safe: the hour
  * is built in a temporary directory beside its final one and renamed into place only when complete.
  */
+/**
+ * Refuses (a UsageError; nothing is written) to seal `hourStart` from `journal` when the folder is not a
+ * journal, holds no records, or may still be receiving the hour: no replica has journaled a record at or
+ * after the hour's end. A running recorder journals a heartbeat at the start of every hour (docs/journal.md),
+ * so an hour is over on disk once a later hour's file holds a record. `recorderStopped` is the user's word
+ * that the recorder is gone for good, so what the journal holds is all there will be. A sealed hour is
+ * never sealed again: sealing from the wrong folder, or too early, would sign a false hour for good.
+ */
+export async function assertHourSealable(journal: string, hourStart: bigint, recorderStopped: boolean): Promise<void> {
+  const where = { location: { file: journal } }
+  const info = await stat(journal).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') throw new UsageError('usage.journal-missing', '--journal: no such directory', where)
+    throw err
+  })
+  if (!info.isDirectory()) throw new UsageError('usage.not-a-journal', '--journal: not a directory', where)
+  const replicas = await listJournalReplicas(journal)
+  if (replicas.length === 0) throw new UsageError('usage.not-a-journal', '--journal: not a journal (it has no replica=a/ or replica=b/ folder)', where)
+  let latest: bigint | undefined
+  for (const replica of replicas) {
+    for (const file of await listJournalFiles(journal, replica)) {
+      if ((await stat(file.path)).size > FILE_HEADER_SIZE && (latest === undefined || file.hour > latest)) latest = file.hour
+    }
+  }
+  if (latest === undefined) throw new UsageError('usage.journal-empty', '--journal: the journal holds no records', where)
+  if (!recorderStopped && latest < hourStart + HOUR_NS) {
+    throw new UsageError('usage.hour-not-over', `--hour ${hourLabel(hourStart)}: the journal holds nothing after hour ${hourLabel(latest)}, so a recorder still running may add to it; seal it once a later hour is journaled, or pass --recorder-stopped if the recorder is gone for good`, where)
+  }
+}
+
 export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<SealHourResult> {
   const start = o.hourStart
   const end = start + HOUR_NS

@@ -50,6 +50,24 @@ async function loadPipelineFile(path: string): Promise<{ name: string; stages: S
   return { name: typeof name === 'string' ? name : path, stages }
 }
 
+/** Flags of `pipe run` itself that take no value, so the word after one is not its value. */
+const RUN_SWITCHES = new Set(['--json', '--no-json', '--progress', '--no-progress', '--help', '--version'])
+
+/**
+ * The pipeline or file `pipe run` names, found before yargs parses, to declare its flags: the first word
+ * that is not a flag's value. A flag given before the name (`pipe run --file raw.jsonl.zst verify-raw`) takes
+ * the word after it, as yargs will read it.
+ */
+function runTargetOf(words: string[]): string | undefined {
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!
+    if (w === '--') return words[i + 1]
+    if (!w.startsWith('-')) return w
+    if (w.startsWith('--') && !w.includes('=') && !RUN_SWITCHES.has(w)) i++
+  }
+  return undefined
+}
+
 function findPipeline(target: string | undefined): PipelineDef | undefined {
   return target && !target.endsWith('.json') ? registry.pipeline(target) : undefined
 }
@@ -153,7 +171,7 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
 
 async function main(argv: string[]): Promise<number> {
   let exitCode = 0
-  const runTarget = argv[0] === 'run' ? argv.slice(1).find((a) => !a.startsWith('-')) : undefined
+  const runTarget = argv[0] === 'run' ? runTargetOf(argv.slice(1)) : undefined
   const runDef = findPipeline(runTarget)
 
   await yargs(argv)
@@ -170,13 +188,12 @@ async function main(argv: string[]): Promise<number> {
       const p = registry.pipeline(name)
       const s = registry.stage(name)
       if (p) {
-        const lines = [`pipeline ${p.name}: ${p.summary}`, 'options:', ...optionLines(describeOptions(p.options)), 'stages (with default options):']
-        const defaults = Object.fromEntries(describeOptions(p.options).filter((o) => o.required).map((o) => [o.name, o.type === 'number' ? 0 : o.type === 'boolean' ? false : `<${o.name}>`]))
-        try {
-          for (const use of p.stages(p.options.parse(defaults))) lines.push(`  ${use.stage} ${JSON.stringify(use.options ?? {})}`)
-        } catch {
-          lines.push('  (depends on the options)')
-        }
+        const infos = describeOptions(p.options)
+        const placeholders = Object.fromEntries(infos.filter((o) => o.required).map((o) => [o.name, o.type === 'string[]' ? [`<${o.name}>`] : `<${o.name}>`]))
+        const example = p.example ?? placeholders
+        const words = Object.entries(example).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `--${toFlag(k)} ${String(x)}`))
+        const lines = [`pipeline ${p.name}: ${p.summary}`, 'options:', ...optionLines(infos), `stages, as run by: ${['pipe run', p.name, ...words].join(' ')}`]
+        for (const use of p.stages(p.options.parse(example))) lines.push(`  ${use.stage} ${JSON.stringify(use.options ?? {})}`)
         process.stdout.write(lines.join('\n') + '\n')
       } else if (s) {
         process.stdout.write([`stage ${s.name} (${s.kind}, ${s.takes} -> ${s.gives}): ${s.summary}`, 'options:', ...optionLines(describeOptions(s.options))].join('\n') + '\n')
@@ -216,12 +233,15 @@ async function main(argv: string[]): Promise<number> {
       exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress))).exitCode
     })
     .command('key <action>', 'Record-format signing keys: new (an Ed25519 key and its JWK Set) or rotate (a successor)', (y) => y
-      .positional('action', { choices: ['new', 'rotate'] as const, demandOption: true })
-      .option('out', { type: 'string', demandOption: true, describe: 'directory for the private key and jwks.json' })
+      .positional('action', { type: 'string', describe: 'new or rotate' })
+      .option('out', { type: 'string', describe: 'directory for the private key and jwks.json (required)' })
       .option('keys', { type: 'string', describe: 'rotate: the current jwks.json' })
       .option('key', { type: 'string', describe: 'rotate: the current private key file' })
       .option('valid-from', { type: 'string', describe: 'new: when the key becomes valid (nine-digit UTC time; default now)' })
       .option('at', { type: 'string', describe: 'rotate: when the successor takes over (default now)' }), async (args) => {
+      // Checked here rather than by yargs, which names a missing --out before an unknown action.
+      if (args.action !== 'new' && args.action !== 'rotate') throw new UsageError('usage.unknown-action', `key: no action "${String(args.action)}": pipe key new, or pipe key rotate`)
+      if (!args.out) throw new UsageError('usage.missing-option', `key ${args.action} needs --out DIR, the directory for the private key and jwks.json`)
       const { newSigningKey, readJwksFile, readPrivateJwkFile, rotateKey, writeKeyFiles } = await import('../src/formats/record/keys/keys.js')
       const now = formatTime(BigInt(Date.now()) * 1_000_000n)
       await mkdir(String(args.out), { recursive: true })
@@ -269,9 +289,10 @@ async function main(argv: string[]): Promise<number> {
   return exitCode
 }
 
-// A reader that closed our stdout early (`| head`) has all it wanted; stop quietly rather than crash.
+// A reader that closed our stdout early (`| head`) has all it wanted: stop quietly, as ripgrep does, not as
+// a usage error. (Exit codes stay 0, 1, 2 and 130.)
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(EXIT_USAGE)
+  if (err.code === 'EPIPE') process.exit(0)
   throw err
 })
 

@@ -22,6 +22,7 @@ export const sealHourPipeline = definePipeline({
     recorderStopped: z.boolean().default(false).describe('the recorder is gone for good: seal the hour although the journal holds nothing after it (else such an hour waits, as a running recorder may still add to it)'),
     recorder: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash, underscore').default('recorder').describe('recorder id in the layout'),
   }),
+  example: { venue: 'binance', channel: 'trades', hour: '2026-10-03T14', journal: 'journal/', out: 'root/', key: 'keys/signing-key.jwk' },
   stages(o) {
     const { start, end } = journalRangeFor(parseHourName(o.hour)!, PAIRING_WINDOW_NS)
     return [

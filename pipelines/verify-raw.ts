@@ -13,7 +13,7 @@ export const verifyRaw = definePipeline({
     file: z.string().min(1).optional().describe('read this file instead of stdin'),
     hour: z.string().optional().describe('the UTC hour the file seals, e.g. 2026-10-03T14: frame times must lie in it'),
     rows: z.number().int().min(0).optional().describe('the line count the manifest lists'),
-    blake3: z.string().optional().describe('BLAKE3 of the compressed file as stored (needs compressed input)'),
+    blake3: z.string().regex(/^[0-9a-f]{64}$/, 'must be a BLAKE3 digest: 64 lowercase hex digits').optional().describe('BLAKE3 of the compressed file as stored (needs compressed input)'),
     strict: z.boolean().default(false).describe('also report fields the spec does not define'),
     maxLineBytes: z.number().int().positive().optional().describe('longest line accepted (default 8 MiB)'),
     maxRatio: z.number().positive().optional().describe('largest decompression ratio accepted (default 1000)'),

@@ -87,6 +87,7 @@ export const verifyPipeline = definePipeline({
     finding: (f) => ({ check: f.check, code: f.code, path: f.path, detail: typeof f.line === 'number' ? `line ${f.line}: ${f.detail}` : f.detail }),
     summary: ['hours', 'days'],
   },
+  example: { root: ['root/'], keys: 'keys/jwks.json' },
   stages(o) {
     return [
       {

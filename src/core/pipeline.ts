@@ -10,6 +10,11 @@ export interface PipelineDef<S extends OptionsSchema = OptionsSchema> {
   /** Options given as a bare word after the name (e.g. the DIR of `pipe run pack-check DIR`). */
   readonly positional?: readonly string[]
   stages(options: z.infer<S>): StageUse[]
+  /**
+   * The options of a typical run, for `pipe describe` to show the stages they give; without it, each required
+   * option is a placeholder (`<name>`), which a pipeline whose stages read their options' values cannot take.
+   */
+  readonly example?: Readonly<Record<string, unknown>>
   /** The text report's line for one finding, when the pipeline's findings are not about lines of a file. */
   formatFinding?(finding: Finding): string
   /**

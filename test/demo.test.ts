@@ -5,7 +5,8 @@
  * the sealed chains pass `pipe run verify` run on their own.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -50,4 +51,22 @@ t.test('npm start: the demo seals, verifies and reports three hours of trades an
   const verify = spawnSync(process.execPath, [cli, 'run', 'verify', '--root', join(out, 'root'), '--keys', join(out, 'jwks.json'), '--json'], { encoding: 'utf8', env: childEnv() })
   t.equal(verify.status, 0, verify.stderr)
   t.same(JSON.parse(verify.stdout), { ok: true, hours: 6, days: 2, findings: [] })
+})
+
+t.test('the demo replaces only its own output: a folder holding anything else under its names is refused', async (t) => {
+  const again = spawnSync(process.execPath, [cli, 'demo', '--out', out], { encoding: 'utf8', timeout: 300_000, env: childEnv() })
+  t.equal(again.status, 0, `a previous demo's output is replaced: ${again.stderr}`)
+  t.match(again.stdout, /private key: .*key\.jwk \(made from a public seed: never sign real data with it/)
+  for (const theirs of [['root', 'recorder=mine'], ['journal', 'replica=a'], ['key.jwk'], ['jwks.json']]) {
+    const dir = await mkdtemp(join(tmpdir(), 'pipe-not-demo-'))
+    t.teardown(() => rm(dir, { recursive: true, force: true }))
+    const path = join(dir, ...theirs)
+    if (theirs.length > 1) await mkdir(path, { recursive: true })
+    else await writeFile(path, 'the user\'s own\n')
+    const r = spawnSync(process.execPath, [cli, 'demo', '--out', dir], { encoding: 'utf8', timeout: 60_000, env: childEnv() })
+    t.equal(r.status, 2, `${theirs[0]}: exit 2`)
+    t.equal(r.stderr, `pipe: ${dir}: --out: holds ${theirs[0]}, which pipe demo did not write; it replaces only its own output: name another folder (usage.not-demo-output)\n`)
+    t.ok(existsSync(path), `${theirs.join('/')}: kept`)
+    t.same((await readdir(dir)).sort(), [theirs[0]], 'nothing written beside it')
+  }
 })

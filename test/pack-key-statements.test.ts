@@ -26,8 +26,8 @@ import {
 } from '../src/formats/pack/keys/key-statements.js'
 import { fingerprint, formatPublicKey, generateKey, signerName, type SshPrivateKey } from '../src/formats/pack/keys/ssh-key.js'
 import { NS_KEY, NS_MANIFEST, NS_REF, signSshsig } from '../src/formats/pack/keys/sshsig.js'
+import { needs } from './helpers/tools.js'
 
-const SSH_KEYGEN = '/usr/bin/ssh-keygen'
 const T0 = '2026-11-11T00:00:00Z'
 const T1 = '2026-12-01T09:30:00Z'
 const key = (n: number, comment = `key ${n}`) => generateKey({ seed: Buffer.alloc(32, n), comment })
@@ -87,13 +87,13 @@ t.test('a first statement as the spec writes it', async (t) => {
   t.equal(succ.supersedes, fp(K1))
 })
 
-t.test('ssh-keygen -Y verify accepts a statement\'s signature over its bytes without signature', async (t) => {
+t.test('ssh-keygen -Y verify accepts a statement\'s signature over its bytes without signature', needs('ssh-keygen'), async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'pack-key-statements-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const doc = firstKeyStatement(K1, { created: T0, name: 'Golden Publisher A' })
   await writeFile(join(dir, 'allowed'), `publisher namespaces="${NS_KEY}" ${formatPublicKey(K1.publicKey)}\n`)
   await writeFile(join(dir, 'stmt.sig'), doc.signature)
-  const r = spawnSync(SSH_KEYGEN, ['-Y', 'verify', '-f', join(dir, 'allowed'), '-I', 'publisher', '-n', NS_KEY, '-s', join(dir, 'stmt.sig')], { input: keyStatementSignedBytes(doc) })
+  const r = spawnSync('ssh-keygen', ['-Y', 'verify', '-f', join(dir, 'allowed'), '-I', 'publisher', '-n', NS_KEY, '-s', join(dir, 'stmt.sig')], { input: keyStatementSignedBytes(doc) })
   t.equal(r.status, 0, r.stderr.toString())
 })
 

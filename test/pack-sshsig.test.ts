@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -31,10 +31,16 @@ import {
   sshsigSigningKey,
   verifySshsig,
 } from '../src/formats/pack/keys/sshsig.js'
+import { seededRandom } from '../src/sim/random.js'
+import { needs } from './helpers/tools.js'
 
-const SSH_KEYGEN = '/usr/bin/ssh-keygen'
 const SEED = Buffer.from('a0'.repeat(32), 'hex')
 const MESSAGE = Buffer.from('{"format":"jetcarp-pack","title":"minimal","version":"1.0"}')
+/** The seed of the fuzz test's mutations and of the random-looking inputs: a failure replays as it was. */
+const FUZZ_SEED = 20261111
+
+/** `n` bytes from a seeded random source. */
+const seededBytes = (random: () => number, n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(random() * 256)))
 
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'pack-sshsig-'))
@@ -56,7 +62,7 @@ async function keygenVerify(dir: string, k: SshPrivateKey, namespace: string, si
   await writeFile(allowed, `publisher namespaces="${allowNs}" ${formatPublicKey(k.publicKey, '')}\n`)
   const sigFile = join(dir, 'file.sig')
   await writeFile(sigFile, sig)
-  const r = spawnSync(SSH_KEYGEN, ['-Y', 'verify', '-f', allowed, '-I', 'publisher', '-n', namespace, '-s', sigFile], { input: data })
+  const r = spawnSync('ssh-keygen', ['-Y', 'verify', '-f', allowed, '-I', 'publisher', '-n', namespace, '-s', sigFile], { input: data })
   return r.status ?? -1
 }
 
@@ -75,13 +81,14 @@ t.test('namespaces are the spec\'s', async (t) => {
 
 t.test('what we sign, ssh-keygen -Y verify accepts, in every namespace', async (t) => {
   const dir = await tempDir(t)
+  const signed: { k: SshPrivateKey; ns: string; sig: string }[] = []
+  const sha256s: { k: SshPrivateKey; sig: string }[] = []
   for (const k of [generateKey({ seed: SEED, comment: 'golden' }), generateKey()]) {
     for (const ns of [NS_MANIFEST, NS_REF, NS_KEY]) {
       const sig = signSshsig(k, MESSAGE, ns)
       t.match(sig, /^-----BEGIN SSH SIGNATURE-----\n(?:[A-Za-z0-9+/=]{1,70}\n)+-----END SSH SIGNATURE-----\n$/, 'armored, final newline')
       for (const line of sig.split('\n').slice(1, -3)) t.equal(line.length, 70, '70 columns')
-      t.equal(await keygenVerify(dir, k, ns, sig, MESSAGE), 0, `ssh-keygen accepts ${ns}`)
-      t.not(await keygenVerify(dir, k, ns === NS_REF ? NS_MANIFEST : NS_REF, sig, MESSAGE), 0, `ssh-keygen refuses ${ns} as another namespace`)
+      signed.push({ k, ns, sig })
       const v = verifySshsig(sig, MESSAGE, ns)
       t.ok(v.ok, `we accept ${ns}`)
       if (v.ok) {
@@ -91,21 +98,27 @@ t.test('what we sign, ssh-keygen -Y verify accepts, in every namespace', async (
         t.same(v.publicKey.key, k.publicKey.key)
       }
     }
-    const sha256 = signSshsig(k, MESSAGE, NS_MANIFEST, { hashAlgorithm: 'sha256' })
-    t.equal(await keygenVerify(dir, k, NS_MANIFEST, sha256, MESSAGE), 0, 'ssh-keygen accepts our sha256 signature')
+    sha256s.push({ k, sig: signSshsig(k, MESSAGE, NS_MANIFEST, { hashAlgorithm: 'sha256' }) })
   }
+  await t.test('ssh-keygen -Y verify', needs('ssh-keygen'), async (t) => {
+    for (const { k, ns, sig } of signed) {
+      t.equal(await keygenVerify(dir, k, ns, sig, MESSAGE), 0, `ssh-keygen accepts ${ns}`)
+      t.not(await keygenVerify(dir, k, ns === NS_REF ? NS_MANIFEST : NS_REF, sig, MESSAGE), 0, `ssh-keygen refuses ${ns} as another namespace`)
+    }
+    for (const { k, sig } of sha256s) t.equal(await keygenVerify(dir, k, NS_MANIFEST, sig, MESSAGE), 0, 'ssh-keygen accepts our sha256 signature')
+  })
   // Text messages are signed as their UTF-8 bytes.
   const k = generateKey({ seed: SEED })
   t.equal(signSshsig(k, 'héllo', NS_REF), signSshsig(k, Buffer.from('héllo', 'utf8'), NS_REF))
 })
 
-t.test('byte-identical to ssh-keygen -Y sign; its signatures verify here', async (t) => {
+t.test('byte-identical to ssh-keygen -Y sign; its signatures verify here', needs('ssh-keygen'), async (t) => {
   const dir = await tempDir(t)
   const k = generateKey({ seed: SEED, comment: 'golden' })
   const keyFile = await writeKey(dir, 'id_ed25519', k)
   const data = join(dir, 'data')
   await writeFile(data, MESSAGE)
-  execFileSync(SSH_KEYGEN, ['-Y', 'sign', '-f', keyFile, '-n', NS_REF, data], { stdio: 'pipe' })
+  execFileSync('ssh-keygen', ['-Y', 'sign', '-f', keyFile, '-n', NS_REF, data], { stdio: 'pipe' })
   const theirs = await readFile(data + '.sig', 'utf8')
   t.equal(signSshsig(k, MESSAGE, NS_REF), theirs, 'Ed25519 is deterministic: same bytes as ssh-keygen')
   const v = verifySshsig(theirs, MESSAGE, NS_REF)
@@ -115,7 +128,7 @@ t.test('byte-identical to ssh-keygen -Y sign; its signatures verify here', async
   // -O hashalg=sha256: accepted when verifying.
   const data2 = join(dir, 'data2')
   await writeFile(data2, MESSAGE)
-  execFileSync(SSH_KEYGEN, ['-Y', 'sign', '-O', 'hashalg=sha256', '-f', keyFile, '-n', NS_MANIFEST, data2], { stdio: 'pipe' })
+  execFileSync('ssh-keygen', ['-Y', 'sign', '-O', 'hashalg=sha256', '-f', keyFile, '-n', NS_MANIFEST, data2], { stdio: 'pipe' })
   const theirs256 = await readFile(data2 + '.sig', 'utf8')
   const v2 = verifySshsig(theirs256, MESSAGE, NS_MANIFEST)
   t.ok(v2.ok && v2.hashAlgorithm === 'sha256', 'sha256 signature accepted')
@@ -123,16 +136,17 @@ t.test('byte-identical to ssh-keygen -Y sign; its signatures verify here', async
 
   // A key ssh-keygen made signs; we verify.
   const kg = join(dir, 'kg')
-  execFileSync(SSH_KEYGEN, ['-q', '-t', 'ed25519', '-N', '', '-f', kg], { stdio: 'pipe' })
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', kg], { stdio: 'pipe' })
   const data3 = join(dir, 'data3')
   await writeFile(data3, 'x')
-  execFileSync(SSH_KEYGEN, ['-Y', 'sign', '-f', kg, '-n', NS_KEY, data3], { stdio: 'pipe' })
+  execFileSync('ssh-keygen', ['-Y', 'sign', '-f', kg, '-n', NS_KEY, data3], { stdio: 'pipe' })
   const v3 = verifySshsig(await readFile(data3 + '.sig'), 'x', NS_KEY)
   t.ok(v3.ok, 'bytes of a .sig file accepted')
-  if (v3.ok) t.equal(v3.fingerprint, execFileSync(SSH_KEYGEN, ['-l', '-f', kg + '.pub'], { encoding: 'utf8' }).split(' ')[1])
+  if (v3.ok) t.equal(v3.fingerprint, execFileSync('ssh-keygen', ['-l', '-f', kg + '.pub'], { encoding: 'utf8' }).split(' ')[1])
 })
 
 t.test('refusals with their codes', async (t) => {
+  const random = seededRandom(FUZZ_SEED)
   const k = generateKey({ seed: SEED })
   const sig = signSshsig(k, MESSAGE, NS_MANIFEST)
   const blob = blobOf(sig)
@@ -154,7 +168,7 @@ t.test('refusals with their codes', async (t) => {
   t.equal(codeOf(verifySshsig([lines[0], lines[1], lines.at(-2), ''].join('\n'), MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'truncated armor body')
   t.equal(codeOf(verifySshsig(sig.slice(0, 40), MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'cut short')
   t.equal(codeOf(verifySshsig(sig.replace(lines[2]!, lines[2]!.replace(/[A-Za-z]/, '*')), MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'garbage base64')
-  t.equal(codeOf(verifySshsig(`-----BEGIN SSH SIGNATURE-----\n${randomBytes(120).toString('base64')}\n-----END SSH SIGNATURE-----\n`, MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'random base64')
+  t.equal(codeOf(verifySshsig(`-----BEGIN SSH SIGNATURE-----\n${seededBytes(random, 120).toString('base64')}\n-----END SSH SIGNATURE-----\n`, MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, `random base64 (seed ${FUZZ_SEED})`)
   t.equal(codeOf(verifySshsig(sig.replace('SSH SIGNATURE-----\n', 'SSH SIGNATURE-----\n\n'), MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'blank line')
   t.equal(codeOf(verifySshsig('prefix\n' + sig, MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'text before')
   t.equal(codeOf(verifySshsig(sig + 'suffix\n', MESSAGE, NS_MANIFEST)), SIG_CODES.malformed, 'text after')
@@ -192,6 +206,7 @@ function signedData(ns: string, reserved: Buffer, alg: string, msg: Uint8Array):
 }
 
 t.test('hostile structures are refused cleanly', async (t) => {
+  const random = seededRandom(FUZZ_SEED)
   const k = generateKey({ seed: SEED })
   const key = publicKeyBlob(k.publicKey)
   const good = (reserved = Buffer.alloc(0), alg = 'sha512', ns = NS_MANIFEST) =>
@@ -212,8 +227,8 @@ t.test('hostile structures are refused cleanly', async (t) => {
   t.equal(v(rawSig({ key, sig: Buffer.concat([good(), Buffer.from([0])]) })), SIG_CODES.malformed, 'trailing byte in inner signature')
   t.equal(v(rawSig({ key, sig: new SshWriter().string('ssh-ed25519').string(Buffer.alloc(63)).toBuffer() })), SIG_CODES.malformed, '63-byte signature')
   t.equal(v(rawSig({ key, sig: new SshWriter().string('rsa-sha2-512').string(Buffer.alloc(64)).toBuffer() })), SIG_CODES.keyType, 'signature type not Ed25519')
-  const rsaKey = new SshWriter().string('ssh-rsa').string(Buffer.from([1, 0, 1])).string(randomBytes(128)).toBuffer()
-  t.equal(v(rawSig({ key: rsaKey, sig: new SshWriter().string('rsa-sha2-512').string(randomBytes(128)).toBuffer() })), SIG_CODES.keyType, 'RSA key')
+  const rsaKey = new SshWriter().string('ssh-rsa').string(Buffer.from([1, 0, 1])).string(seededBytes(random, 128)).toBuffer()
+  t.equal(v(rawSig({ key: rsaKey, sig: new SshWriter().string('rsa-sha2-512').string(seededBytes(random, 128)).toBuffer() })), SIG_CODES.keyType, `RSA key (random bytes of seed ${FUZZ_SEED})`)
   const skKey = new SshWriter().string('sk-ssh-ed25519@openssh.com').string(k.publicKey.key).string('ssh:').toBuffer()
   t.equal(v(rawSig({ key: skKey, sig: good() })), SIG_CODES.keyType, 'security-key Ed25519')
   t.equal(v(rawSig({ key: new SshWriter().string('ssh-ed25519').string(Buffer.alloc(33)).toBuffer(), sig: good() })), SIG_CODES.malformed, '33-byte key')
@@ -257,82 +272,108 @@ t.test('expected key and signer file name', async (t) => {
   t.equal(sshsigSigningKey('junk').ok, false)
 })
 
-t.test('fuzz: mutated signatures never throw, and are refused unless unchanged', async (t) => {
+t.test(`fuzz (seed ${FUZZ_SEED}): mutated signatures never throw, and are refused unless unchanged`, async (t) => {
+  const random = seededRandom(FUZZ_SEED)
+  const at = (n: number) => Math.floor(random() * n)
   const k = generateKey({ seed: SEED })
   const sig = signSshsig(k, MESSAGE, NS_MANIFEST)
   const blob = blobOf(sig)
   let refused = 0
-  let threw = 0
-  let acceptedChanged = 0
+  const threw: string[] = []
+  const acceptedChanged: string[] = []
   const N = 600
   for (let i = 0; i < N; i++) {
     const m = Buffer.from(blob)
     let mutated: Buffer
+    let how: string
     switch (i % 6) {
       case 0: {
-        const pos = Math.floor(Math.random() * m.length)
-        m[pos] = m[pos]! ^ (1 << Math.floor(Math.random() * 8))
+        const pos = at(m.length)
+        const bit = at(8)
+        m[pos] = m[pos]! ^ (1 << bit)
         mutated = m
+        how = `bit ${bit} flipped at ${pos}`
         break
       }
       case 1:
-        mutated = m.subarray(0, Math.floor(Math.random() * m.length))
+        mutated = m.subarray(0, at(m.length))
+        how = `cut to ${mutated.length} bytes`
         break
       case 2: {
-        const pos = Math.floor(Math.random() * (m.length - 3))
-        m.writeUInt32BE([0xffffffff, 0x7fffffff, 0x10000000, m.length, Math.floor(Math.random() * 300)][i % 5]!, pos)
+        const pos = at(m.length - 3)
+        const len = [0xffffffff, 0x7fffffff, 0x10000000, m.length, at(300)][i % 5]!
+        m.writeUInt32BE(len, pos)
         mutated = m
+        how = `length ${len} at ${pos}`
         break
       }
       case 3: {
-        const pos = Math.floor(Math.random() * m.length)
-        mutated = Buffer.concat([m.subarray(0, pos), randomBytes(1 + (i % 9)), m.subarray(pos)])
+        const pos = at(m.length)
+        mutated = Buffer.concat([m.subarray(0, pos), seededBytes(random, 1 + (i % 9)), m.subarray(pos)])
+        how = `${1 + (i % 9)} bytes inserted at ${pos}`
         break
       }
       case 4: {
-        const pos = Math.floor(Math.random() * m.length)
+        const pos = at(m.length)
         mutated = Buffer.concat([m.subarray(0, pos), m.subarray(pos + 1 + (i % 5))])
+        how = `${1 + (i % 5)} bytes removed at ${pos}`
         break
       }
       default: {
-        for (let j = 0; j < 4; j++) m[Math.floor(Math.random() * m.length)] = Math.floor(Math.random() * 256)
+        const places: number[] = []
+        for (let j = 0; j < 4; j++) {
+          const pos = at(m.length)
+          m[pos] = at(256)
+          places.push(pos)
+        }
         mutated = m
+        how = `bytes replaced at ${places.join(', ')}`
       }
     }
+    const what = `seed ${FUZZ_SEED}, binary case ${i}${i % 2 ? ' (armored)' : ''}: ${how}`
     let r: ReturnType<typeof verifySshsig> | undefined
     try {
       r = verifySshsig(i % 2 ? armorSshsig(mutated) : mutated, MESSAGE, NS_MANIFEST)
     } catch {
-      threw++
+      threw.push(what)
       continue
     }
     if (!r.ok) {
       refused++
-      if (!Object.values(SIG_CODES).includes(r.code as never)) t.fail(`unknown code ${r.code}`)
-    } else if (!mutated.equals(blob)) acceptedChanged++
+      if (!Object.values(SIG_CODES).includes(r.code as never)) t.fail(`${what}: unknown code ${r.code}`)
+    } else if (!mutated.equals(blob)) acceptedChanged.push(what)
   }
   // Mutations of the armored text too: accepted only when the decoded blob is unchanged.
   for (let i = 0; i < 300; i++) {
     const chars = sig.split('')
-    const pos = Math.floor(Math.random() * chars.length)
+    const pos = at(chars.length)
     const op = i % 3
-    if (op === 0) chars[pos] = String.fromCharCode(32 + Math.floor(Math.random() * 95))
-    else if (op === 1) chars.splice(pos, 1)
-    else chars.splice(pos, 0, ['\n', '\r', ' ', '=', 'A', '-'][i % 6]!)
+    let how: string
+    if (op === 0) {
+      chars[pos] = String.fromCharCode(32 + at(95))
+      how = `${JSON.stringify(chars[pos])} at ${pos}`
+    } else if (op === 1) {
+      chars.splice(pos, 1)
+      how = `character ${pos} removed`
+    } else {
+      chars.splice(pos, 0, ['\n', '\r', ' ', '=', 'A', '-'][i % 6]!)
+      how = `${JSON.stringify(chars[pos])} inserted at ${pos}`
+    }
+    const what = `seed ${FUZZ_SEED}, text case ${i}: ${how}`
     const text = chars.join('')
     let r: ReturnType<typeof verifySshsig> | undefined
     try {
       r = verifySshsig(text, MESSAGE, NS_MANIFEST)
     } catch {
-      threw++
+      threw.push(what)
       continue
     }
     if (r.ok) {
       const d = decodeBase64Strict(text.split(/\r?\n/).filter((l) => l && !l.startsWith('-----')).join(''))
-      if (!d || !d.equals(blob)) acceptedChanged++
+      if (!d || !d.equals(blob)) acceptedChanged.push(what)
     }
   }
-  t.equal(threw, 0, 'never throws')
-  t.equal(acceptedChanged, 0, 'never accepts changed bytes')
-  t.ok(refused >= N - 5, `binary mutations refused: ${refused}/${N}`)
+  t.equal(threw.length, 0, `never throws (seed ${FUZZ_SEED})${threw.length ? `: ${threw.join('; ')}` : ''}`)
+  t.equal(acceptedChanged.length, 0, `never accepts changed bytes (seed ${FUZZ_SEED})${acceptedChanged.length ? `: ${acceptedChanged.join('; ')}` : ''}`)
+  t.ok(refused >= N - 5, `binary mutations refused: ${refused}/${N} (seed ${FUZZ_SEED})`)
 })

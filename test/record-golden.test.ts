@@ -3,7 +3,8 @@
  * verify` over it, and the same facts read back with independent tools — b3sum (BLAKE3 of files and
  * manifests, chain links), zstd (raw files and their row counts), DuckDB (tables: exact decimals against
  * the raw payloads, microsecond times, row counts), hyparquet via tables.ts (exact nanosecond times) and
- * openssl (every manifest signature, from the JWK's public key).
+ * openssl (every manifest signature, from the JWK's public key). A subtest whose tool is missing is
+ * skipped, and fails under PIPE_REQUIRE_TOOLS=1 (test/helpers/tools.ts).
  */
 import { execFile, execFileSync, spawnSync } from 'node:child_process'
 import { createHash, createPublicKey } from 'node:crypto'
@@ -13,7 +14,9 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import t from 'tap'
+import { decompress } from 'zstd-napi'
 import { childEnv } from './helpers/io.js'
+import { needs } from './helpers/tools.js'
 import type { DailyManifest, HourlyManifest } from '../src/formats/record/manifest.js'
 import { readTableRows } from '../src/formats/record/tables.js'
 import { parseTime } from '../src/formats/record/time.js'
@@ -24,9 +27,6 @@ const GOLDEN = join(import.meta.dirname, 'golden', 'record')
 const ROOT = join(GOLDEN, 'root')
 const JWKS = join(GOLDEN, 'jwks.json')
 const CHAIN = join(ROOT, 'recorder=golden', 'venue=binance', 'channel=trades')
-const has = (tool: string, args = ['--version']) => spawnSync(tool, args, { stdio: 'ignore' }).status === 0
-/** The independent tools are part of the proof: .ci/run installs them, and a missing one fails, never skips. */
-const requireTool = (t: Tap, tool: string, args?: string[]) => t.ok(has(tool, args), `${tool} is installed (.ci/run installs it)`)
 
 interface Hour { date: string; hh: string; dir: string; bytes: Buffer; manifest: HourlyManifest }
 interface Day { date: string; dir: string; bytes: Buffer; manifest: DailyManifest }
@@ -45,11 +45,11 @@ for (const date of (await readdir(CHAIN)).filter((d) => d.startsWith('date=')).s
 }
 
 interface Envelope { payload: string; exchange_time?: string; receipts: { receive_time: string; clock_error_bound?: number }[] }
-/** The raw file's lines, read with the zstd command-line tool. */
+/** The raw file's lines, decompressed in this process (libzstd through zstd-napi). */
 async function rawLines(t: Tap, dir: string, label: string): Promise<string[]> {
-  const { stdout } = await run('zstd', ['-dc', join(dir, 'raw.jsonl.zst')], { maxBuffer: 1 << 28, encoding: 'utf8' })
-  t.ok(stdout === '' || stdout.endsWith('\n'), `${label}: the raw file ends with a newline`)
-  return stdout === '' ? [] : stdout.slice(0, -1).split('\n')
+  const text = decompress(await readFile(join(dir, 'raw.jsonl.zst'))).toString('utf8')
+  t.ok(text === '' || text.endsWith('\n'), `${label}: the raw file ends with a newline`)
+  return text === '' ? [] : text.slice(0, -1).split('\n')
 }
 function frameTime(env: Envelope): bigint {
   const bounded = env.receipts.filter((r) => r.clock_error_bound !== undefined)
@@ -85,8 +85,7 @@ t.test('the golden day states its incidents', async (t) => {
   t.equal(hours[24]!.manifest.conflicts?.length, 1, 'one conflict on the next day')
 })
 
-t.test('b3sum: listed files, hourly and daily links', async (t) => {
-  requireTool(t, 'b3sum')
+t.test('b3sum: listed files, hourly and daily links', needs('b3sum'), async (t) => {
   const paths = [...hours.flatMap((h) => [...h.manifest.files.map((f) => join(h.dir, f.name)), join(h.dir, 'manifest.json')]), ...days.map((d) => join(d.dir, 'manifest.json'))]
   const { stdout } = await run('b3sum', paths, { maxBuffer: 1 << 24, encoding: 'utf8' })
   const b3 = new Map(stdout.trimEnd().split('\n').map((l) => { const [hash, path] = [l.slice(0, 64), l.slice(66)]; return [path, hash] }))
@@ -104,8 +103,20 @@ t.test('b3sum: listed files, hourly and daily links', async (t) => {
   }
 })
 
-t.test('zstd, DuckDB and hyparquet read every hour exactly', async (t) => {
-  requireTool(t, 'zstd')
+t.test('the zstd CLI reads every raw file: its lines, as many as the manifest states', needs('zstd'), async (t) => {
+  for (const h of hours) {
+    const label = `${h.date}T${h.hh}`
+    const raw = join(h.dir, 'raw.jsonl.zst')
+    const { stdout } = await run('zstd', ['-dc', raw], { maxBuffer: 1 << 28, encoding: 'buffer' })
+    t.ok(stdout.equals(decompress(await readFile(raw))), `${label}: zstd -dc gives the bytes the other tests read`)
+    const text = stdout.toString('utf8')
+    t.ok(text === '' || text.endsWith('\n'), `${label}: the raw file ends with a newline`)
+    const lines = text === '' ? 0 : text.split('\n').length - 1
+    t.equal(lines, h.manifest.files.find((f) => f.name === 'raw.jsonl.zst')!.rows, `${label}: zstd line count = rows`)
+  }
+})
+
+t.test('DuckDB and hyparquet read every hour exactly', async (t) => {
   const db = await DuckDBInstance.create(':memory:')
   const conn: DuckDBConnection = await db.connect()
   t.teardown(() => { conn.closeSync(); db.closeSync() })
@@ -113,7 +124,7 @@ t.test('zstd, DuckDB and hyparquet read every hour exactly', async (t) => {
   for (const h of hours) {
     const label = `${h.date}T${h.hh}`
     const lines = await rawLines(t, h.dir, label)
-    t.equal(lines.length, h.manifest.files.find((f) => f.name === 'raw.jsonl.zst')!.rows, `${label}: zstd line count = rows`)
+    t.equal(lines.length, h.manifest.files.find((f) => f.name === 'raw.jsonl.zst')!.rows, `${label}: raw line count = rows`)
     const envs = lines.map((l) => JSON.parse(l) as Envelope)
     const parquet = join(h.dir, 'trades.parquet')
     const got = (await conn.runAndReadAll(
@@ -140,8 +151,7 @@ t.test('zstd, DuckDB and hyparquet read every hour exactly', async (t) => {
   t.ok(trades > 3000, `${trades} trades compared`)
 })
 
-t.test('openssl verifies every manifest signature', async (t) => {
-  requireTool(t, 'openssl', ['version'])
+t.test('openssl verifies every manifest signature', needs('openssl'), async (t) => {
   const jwks = JSON.parse(await readFile(JWKS, 'utf8')) as { keys: { kid: string; x: string }[] }
   t.equal(jwks.keys.length, 1)
   const key = jwks.keys[0]!

@@ -7,6 +7,7 @@ import { FlattenedSign } from 'jose'
 import t, { type Test } from 'tap'
 import { formatTimeNs, manifestSigningInstant, newSigningKey, privateKeyObject, rotateKey, type PrivateSigningJwk, type PublicJwks } from '../src/formats/record/keys/keys.js'
 import { assertDetached, protectedHeaderJson, signDetached, verifyDetached, type VerifyResult } from '../src/formats/record/keys/jws.js'
+import { hasTool, needs } from './helpers/tools.js'
 
 const T0 = '2026-10-03T14:00:00.000000000Z'
 const T0_NS = 1_791_036_000_000_000_000n
@@ -229,14 +230,17 @@ t.test('malformed signature files', async (t) => {
 
 function opensslMajor(): number {
   try {
-    const v = execFileSync('/usr/bin/openssl', ['version'], { encoding: 'utf8' })
+    const v = execFileSync('openssl', ['version'], { encoding: 'utf8' })
     return Number(/OpenSSL (\d+)\./.exec(v)?.[1] ?? 0)
   } catch {
     return 0
   }
 }
 
-t.test('interoperability with openssl pkeyutl -rawin', { skip: opensslMajor() >= 3 ? false : 'needs OpenSSL 3 at /usr/bin/openssl' }, async (t) => {
+/** openssl on PATH (else skipped, and failed under PIPE_REQUIRE_TOOLS=1), and version 3 for pkeyutl -rawin. */
+const openssl3 = () => (!hasTool('openssl') || opensslMajor() >= 3 ? needs('openssl') : { skip: 'needs OpenSSL 3 (pkeyutl -rawin)' })
+
+t.test('interoperability with openssl pkeyutl -rawin', openssl3(), async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'record-jws-'))
   t.teardown(() => rm(dir, { recursive: true, force: true }))
   const { privateJwk, publicJwk, jwks } = await fixture()
@@ -244,7 +248,7 @@ t.test('interoperability with openssl pkeyutl -rawin', { skip: opensslMajor() >=
   const privPem = join(dir, 'priv.pem')
   await writeFile(pubPem, createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: publicJwk.x }, format: 'jwk' }).export({ type: 'spki', format: 'pem' }))
   await writeFile(privPem, privateKeyObject(privateJwk).export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 })
-  const openssl = (args: string[]) => execFileSync('/usr/bin/openssl', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  const openssl = (args: string[]) => execFileSync('openssl', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
 
   // Ours -> openssl.
   const sig = signDetached(MANIFEST, privateJwk)

@@ -388,6 +388,46 @@ t.test('key comparison follows UTF-16 code units', async (t) => {
 // ---------------------------------------------------------------------------
 // Codes for specific cases
 
+/** What describe() says of a code and reason, in full but for the byte it names. */
+function described(code: number, reason: number): RegExp {
+  const C = JsonCode;
+  const R = JsonReason;
+  const why: Record<number, string> = {
+    [R.WHITESPACE]: 'whitespace outside a string',
+    [R.KEY_ORDER]: 'object keys out of order',
+    [R.ESCAPE_SOLIDUS]: 'escaped "/" (canonical form is a literal "/")',
+    [R.ESCAPE_NOT_NEEDED]: 'escaped character that canonical form writes literally',
+    [R.ESCAPE_SHORT_FORM]: '\\u escape of a character that has a short escape',
+    [R.ESCAPE_UPPERCASE_HEX]: 'uppercase hexadecimal in a \\u escape',
+    [R.ESCAPE_SURROGATE_PAIR]: 'escaped surrogate pair (canonical form is the literal character)',
+    [R.NEGATIVE_ZERO]: '-0 (canonical form is 0)',
+    [R.NUMBER_FORM]: 'number not in shortest ES2015 form',
+    [R.UNEXPECTED_END]: 'unexpected end of text',
+    [R.UNEXPECTED_BYTE]: 'unexpected byte',
+    [R.UNTERMINATED_STRING]: 'unterminated string',
+    [R.CONTROL_IN_STRING]: 'raw control character in a string',
+    [R.BAD_ESCAPE]: 'invalid escape',
+    [R.BAD_NUMBER]: 'malformed number',
+    [R.TRAILING_DATA]: 'data after the JSON value',
+    [R.EXPECTED_KEY]: 'expected an object key',
+    [R.EXPECTED_COLON]: 'expected ":"',
+  };
+  const text: Record<number, string> = {
+    [C.OK]: 'canonical',
+    [C.NOT_UTF8]: 'invalid UTF-8 AT',
+    [C.BOM]: 'starts with a UTF-8 byte order mark',
+    [C.SYNTAX]: `not JSON: ${why[reason] ?? `(no text for reason ${reason})`} AT`,
+    [C.NOT_CANONICAL]: `not canonical JSON: ${why[reason] ?? `(no text for reason ${reason})`} AT`,
+    [C.DUPLICATE_KEY]: 'duplicate object key AT',
+    [C.LONE_SURROGATE]: '\\u escape of a lone surrogate AT',
+    [C.NUMBER_NOT_INTEGER]: 'number is not an integer AT',
+    [C.NUMBER_OUT_OF_RANGE]: 'integer is outside +-(2^53 - 1) AT',
+    [C.TOO_DEEP]: 'nesting deeper than 32 AT',
+  };
+  const escaped = (text[code] ?? `(no text for code ${code})`).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`^${escaped.replace(/ AT$/, ' at byte \\d+')}$`);
+}
+
 t.test('specific cases and their codes', async (t) => {
   const C = JsonCode;
   const R = JsonReason;
@@ -526,7 +566,9 @@ t.test('specific cases and their codes', async (t) => {
     const got = checkIn(checker, bytes);
     t.equal(JSON_CODE_NAMES[got], JSON_CODE_NAMES[code], label);
     if (reason !== undefined) t.equal(checker.reason, reason, `${label} reason`);
-    t.type(checker.describe(3), 'string');
+    t.match(checker.describe(3), described(got, reason ?? checker.reason), `${label} described`);
+    const at = /at byte (\d+)$/.exec(checker.describe(3));
+    if (at) t.ok(Number(at[1]) <= bytes.length, `${label}: byte ${at[1]} is within its ${bytes.length} bytes (counted from the range's start)`);
     // The reference agrees on acceptance.
     t.equal(got === 0, reference(bytes, true), `${label}: reference agrees`);
   }

@@ -203,11 +203,33 @@ t.test('only the one form is accepted', async (t) => {
 });
 
 t.test('describeTimeError covers every code', async (t) => {
-  const b = Buffer.from('2026-10-03T14:00:00.123456789Z');
-  for (const code of Object.values(TimeError)) {
-    if (code === 0) continue;
-    t.type(describeTimeError(code, b, 0, b.length, 0), 'string');
+  // For each code, a time that parseTimeBytes gives it, and exactly what is said of it.
+  const cases: [string, number, string][] = [
+    ['2026-1O-03T14:00:00.123456789Z', TimeError.SYNTAX, 'expected a digit at position 6 of YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ, found "O"'],
+    ['2026-10-03 14:00:00.123456789Z', TimeError.SYNTAX, 'expected "T" at position 10 of YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ, found " "'],
+    ['2026-10-03T14:00', TimeError.TRUNCATED, 'ends after 16 characters; the form is YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ'],
+    ['2026-10-03T14:00:00.1234Z', TimeError.FRACTION_DIGITS, 'has 4 fraction digits; exactly 9 are required'],
+    ['2026-10-03T14:00:00.123456789z', TimeError.LOWERCASE_Z, 'ends in lowercase "z"; the UTC designator must be "Z"'],
+    ['2026-10-03T14:00:00.123456789+01:00', TimeError.OFFSET, 'has a numeric UTC offset; only the "Z" designator is allowed'],
+    ['2026-10-03T14:00:00.123456789X', TimeError.DESIGNATOR, 'has "X" where the "Z" designator must be'],
+    ['2026-10-03T14:00:00.123456789', TimeError.DESIGNATOR, 'lacks the "Z" designator'],
+    ['2026-10-03T14:00:00.123456789Zab', TimeError.TRAILING, 'has 2 character(s) after the "Z" designator'],
+    ['2026-13-03T14:00:00.123456789Z', TimeError.MONTH, 'month 13 is not 01-12'],
+    ['2026-02-30T14:00:00.123456789Z', TimeError.DAY, 'day 30 does not exist in 2026-02'],
+    ['2026-10-03T24:00:00.123456789Z', TimeError.HOUR, 'hour 24 is not 00-23'],
+    ['2026-10-03T14:60:00.123456789Z', TimeError.MINUTE, 'minute 60 is not 00-59'],
+    ['2026-10-03T14:00:61.123456789Z', TimeError.SECOND, 'second 61 is not 00-59'],
+    ['2026-10-03T14:00:60.123456789Z', TimeError.SECOND, 'second 60 (a leap second) cannot be encoded: int64 nanoseconds since the epoch have no leap seconds'],
+    ['2263-01-01T00:00:00.000000000Z', TimeError.RANGE, 'outside the int64 nanosecond range (1677-09-21T00:12:43.145224192Z to 2262-04-11T23:47:16.854775807Z)'],
+  ];
+  for (const [s, code, text] of cases) {
+    const b = Buffer.from(s);
+    const p = newTimeParts();
+    t.equal(parseTimeBytes(b, 0, b.length, p), code, `${JSON.stringify(s)}: code ${code}`);
+    t.equal(describeTimeError(code, b, 0, b.length, p.errorAt), text, `${JSON.stringify(s)} described`);
   }
+  const covered = new Set(cases.map(([, code]) => code));
+  t.same(Object.values(TimeError).filter((code) => code !== TimeError.OK && !covered.has(code)), [], 'every code but OK has a case');
 });
 
 t.test('agrees with an independent oracle on mutated strings', async (t) => {

@@ -1,21 +1,24 @@
 #!/usr/bin/env node
 // First: the modules after it are evaluated under its V8 flag (src/core/tiering.ts).
 import '../src/core/tiering.js'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir } from 'node:fs/promises'
 import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
 import { asPipeError, asUsage, EXIT_USAGE, UsageError } from '../src/core/errors.js'
+import { readInputFile } from '../src/core/input-file.js'
 import type { PipelineDef } from '../src/core/pipeline.js'
-import { runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
+import { DEFAULT_MAX_FINDINGS_PER_CODE } from '../src/core/findings.js'
+import { failedRun, runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
 import type { StageUse } from '../src/core/stage.js'
 import { registry } from '../pipelines/registry.js'
 
-const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'help', 'version'])
+const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'max-findings', 'help', 'version'])
 
-function settings(json: boolean, progress: boolean | undefined): RunSettings {
+function settings(json: boolean, progress: boolean | undefined, maxFindings: number | undefined): RunSettings {
   return {
+    ...(maxFindings !== undefined ? { maxFindings } : {}),
     stdin: process.stdin,
     stdout: process.stdout,
     stderr: process.stderr,
@@ -23,6 +26,14 @@ function settings(json: boolean, progress: boolean | undefined): RunSettings {
     progress: progress ?? Boolean(process.stderr.isTTY),
     handleSignals: true,
   }
+}
+
+/** --max-findings N: a whole number of at least 1. */
+function maxFindingsOf(value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  const n = Number(value)
+  if (!/^\d+$/.test(String(value)) || !Number.isSafeInteger(n) || n < 1) throw new UsageError('usage.bad-option', `must be a whole number of at least 1, got "${String(value)}"`, { location: { field: '--max-findings' } })
+  return n
 }
 
 function optionLines(infos: OptionInfo[]): string[] {
@@ -33,11 +44,15 @@ function optionLines(infos: OptionInfo[]): string[] {
   })
 }
 
+/** docs/limits.md: what a user names on the command line, read whole. */
+const PIPELINE_FILE_LIMIT = { maxBytes: 2 ** 20, what: 'a pipeline file' }
+const PUBLIC_KEY_FILE_LIMIT = { maxBytes: 64 * 2 ** 10, what: 'a public key file' }
+
 /** A JSON pipeline file: `{"name"?: string, "stages": [{"stage": NAME, "options": {...}}, ...]}`. */
 async function loadPipelineFile(path: string): Promise<{ name: string; stages: StageUse[] }> {
   let doc: unknown
   try {
-    doc = JSON.parse(await readFile(path, 'utf8'))
+    doc = JSON.parse((await readInputFile(path, PIPELINE_FILE_LIMIT)).toString('utf8'))
   } catch (err) {
     const e = err as NodeJS.ErrnoException
     if (e.code) throw asPipeError(err)
@@ -114,9 +129,9 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
   let machine: import('../src/formats/pack/keys/ssh-key.js').SshPublicKey | undefined
   if (authoriseArg !== undefined) {
     // A public key line has a space between type and key; anything else is a .pub file's path.
-    const line = authoriseArg.includes(' ') ? authoriseArg : await readFile(authoriseArg, 'utf8').catch((err: NodeJS.ErrnoException) => {
+    const line = authoriseArg.includes(' ') ? authoriseArg : (await readInputFile(authoriseArg, PUBLIC_KEY_FILE_LIMIT).catch((err: NodeJS.ErrnoException) => {
       throw badFlag('authorise', `cannot read ${authoriseArg}: ${err.code === 'ENOENT' ? 'no such file' : err.message}`)
-    })
+    })).toString('utf8')
     const parsed = parsePublicKey(line)
     if (!parsed.ok) throw badFlag('authorise', `not an Ed25519 public key: ${parsed.detail}`)
     machine = parsed.value
@@ -207,6 +222,7 @@ async function main(argv: string[]): Promise<number> {
       y.positional('target', { type: 'string', describe: 'a pipeline name (pipe list) or a .json pipeline file' })
         .option('json', { type: 'boolean', default: false, describe: 'print one JSON object on stdout' })
         .option('progress', { type: 'boolean', describe: 'show a progress line on stderr (default: when stderr is a terminal)' })
+        .option('max-findings', { type: 'string', describe: `report at most this many findings of each code; the rest are counted (default ${DEFAULT_MAX_FINDINGS_PER_CODE})` })
       for (const o of runDef ? describeOptions(runDef.options) : []) {
         y.option(toFlag(o.name), {
           type: o.type === 'boolean' ? 'boolean' : o.type === 'string[]' ? 'array' : 'string',
@@ -219,9 +235,11 @@ async function main(argv: string[]): Promise<number> {
       const target = String(args.target)
       const json = Boolean(args.json)
       const progress = args.progress as boolean | undefined
+      const maxFindings = maxFindingsOf(args['max-findings'])
       if (target.endsWith('.json')) {
-        const file = await loadPipelineFile(target)
-        exitCode = (await runStageList(registry, file.name, file.stages, settings(json, progress))).exitCode
+        const run = settings(json, progress, maxFindings)
+        const file = await loadPipelineFile(target).catch((err: unknown) => err as Error)
+        exitCode = (file instanceof Error ? failedRun(run, file) : await runStageList(registry, file.name, file.stages, run)).exitCode
         return
       }
       if (!runDef) throw new UsageError('usage.unknown-pipeline', `no pipeline named "${target}" (see pipe list)`)
@@ -230,7 +248,7 @@ async function main(argv: string[]): Promise<number> {
       const extra = ((args.words as unknown[] | undefined) ?? []).map(String)
       ;(runDef.positional ?? []).forEach((name, i) => { if (extra[i] !== undefined) flags[name] = extra[i] })
       if (extra.length > (runDef.positional?.length ?? 0)) throw new UsageError('usage.extra-argument', `unexpected argument "${extra[runDef.positional?.length ?? 0]}"`)
-      exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress))).exitCode
+      exitCode = (await runPipeline(registry, runDef, coerceFlags(runDef.options, flags), settings(json, progress, maxFindings))).exitCode
     })
     .command('key <action>', 'Record-format signing keys: new (an Ed25519 key and its JWK Set) or rotate (a successor)', (y) => y
       .positional('action', { type: 'string', describe: 'new or rotate' })

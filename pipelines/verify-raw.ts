@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { definePipeline } from '../src/core/pipeline.js'
 import type { StageUse } from '../src/core/stage.js'
+import { NOT_ZSTD_RAW_FILE } from '../src/formats/record/manifest.js'
 
 /**
  * Checks one raw.jsonl.zst on its own: checks 3 and 7 of the record format, as far as the raw file alone
@@ -10,7 +11,8 @@ export const verifyRaw = definePipeline({
   name: 'verify-raw',
   summary: 'Check a raw.jsonl.zst (or its zstd -dc output) from stdin or --file: canonical envelopes, receipts, clocks, frame order',
   options: z.object({
-    file: z.string().min(1).optional().describe('read this file instead of stdin'),
+    file: z.string().min(1).optional().describe('read this file instead of stdin (a regular file: pipe streams in through stdin); a name ending .zst is the stored raw file, which must be zstd'),
+    maxBytes: z.number().int().positive().optional().describe('read at most this many bytes of input; more is an error (input.too-large); default unlimited'),
     hour: z.string().optional().describe('the UTC hour the file seals, e.g. 2026-10-03T14: frame times must lie in it'),
     rows: z.number().int().min(0).optional().describe('the line count the manifest lists'),
     blake3: z.string().regex(/^[0-9a-f]{64}$/, 'must be a BLAKE3 digest: 64 lowercase hex digits').optional().describe('BLAKE3 of the compressed file as stored (needs compressed input)'),
@@ -19,10 +21,14 @@ export const verifyRaw = definePipeline({
     maxRatio: z.number().positive().optional().describe('largest decompression ratio accepted (default 1000)'),
   }),
   stages(o) {
-    const stages: StageUse[] = [o.file ? { stage: 'file', options: { path: o.file } } : { stage: 'stdin' }]
+    const limit = o.maxBytes !== undefined ? { maxBytes: o.maxBytes } : {}
+    const stages: StageUse[] = [o.file ? { stage: 'file', options: { path: o.file, ...limit } } : { stage: 'stdin', options: limit }]
     if (o.blake3 !== undefined) stages.push({ stage: 'hash-check', options: { algorithm: 'blake3', expected: o.blake3, code: 'raw.blake3-mismatch' } })
     stages.push(
-      { stage: 'zstd-decode', options: { recycle: true, requireCompressed: o.blake3 !== undefined, ...(o.maxRatio ? { maxRatio: o.maxRatio } : {}) } },
+      {
+        stage: 'zstd-decode',
+        options: { recycle: true, requireCompressed: o.blake3 !== undefined, ...(o.maxRatio ? { maxRatio: o.maxRatio } : {}), ...(o.file?.endsWith('.zst') ? { notZstd: NOT_ZSTD_RAW_FILE } : {}) },
+      },
       { stage: 'split-lines', options: o.maxLineBytes ? { maxLineBytes: o.maxLineBytes } : {} },
       { stage: 'parse-envelopes', options: { strict: o.strict } },
       { stage: 'frame-order', options: o.hour ? { hour: o.hour } : {} },

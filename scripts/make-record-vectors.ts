@@ -22,7 +22,6 @@
  */
 import { createHash } from 'node:crypto'
 import { cp, mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { PassThrough } from 'node:stream'
@@ -45,8 +44,8 @@ import {
   CREATED_BY, DAY_START, GOLDEN_DIR, HOUR, KEY_VALID_FROM, MINUTE, REPO, S,
   goldenKey, writeHashes, writeOrCheckTree,
 } from './make-golden-record.js'
+import { parquetWriteBuffer } from 'hyparquet-writer'
 
-const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
 
 export const VECTORS_DIR = join(REPO, 'test', 'vectors', 'record')
 const CHAIN = 'recorder=golden/venue=binance/channel=trades'

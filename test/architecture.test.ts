@@ -4,7 +4,7 @@
  * trees made here with one wrong import each, which it must name.
  */
 import t from 'tap'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -93,4 +93,27 @@ t.test('what counts as an import', async (t) => {
     "// import g from './g.js' in a comment is not an import",
   ].join('\n')).map((s) => s.spec)
   t.same(found.sort(), ['./a.js', './b.js', './c.js', './d.js', './e.js', './f-worker.js'])
+})
+
+t.test('every file a command reads is opened through src/core/input-file.ts', async (t) => {
+  // The other opens for reading, each not of input: a descriptor to fsync, a run this process spilled, pipe's own package.json.
+  const allowed = new Map([
+    ['src/core/atomic-write.ts', 'fsync of a directory'],
+    ['src/formats/pack/export/export.ts', 'fsync of a file the export wrote'],
+    ['src/formats/pack/publish/spill-sort.ts', 'a run of keys this publish spilled, in its own temporary folder'],
+    ['src/core/version.ts', "pipe's own package.json"],
+  ])
+  const reads = /\breadFile(Sync)?\(|(?<!\.)createReadStream\(|\bopen\([^)]*,\s*'r'\)/
+  const found = new Set<string>()
+  const walk = (d: string) => {
+    for (const e of readdirSync(join(REPO, d), { withFileTypes: true })) {
+      const rel = `${d}/${e.name}`
+      if (e.isDirectory()) walk(rel)
+      else if (rel.endsWith('.ts') && rel !== 'src/core/input-file.ts' && reads.test(readFileSync(join(REPO, rel), 'utf8'))) found.add(rel)
+    }
+  }
+  walk('src')
+  walk('pipelines')
+  walk('bin')
+  t.same([...found].sort(), [...allowed.keys()].sort(), 'only the allowed files open files for reading themselves')
 })

@@ -70,3 +70,11 @@ t.test('pipe describe shows the stages of every pipeline, as a typical run build
   const seal = run(['describe', 'seal-hour']).stdout
   t.match(seal, /^stages, as run by: pipe run seal-hour --venue binance --channel trades --hour 2026-10-03T14 --journal journal\/ --out root\/ --key keys\/signing-key\.jwk\n  journal-read \{"dir":"journal\/","start":"2026-10-03T13:59:55\.000000000Z","end":"2026-10-03T15:00:05\.000000000Z"\}\n  seal \{/m)
 })
+
+t.test('--max-findings takes a whole number of at least 1', async (t) => {
+  for (const value of ['0', '-1', '1.5', 'many']) {
+    const r = run(['run', 'verify-raw', '--file', VALID_RAW, '--max-findings', value])
+    t.equal(r.status, 2, value)
+    t.equal(r.stderr, `pipe: --max-findings: must be a whole number of at least 1, got "${value}" (usage.bad-option)\n`, value)
+  }
+})

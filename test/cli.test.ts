@@ -2,7 +2,7 @@ import t from 'tap'
 import { childEnv } from './helpers/io.js'
 import { needs } from './helpers/tools.js'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -109,10 +109,13 @@ t.test('a user-composed JSON pipeline runs, and a bad one is refused naming the 
 t.test('SIGINT during a file-writing run leaves no file under its final name', async (t) => {
   const out = join(dir, 'endless.bin')
   const endless = join(dir, 'endless.json')
-  writeFileSync(endless, JSON.stringify({ stages: [{ stage: 'file', options: { path: '/dev/zero' } }, { stage: 'atomic-file', options: { path: out } }] }))
-  const child = spawn(process.execPath, [cli, 'run', endless], { stdio: ['ignore', 'pipe', 'pipe'], env: childEnv() })
+  // An endless input is a stream, so it comes through stdin (`file` reads only regular files).
+  writeFileSync(endless, JSON.stringify({ stages: [{ stage: 'stdin' }, { stage: 'atomic-file', options: { path: out } }] }))
+  const zero = openSync('/dev/zero', 'r')
+  const child = spawn(process.execPath, [cli, 'run', endless], { stdio: [zero, 'pipe', 'pipe'], env: childEnv() })
+  closeSync(zero)
   let stderr = ''
-  child.stderr.on('data', (d: Buffer) => { stderr += d })
+  child.stderr!.on('data', (d: Buffer) => { stderr += d })
   // Wait until the temporary file exists and is growing, so the signal lands mid-write.
   for (let i = 0; i < 200 && !readdirSync(dir).some((f) => f.startsWith('.endless.bin.')); i++) await new Promise((r) => setTimeout(r, 25))
   t.ok(readdirSync(dir).some((f) => f.startsWith('.endless.bin.')), 'the run was writing a temporary file')

@@ -35,16 +35,16 @@ async function inProcess(dir: string, json: boolean, level = 3) {
   return { result, out: io.out(), err: io.err() }
 }
 
-t.test('--json: exactly one object {ok, level, findings: [{level, code, target, detail}]}; notes and counts only in the text report', async (t) => {
+t.test('--json: exactly one object {ok, level, findings: [{level, code, target, detail}], findings_left_out}; notes and counts only in the text report', async (t) => {
   const ok = await inProcess(store.dir, true)
   t.equal(ok.result.exitCode, 0)
-  t.same(JSON.parse(ok.out), { findings: [], ok: true, level: 3 })
+  t.same(JSON.parse(ok.out), { findings: [], ok: true, level: 3, findings_left_out: 0 })
   t.match(ok.result.summary, { kind: 'store', notes: 1, note_codes: { 'pack.table-unknown': 1 }, replay: { confirmed: 4 } }, 'the run still counts notes and replays')
 
   const bad = await inProcess(badSig.dir, true)
   t.equal(bad.result.exitCode, 1)
   const failed = JSON.parse(bad.out)
-  t.same(Object.keys(failed).sort(), ['findings', 'level', 'ok'])
+  t.same(Object.keys(failed).sort(), ['findings', 'findings_left_out', 'level', 'ok'])
   t.equal(failed.ok, false)
   t.equal(failed.level, 3)
   t.same(failed.findings.map((f: object) => Object.keys(f).sort()), [['code', 'detail', 'level', 'target'], ['code', 'detail', 'level', 'target']], 'exactly level, code, target, detail')

@@ -6,7 +6,6 @@
  * stays signed and consistent, so each damage breaks one rule.
  */
 import { cp, mkdir, readFile, unlink } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { buildSearchIndex, buildTableIndex, type TablePart } from '../src/formats/pack/documents/doc-index.js'
 import { buildManifest, parseManifest, type Manifest } from '../src/formats/pack/documents/doc-manifest.js'
@@ -36,6 +35,8 @@ import {
 import { EXPLORE_RUNS_SCHEMA, EXPLORE_SCORES_SCHEMA, PACK_TABLES, REFERENCE_PATCH_SCHEMA, rowComparator, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
 import { findLatticeTiling, latticeGeometry, latticeTilingRow } from '../src/formats/pack/geometry/tilings.js'
 import { LIFE, STAR_WARS, antRecord, type SampleRule } from '../src/sim/pack-records.js'
+import { ByteWriter } from 'hyparquet-writer'
+import { serializeTCompactProtocol } from 'hyparquet-writer/src/thrift.js'
 
 export type Row = Record<string, unknown>
 
@@ -396,9 +397,6 @@ export async function exportStore(store: BuiltStore, dir: string, rows: Record<s
 // ---------------------------------------------------------------------------------------------------
 // A hostile part
 
-const require = createRequire(import.meta.url)
-const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')
-const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
 
 function thrift(value: Parameters<typeof serializeTCompactProtocol>[1]): Buffer {
   const w = new ByteWriter()

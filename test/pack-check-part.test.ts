@@ -10,7 +10,6 @@
  * issues, in the same order, with the same counts, whether its parts are checked in lanes or not.
  */
 import { createHash } from 'node:crypto'
-import { createRequire } from 'node:module'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -22,9 +21,8 @@ import { PackPartWriter } from '../src/formats/pack/tables/parquet-write.js'
 import { PACK_TABLES, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
 import { LIFE } from '../src/sim/pack-records.js'
 import { BLOCK, buildStore, cleanRows, inflatedPart, patternRow, type Row } from './pack-check-fixtures.js'
+import { parquetWriteBuffer } from 'hyparquet-writer'
 
-const require = createRequire(import.meta.url)
-const { parquetWriteBuffer } = require('hyparquet-writer') as typeof import('hyparquet-writer')
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-check-pool-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))

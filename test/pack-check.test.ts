@@ -8,7 +8,7 @@ import { appendFile, mkdtemp, readdir, readFile, rename, rm, symlink, truncate, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { formatBytes } from '../src/core/runner.js'
+import { formatBytes } from '../src/core/input-file.js'
 import { CHECK_CODES, checkPack, levelOf, PackChecker, type CheckIssue, type CheckLevel, type CheckOptions } from '../src/formats/pack/check/check.js'
 import { buildTableIndex, type TablePart } from '../src/formats/pack/documents/doc-index.js'
 import { writePackJson } from '../src/formats/pack/documents/documents.js'

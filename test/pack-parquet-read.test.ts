@@ -7,7 +7,6 @@
  * integer widths that fit, FLOAT for float64, missing nullable columns, unknown columns, a part DuckDB wrote.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DuckDBInstance } from '@duckdb/node-api'
@@ -18,11 +17,10 @@ import { READ_CODES, READ_LIMITS, openPart, partFacts, readPartRows, type Parque
 import { PACK_TABLES, type PackField, type TableSchema } from '../src/formats/pack/tables/table-schemas.js'
 import { seededRandom } from '../src/sim/random.js'
 import { asRead, exact, patternRows } from './pack-parquet-fixtures.js'
+import { ByteWriter, parquetWriteBuffer } from 'hyparquet-writer'
+import { serializeTCompactProtocol } from 'hyparquet-writer/src/thrift.js'
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
-const require = createRequire(import.meta.url)
-const { ByteWriter, parquetWriteBuffer } = require('hyparquet-writer') as typeof import('hyparquet-writer')
-const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
 type Thrift = Parameters<typeof serializeTCompactProtocol>[1]
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-parquet-read-'))

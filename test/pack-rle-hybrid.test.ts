@@ -4,14 +4,12 @@
  * made with: runs shorter and longer than 8, groups cut by the end, every bit width up to the dictionary's,
  * a full buffer that must grow, and what hyparquet reads back.
  */
-import { createRequire } from 'node:module'
 import t from 'tap'
 import { writeRleHybrid } from '../src/formats/pack/tables/rle-hybrid.js'
+import { ByteWriter } from 'hyparquet-writer'
+import { writeRleBitPackedHybrid } from 'hyparquet-writer/src/encoding.js'
+import { readRleBitPackedHybrid } from 'hyparquet/src/encoding.js'
 
-const require = createRequire(import.meta.url)
-const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')
-const { writeRleBitPackedHybrid } = require('hyparquet-writer/src/encoding.js') as typeof import('hyparquet-writer/src/encoding.js')
-const { readRleBitPackedHybrid } = require('hyparquet/src/encoding.js') as typeof import('hyparquet/src/encoding.js')
 
 /** A seeded generator (mulberry32), so that a failure is repeatable. */
 function random(seed: number): () => number {

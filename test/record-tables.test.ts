@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -27,9 +26,8 @@ import {
   type TableCheckRows,
 } from '../src/formats/record/tables.js'
 import type { TableName, TableRow } from '../src/formats/record/types.js'
+import { parquetWriteBuffer } from 'hyparquet-writer'
 
-// require(), not import: see the note at the top of src/formats/record/tables.ts.
-const { parquetWriteBuffer } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const T0 = 1_791_036_000_000_000_000n // 2026-10-03T14:00:00Z
 const MAX = '99999999999999999999.999999999999999999'

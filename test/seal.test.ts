@@ -723,3 +723,11 @@ t.test('seal-hour refuses a key that verify would not accept for the hour, namin
   const v = await verifyRoots([root], join(dir, 'exact', 'jwks.json'))
   t.equal(v.exitCode, 0, 'verify accepts what a key valid from the hour\'s start signed')
 })
+
+t.test('a manifest larger than a verifier reads (16 MiB) is refused before anything is sealed', async (t) => {
+  const { sealableManifest } = await import('../src/formats/record/seal/seal.js')
+  const daily = { format_version: 1, recorder: RECORDER, venue: 'binance', channel: 'trades', date: '2026-10-03', hours: [], previous_manifest_blake3: null }
+  t.ok(sealableManifest(daily as never, 'day').byteLength < 1024, 'a small manifest is its bytes')
+  const huge = { ...daily, note: 'x'.repeat(16 * 2 ** 20) }
+  t.throws(() => sealableManifest(huge as never, 'day'), { code: 'seal.manifest-too-large', message: /the manifest would be 16\.0 MiB, more than the 16\.0 MiB a verifier reads/ })
+})

@@ -27,6 +27,9 @@ export class LineBatch implements Measured {
   line(i: number): Buffer { return this.data.subarray(this.starts[i], this.ends[i]) }
 }
 
+const EMPTY = Buffer.alloc(0)
+const NO_LINES = new Uint32Array(0)
+
 export const splitOptions = z.object({
   maxLineBytes: z.number().int().positive().default(8 * 2 ** 20).describe('longest line accepted; a longer one is a finding and is skipped without being held in memory'),
   requireFinalNewline: z.boolean().default(true).describe('report a last line that lacks its terminating newline'),
@@ -35,7 +38,9 @@ export type SplitOptions = z.infer<typeof splitOptions>
 
 /**
  * Splits a byte stream into LineBatches, one per input chunk. A partial line is carried to the next chunk;
- * a line over the cap is reported (`raw.line-too-long`) and its bytes are dropped as they arrive.
+ * a line over the cap is reported (`raw.line-too-long`) and its bytes are dropped as they arrive. A line
+ * found too long before its end is told at once, by an empty batch that counts it as skipped: a consumer
+ * that must stop there (an import, all or nothing) does so without reading the rest of an endless line.
  */
 export function splitLines(opts: SplitOptions, findings: FindingSink) {
   return async function* (source: AsyncIterable<Uint8Array>): AsyncGenerator<LineBatch> {
@@ -75,7 +80,11 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
           if (carry.byteLength + data.byteLength > opts.maxLineBytes) {
             tooLong()
             carry = null
-            if (nl < 0) { skipping = true; continue }
+            if (nl < 0) {
+              skipping = true
+              yield batch(EMPTY, NO_LINES, NO_LINES, 0, lineNo + 1, offset)
+              continue
+            }
             lineNo++
             pos = nl + 1
           } else {
@@ -120,6 +129,7 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
         if (data.byteLength - pos > opts.maxLineBytes) {
           tooLong()
           skipping = true
+          yield batch(EMPTY, NO_LINES, NO_LINES, 0, lineNo + 1, offset)
         } else {
           carry = Buffer.from(data.subarray(pos))
         }
@@ -129,6 +139,6 @@ export function splitLines(opts: SplitOptions, findings: FindingSink) {
       if (opts.requireFinalNewline) findings.add({ line: lineNo, code: 'raw.line-unterminated', detail: 'the last line has no terminating newline' })
       yield batch(carry, Uint32Array.of(0), Uint32Array.of(carry.byteLength), 1, lineNo, offset - carry.byteLength)
     }
-    if (skipped > 0) yield batch(Buffer.alloc(0), new Uint32Array(0), new Uint32Array(0), 0, lineNo, offset)
+    if (skipped > 0) yield batch(EMPTY, NO_LINES, NO_LINES, 0, lineNo, offset)
   }
 }

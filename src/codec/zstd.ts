@@ -38,10 +38,11 @@ function workerUrl(): URL {
 
 /**
  * Decompresses zstd (detected by its magic, or forced) on a worker thread and yields 1 MiB chunks of
- * plain bytes; plain input passes through untouched. The caps make hostile input a finding-free
- * PipeError rather than unbounded memory.
+ * plain bytes; plain input passes through untouched, or, given `notZstd`, is not passed on at all and
+ * `notZstd` is told whether it was empty. The caps make hostile input a finding-free PipeError rather
+ * than unbounded memory.
  */
-export function zstdDecode(opts: DecodeOptions, stage = 'zstd-decode') {
+export function zstdDecode(opts: DecodeOptions, stage = 'zstd-decode', notZstd?: (empty: boolean) => void) {
   return async function* (source: AsyncIterable<Uint8Array>, { signal }: { signal: AbortSignal }): AsyncGenerator<Uint8Array> {
     const it = source[Symbol.asyncIterator]()
     let first = await it.next()
@@ -52,6 +53,10 @@ export function zstdDecode(opts: DecodeOptions, stage = 'zstd-decode') {
     }
     const head = first.done ? new Uint8Array(0) : first.value
     const compressed = opts.mode === 'zstd' || (opts.mode === 'auto' && startsWithZstdMagic(head))
+    if (!compressed && notZstd) {
+      notZstd(head.byteLength === 0)
+      return
+    }
     if (!compressed) {
       if (opts.requireCompressed) throw new UsageError('usage.not-compressed', 'the input is not zstd-compressed, but the options need the compressed file as stored (e.g. --blake3)', { stage })
       if (!first.done) yield head

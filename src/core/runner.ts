@@ -1,7 +1,8 @@
 import { Readable, Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { asPipeError, EXIT_DATA, EXIT_OK, PipeError, UsageError } from './errors.js'
-import { FindingSink, type Finding } from './findings.js'
+import { DEFAULT_MAX_FINDINGS_PER_CODE, FindingSink, type Finding } from './findings.js'
+import { formatBytes } from './input-file.js'
 import { measure } from './items.js'
 import type { JsonReport, PipelineDef } from './pipeline.js'
 import type { Registry } from './registry.js'
@@ -22,6 +23,8 @@ export interface RunSettings extends RunIO {
   /** Stop on SIGINT/SIGTERM. The CLI sets it; in-process callers pass their own signal instead. */
   handleSignals: boolean
   signal?: AbortSignal
+  /** Findings reported of each code (default DEFAULT_MAX_FINDINGS_PER_CODE); the rest are counted in `findings_left_out`. */
+  maxFindings?: number
 }
 
 export interface StageMetrics {
@@ -110,7 +113,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   const onOuterAbort = () => controller.abort(outer?.reason)
   outer?.addEventListener('abort', onOuterAbort, { once: true })
 
-  const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(formatFinding ? { format: formatFinding } : {}), ...(jsonReport ? { toJson: jsonReport.finding } : {}) })
+  const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(settings.maxFindings !== undefined ? { maxPerCode: settings.maxFindings } : {}), ...(formatFinding ? { format: formatFinding } : {}), ...(jsonReport ? { toJson: jsonReport.finding } : {}) })
   const summary: Record<string, unknown> = {}
   const ctx: RunContext = { signal: controller.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary }
   const metrics: StageMetrics[] = stages.map((s) => ({ name: s.def.name, items_in: 0, bytes_in: 0, items_out: 0, bytes_out: 0 }))
@@ -144,19 +147,21 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
   const ok = findings.count === 0
   const elapsed = Math.round(performance.now() - started)
   if (settings.json) {
-    settings.stdout.write(closeJson(ok, summary, metrics, elapsed, jsonReport))
+    settings.stdout.write(closeJson(ok, summary, metrics, elapsed, jsonReport, findings.leftOut))
   } else {
-    if (findings.hidden > 0) settings.stdout.write(`... ${findings.hidden} more findings (--json lists all)\n`)
+    if (findings.hidden > 0) settings.stdout.write(`... ${findings.hidden} more findings (--json lists them)\n`)
+    if (findings.leftOut > 0) settings.stdout.write(`... ${findings.leftOut} findings left out, past ${settings.maxFindings ?? DEFAULT_MAX_FINDINGS_PER_CODE} of their code (--max-findings)\n`)
     if (findings.hiddenNotes > 0) settings.stdout.write(`... ${findings.hiddenNotes} more notes\n`)
     settings.stdout.write(textSummary(name, ok, findings.count, summary) + '\n')
   }
   return { exitCode: ok ? EXIT_OK : EXIT_DATA, ok, findings: findings.count, summary, stages: metrics }
 }
 
-function closeJson(ok: boolean, summary: Record<string, unknown>, metrics: StageMetrics[], elapsedMs: number, jsonReport: JsonReport | undefined, error?: PipeError): string {
+function closeJson(ok: boolean, summary: Record<string, unknown>, metrics: StageMetrics[], elapsedMs: number, jsonReport: JsonReport | undefined, leftOut: number, error?: PipeError): string {
+  // findings_left_out: findings past --max-findings of their code, counted and not listed.
   const rest: Record<string, unknown> = jsonReport
-    ? { ok, ...Object.fromEntries(jsonReport.summary.map((k) => [k, summary[k] ?? null])) }
-    : { ok, ...summary, stages: metrics, elapsed_ms: elapsedMs }
+    ? { ok, ...Object.fromEntries(jsonReport.summary.map((k) => [k, summary[k] ?? null])), findings_left_out: leftOut }
+    : { ok, ...summary, findings_left_out: leftOut, stages: metrics, elapsed_ms: elapsedMs }
   if (error) rest.error = error.toJSON()
   return '],' + JSON.stringify(rest).slice(1) + '\n'
 }
@@ -166,11 +171,16 @@ function textSummary(name: string, ok: boolean, findings: number, summary: Recor
   return [`${name}: ${ok ? 'ok' : 'FAILED'}`, ...fields, `findings ${findings}`].join(', ')
 }
 
+/** A run that failed before it could start (its pipeline file unreadable): reported as any failed run is. */
+export function failedRun(settings: RunSettings, err: unknown): RunResult {
+  return fail(settings, asPipeError(err), null, [], {})
+}
+
 function fail(settings: RunSettings, error: PipeError, findings: FindingSink | null, metrics: StageMetrics[], summary: Record<string, unknown>, jsonReport?: JsonReport, started = performance.now()): RunResult {
   settings.stderr.write(`pipe: ${error.oneLine()}\n`)
   if (settings.json) {
     if (!findings) settings.stdout.write('{"findings":[')
-    settings.stdout.write(closeJson(false, summary, metrics, Math.round(performance.now() - started), jsonReport, error))
+    settings.stdout.write(closeJson(false, summary, metrics, Math.round(performance.now() - started), jsonReport, findings?.leftOut ?? 0, error))
   }
   return { exitCode: error.exitCode, ok: false, findings: findings?.count ?? 0, summary, stages: metrics, error }
 }
@@ -233,13 +243,6 @@ function startProgress(out: Writable, metrics: StageMetrics[]) {
   const timer = setInterval(draw, 250)
   timer.unref()
   return { stop() { clearInterval(timer); out.write('\r\x1b[K') } }
-}
-
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`
-  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`
-  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`
 }
 
 export type { Finding }

@@ -1,36 +1,57 @@
-import { createReadStream } from 'node:fs'
-import { stat } from 'node:fs/promises'
 import { z } from 'zod'
-import { UsageError } from '../core/errors.js'
+import { PipeError, UsageError } from '../core/errors.js'
+import { INPUT_CODES, openRegularFile } from '../core/input-file.js'
 import { defineStage } from '../core/stage.js'
 
 /** 1 MiB reads: large enough that per-chunk costs vanish, small enough to keep memory flat. */
 export const READ_CHUNK = 1 << 20
 
+const maxBytesOption = z.number().int().positive().optional().describe('read at most this many bytes; more is an error (input.too-large), default unlimited')
+
+function tooMuch(max: number, where: string): PipeError {
+  return new PipeError(INPUT_CODES.tooLarge, `${where} holds more than the ${max} bytes --max-bytes allows`, { location: { offset: max } })
+}
+
+/** The bytes of `source` until more than `max` have come, then a failure: a bound on an input of no stated size. */
+async function* limitBytes(source: AsyncIterable<Buffer>, max: number, where: string): AsyncGenerator<Buffer> {
+  let seen = 0
+  for await (const chunk of source) {
+    seen += chunk.byteLength
+    if (seen > max) throw tooMuch(max, where)
+    yield chunk
+  }
+}
+
 export const fileSource = defineStage({
   name: 'file',
   kind: 'source',
-  summary: 'Reads a file as bytes',
+  summary: 'Reads a regular file as bytes (a device, FIFO or directory is refused: read streams from stdin)',
   takes: 'none',
   gives: 'bytes',
-  options: z.object({ path: z.string().min(1).describe('the file to read') }),
-  async create({ path }) {
-    const info = await stat(path).catch((err: NodeJS.ErrnoException) => {
-      throw new UsageError(`env.${(err.code ?? 'io').toLowerCase()}`, `cannot read: ${err.code === 'ENOENT' ? 'no such file' : err.message}`, { location: { file: path } })
+  options: z.object({ path: z.string().min(1).describe('the file to read'), maxBytes: maxBytesOption }),
+  async create({ path, maxBytes }) {
+    const { fh, size } = await openRegularFile(path).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new UsageError('env.enoent', 'cannot read: no such file', { location: { file: path } })
+      throw err
     })
-    if (!info.isFile() && !info.isFIFO() && !info.isCharacterDevice()) throw new UsageError('env.not-a-file', 'cannot read: not a file', { location: { file: path } })
-    return createReadStream(path, { highWaterMark: READ_CHUNK })
+    if (maxBytes !== undefined && size > maxBytes) {
+      await fh.close()
+      throw tooMuch(maxBytes, 'the file')
+    }
+    const stream = fh.createReadStream({ highWaterMark: READ_CHUNK })
+    // The size was checked on the open file; a file that grows while read is held to the bound too.
+    return maxBytes === undefined ? stream : limitBytes(stream, maxBytes, 'the file')
   },
 })
 
 export const stdinSource = defineStage({
   name: 'stdin',
   kind: 'source',
-  summary: 'Reads standard input as bytes',
+  summary: 'Reads standard input as bytes, to its end',
   takes: 'none',
   gives: 'bytes',
-  options: z.object({}),
-  create(_options, ctx) {
-    return ctx.stdin
+  options: z.object({ maxBytes: maxBytesOption }),
+  create({ maxBytes }, ctx) {
+    return maxBytes === undefined ? ctx.stdin : limitBytes(ctx.stdin, maxBytes, 'standard input')
   },
 })

@@ -9,9 +9,13 @@ export const zstdDecodeStage = defineStage({
   summary: 'Decompresses zstd on a worker thread, with caps on size, ratio and window; passes plain input through in auto mode',
   takes: 'bytes',
   gives: 'bytes',
-  options: decodeOptions,
-  create(options, ctx) {
-    return zstdDecode(options, ctx.stage) as (source: AsyncIterable<unknown>, o: { signal: AbortSignal }) => AsyncIterable<unknown>
+  options: decodeOptions.extend({
+    notZstd: z.object({ code: z.string().min(1), empty: z.string().min(1), plain: z.string().min(1) }).optional()
+      .describe('input that must be zstd: when it is not, a finding with this code (and the detail for empty or plain input), and nothing passed on'),
+  }),
+  create({ notZstd, ...options }, ctx) {
+    const finding = notZstd && ((empty: boolean) => ctx.findings.add({ line: null, code: notZstd.code, detail: empty ? notZstd.empty : notZstd.plain }))
+    return zstdDecode(options, ctx.stage, finding) as (source: AsyncIterable<unknown>, o: { signal: AbortSignal }) => AsyncIterable<unknown>
   },
 })
 

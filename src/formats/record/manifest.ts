@@ -12,6 +12,21 @@ export const FORMAT_VERSION = 1
 /** The raw file's name in an hour directory ("Layout"). */
 export const RAW_FILE_NAME = 'raw.jsonl.zst'
 
+/**
+ * A stored raw file is a zstd stream, and an hour of no frames is a zstd frame of no bytes: an empty file,
+ * or one without the zstd magic number, is not one. verify says so of raw.jsonl.zst, and verify-raw of a
+ * --file named *.zst; other input may be the zstd -dc output of an hour (empty for an hour of no frames).
+ */
+export const NOT_ZSTD_RAW_FILE = { code: 'raw.not-zstd', empty: 'the raw file is empty, not a zstd frame', plain: 'the raw file does not start with the zstd magic number' } as const
+
+/**
+ * The largest manifest read or written, hourly or daily (the spec gives none; docs/limits.md): a verifier
+ * holds a manifest whole, so a hostile one must not be able to ask for gigabytes. 16 MiB, as the pack
+ * format's documents, holds some 100,000 gaps, conflicts or reconnect windows; the sealer refuses to write
+ * a larger manifest rather than seal an hour no verifier reads.
+ */
+export const MANIFEST_LIMIT = { maxBytes: 16 * 2 ** 20, what: 'a manifest' }
+
 export type CompletenessStatus = 'complete' | 'partial' | 'missing'
 export type CompletenessReason =
   | 'reconnect' | 'sequence_gap' | 'checksum_failure' | 'clock_offset_unknown' | 'journal_torn'

@@ -13,22 +13,16 @@
  */
 import { randomBytes } from 'node:crypto'
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { basename, dirname, join } from 'node:path'
 import { parquetMetadataAsync, parquetScan, type AsyncBuffer, type Compressors, type DecodedArray, type FileMetaData, type SchemaElement } from 'hyparquet'
-import type { ColumnSource } from 'hyparquet-writer'
+import { ByteWriter, ParquetWriter, type ColumnSource } from 'hyparquet-writer'
 import { Compressor, decompress } from 'zstd-napi'
 import { fsyncDir } from '../../core/atomic-write.js'
 import { PipeError } from '../../core/errors.js'
+import { openRegularFile } from '../../core/input-file.js'
 import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, compareDecimal16, decodeDecimal16, encodeDecimalTextInto, isDecimal38Text } from './decimal.js'
 import type { TableName, TableRow } from './types.js'
 
-// hyparquet-writer is loaded with require() (require(esm), Node >= 20.19) rather than import: its modules
-// import `hyparquet/src/*.js`, an exports pattern with the wildcard mid-string, which the ESM resolver of
-// tap's ts-node fork cannot resolve (ERR_PACKAGE_PATH_NOT_EXPORTED); require() uses Node's own resolver.
-// Back to a plain import once tests run without that resolver.
-const { ByteWriter, ParquetWriter } = createRequire(import.meta.url)('hyparquet-writer') as typeof import('hyparquet-writer')
-type ParquetWriter = InstanceType<typeof ParquetWriter>
 
 // ---------------------------------------------------------------------------------------------------
 // Schemas
@@ -809,7 +803,7 @@ interface OpenFile {
 
 /** An AsyncBuffer over one open file handle: reads exactly the ranges hyparquet asks for. */
 async function openFile(path: string): Promise<OpenFile> {
-  const fh = await open(path, 'r')
+  const { fh } = await openRegularFile(path)
   try {
     const { size } = await fh.stat()
     const file: AsyncBuffer = {

@@ -14,10 +14,10 @@
  *   media and tilings rows) give.
  */
 import { createHash, randomBytes, type Hash } from 'node:crypto'
-import { constants as fsConstants } from 'node:fs'
 import { lstat, mkdir, open, rename, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { PipeError } from '../../../core/errors.js'
+import { INPUT_CODES, InputError, openRegularFile } from '../../../core/input-file.js'
 import { fsyncDir } from '../../../core/atomic-write.js'
 import { isSignerName } from '../keys/ssh-key.js'
 import {
@@ -353,8 +353,6 @@ export async function planExport(manifest: { manifest: Manifest; hash: string },
 // Reading objects.
 
 const READ_CHUNK = 1024 * 1024
-// O_NOFOLLOW where the platform has it: an object is a regular file, never a link to one elsewhere.
-const OPEN_OBJECT = fsConstants.O_RDONLY | (fsConstants.O_NOFOLLOW ?? 0)
 
 interface ReadLimits {
   /** The size the index or row states. */
@@ -370,27 +368,28 @@ interface ReadLimits {
  */
 async function readChecked(path: string, what: string, limits: ReadLimits, take: (chunk: Buffer, offset: number, size: number) => void): Promise<PackResult<number>> {
   let fh: FileHandle
+  let size: number
   try {
-    fh = await open(path, OPEN_OBJECT)
+    // An object is a regular file, never a link to one elsewhere.
+    ;({ fh, size } = await openRegularFile(path, { noFollow: true }))
   } catch (err) {
+    if (err instanceof InputError) return refusal(STORE_CODES.objectMissing, `${what}: ${path} is ${err.code === INPUT_CODES.symlink ? 'a symbolic link' : err.message}`)
     const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return refusal(STORE_CODES.objectMissing, `${what}: no file at ${path}${code === 'ELOOP' ? ' (a symbolic link)' : ''}`)
+    if (code === 'ENOENT' || code === 'ENOTDIR') return refusal(STORE_CODES.objectMissing, `${what}: no file at ${path}`)
     throw err
   }
   try {
-    const st = await fh.stat()
-    if (!st.isFile()) return refusal(STORE_CODES.objectMissing, `${what}: ${path} is not a regular file`)
-    if (st.size > limits.maxBytes) return refusal(limits.tooLargeCode, `${what}: ${path} is ${st.size} bytes, more than ${limits.maxBytes}`)
-    if (limits.expectedBytes !== undefined && st.size !== limits.expectedBytes) return refusal(STORE_CODES.objectSizeMismatch, `${what}: ${path} is ${st.size} bytes, but ${limits.expectedBytes} are stated`)
-    const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, Math.max(st.size, 1)))
-    for (let offset = 0; offset < st.size; ) {
-      const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, st.size - offset), offset)
+    if (size > limits.maxBytes) return refusal(limits.tooLargeCode, `${what}: ${path} is ${size} bytes, more than ${limits.maxBytes}`)
+    if (limits.expectedBytes !== undefined && size !== limits.expectedBytes) return refusal(STORE_CODES.objectSizeMismatch, `${what}: ${path} is ${size} bytes, but ${limits.expectedBytes} are stated`)
+    const chunk = Buffer.allocUnsafe(Math.min(READ_CHUNK, Math.max(size, 1)))
+    for (let offset = 0; offset < size; ) {
+      const { bytesRead } = await fh.read(chunk, 0, Math.min(chunk.length, size - offset), offset)
       if (bytesRead === 0) return refusal(STORE_CODES.objectSizeMismatch, `${what}: ${path} shrank while read`)
-      take(chunk.subarray(0, bytesRead), offset, st.size)
+      take(chunk.subarray(0, bytesRead), offset, size)
       offset += bytesRead
     }
-    if ((await fh.read(chunk, 0, 1, st.size)).bytesRead !== 0) return refusal(STORE_CODES.objectSizeMismatch, `${what}: ${path} grew while read`)
-    return { ok: true, value: st.size }
+    if ((await fh.read(chunk, 0, 1, size)).bytesRead !== 0) return refusal(STORE_CODES.objectSizeMismatch, `${what}: ${path} grew while read`)
+    return { ok: true, value: size }
   } finally {
     await fh.close()
   }

@@ -20,14 +20,16 @@
  * committed rotation (every staged file renamed into place) or discards one that was not committed.
  */
 import { homedir } from 'node:os'
-import { mkdir, readdir, readFile, rename, rm, unlink } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm, unlink } from 'node:fs/promises'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { fsyncDir, writeFileAtomic } from '../../../core/atomic-write.js'
 import { EXIT_USAGE, PipeError } from '../../../core/errors.js'
+import { readInputFile } from '../../../core/input-file.js'
 import {
   buildKeyStatement,
   isPackTime,
   keyStatementBytes,
+  MAX_KEY_STATEMENT_BYTES,
   parseKeyStatement,
   revocationStatement,
   updateAuthorised,
@@ -216,9 +218,12 @@ export interface PublisherKey {
   machineKeys: MachineKeyState[]
 }
 
+/** A key file or statement the publisher keeps: the largest is a key statement, which the spec bounds (Limits). */
+const PUBLISHER_FILE_LIMIT = { maxBytes: MAX_KEY_STATEMENT_BYTES, what: "a publisher's key file or statement" }
+
 async function readOptional(path: string): Promise<Buffer | undefined> {
   try {
-    return await readFile(path)
+    return await readInputFile(path, PUBLISHER_FILE_LIMIT)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined
     throw err

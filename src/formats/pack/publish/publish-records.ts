@@ -4,7 +4,7 @@
  * records straight from them, and any line it does not take is decoded and parsed by JSON.parse, so what
  * a record means, and every refusal, stays the general path's.
  */
-import { createReadStream } from 'node:fs'
+import { openRegularFile } from '../../../core/input-file.js'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { READ_LIMITS } from '../tables/parquet-limits.js'
@@ -50,7 +50,8 @@ export async function exists(path: string): Promise<boolean> {
 async function* lineBlocks(path: string): AsyncGenerator<Buffer> {
   let pending: Buffer[] = []
   let pendingBytes = 0
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
+  const { fh } = await openRegularFile(path)
+  for await (const chunk of fh.createReadStream({ highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>) {
     const last = chunk.lastIndexOf(0x0a)
     if (last < 0) {
       pendingBytes += chunk.length

@@ -11,15 +11,15 @@
  *   unchanged table's index hash. Retractions are cumulative, each with its publisher.
  * - Deterministic: the same records, keys and `created` give the same bytes.
  */
-import { createReadStream } from 'node:fs'
-import { mkdir, readFile, readdir, stat, unlink } from 'node:fs/promises'
+import { mkdir, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../../../core/errors.js'
+import { openRegularFile, readInputFile } from '../../../core/input-file.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from '../documents/doc-manifest.js'
 import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from '../documents/doc-index.js'
 import { buildRef, parseRef, signRef } from '../documents/doc-ref.js'
 import { isPackTime } from '../keys/key-statements.js'
-import { isFeedName, isUuid, parseTarget, readPackJson, storeDocumentBytes } from '../documents/documents.js'
+import { isFeedName, isUuid, MAX_DOCUMENT_BYTES, parseTarget, readPackJson, storeDocumentBytes } from '../documents/documents.js'
 import { countPartBytes, walkSearchIndex, walkTableIndex } from '../documents/index-walk.js'
 import { PackPartWriter, prewarmPartsThread, type WrittenPart } from '../tables/parquet-write.js'
 import { openPart, READ_CODES, READ_LIMITS } from '../tables/parquet-read.js'
@@ -31,7 +31,7 @@ import {
 import { fingerprint, signerName, signerNameFromFingerprint, type SshPrivateKey } from '../keys/ssh-key.js'
 import { NS_MANIFEST, signSshsig } from '../keys/sshsig.js'
 import {
-  adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
+  adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, readDocumentObject, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
 } from '../documents/store.js'
 import { NewRowsJob, type NewRowsLimits } from './new-rows.js'
@@ -137,9 +137,9 @@ async function currentVersion(store: string, feed: string): Promise<Parent | und
 
 async function loadManifest(store: string, hash: string): Promise<Parent> {
   const path = storeFile(store, objectPath(hash, 'json'))
-  const checked = await verifyObjectFile(path, hash)
-  if (!checked.ok) throw new PipeError(checked.code, checked.detail, { location: { file: path } })
-  const m = parseManifest(await readFile(path))
+  const read = await readDocumentObject(path, hash)
+  if (!read.ok) throw new PipeError(read.code, read.detail, { location: { file: path } })
+  const m = parseManifest(read.value)
   if (!m.ok) throw new PipeError(m.code, m.detail, { location: { file: path } })
   return { hash, manifest: m.value.manifest, store }
 }
@@ -171,7 +171,18 @@ async function copyObject(from: string, to: string, hash: string, ext: ObjectExt
   const src = storeFile(from, objectPath(hash, ext))
   const checked = await verifyObjectFile(src, hash)
   if (!checked.ok) throw new PipeError(checked.code, checked.detail, { location: { file: src } })
-  await writeObject(to, createReadStream(src), ext)
+  await writeObject(to, await readStream(src, { noFollow: true }), ext)
+}
+
+/** A regular file's bytes as a stream (core/input-file.ts: never a device, FIFO or directory). */
+async function readStream(path: string, opts: { noFollow?: boolean } = {}): Promise<AsyncIterable<Uint8Array>> {
+  const { fh } = await openRegularFile(path, opts)
+  return fh.createReadStream({ highWaterMark: 1 << 20 })
+}
+
+/** A JSON file of the records folder (pack.json, a search's search.json): what it becomes is a document, 16 MiB at most. */
+async function readRecordsJson(path: string): Promise<string> {
+  return (await readInputFile(path, { maxBytes: MAX_DOCUMENT_BYTES, what: 'a JSON file of the records folder' })).toString('utf8')
 }
 
 /** Brings a merged version into the store: its manifest, indexes, parts, searches, media, reference patches, signatures and keys. */
@@ -407,7 +418,7 @@ async function readMetadata(dir: string): Promise<PackMetadata> {
   const path = join(dir, 'pack.json')
   if (!(await exists(path))) return {}
   try {
-    return JSON.parse(await readFile(path, 'utf8')) as PackMetadata
+    return JSON.parse(await readRecordsJson(path)) as PackMetadata
   } catch (err) {
     throw recordError(PUBLISH_CODES.record, { file: path, line: 1 }, `not JSON: ${(err as Error).message}`)
   }
@@ -616,7 +627,7 @@ async function storeMedia(o: PublishOptions, row: Row, at: RecordPlace): Promise
   if (typeof file !== 'string' || file.startsWith('/') || file.split(/[\\/]/).includes('..')) throw recordError(PUBLISH_CODES.record, at, 'file must be a path inside the records folder', 'file')
   const ext = mediaExtension(row['media_type'])
   if (!ext.ok) throw recordError(ext.code, at, ext.detail, 'media_type')
-  const written = await writeObject(o.store, await readFile(join(o.records, file)), ext.value)
+  const written = await writeObject(o.store, await readStream(join(o.records, file)), ext.value)
   row['object'] = written.hash
   row['bytes'] = written.bytes
 }
@@ -724,7 +735,7 @@ async function publishSearches(store: string, recordsDir: string): Promise<Recor
   for (const uuid of (await readdir(dir).catch(() => [] as string[])).sort()) {
     if (!isUuid(uuid)) throw usage('usage.bad-search', `searches/${uuid}: a search folder is named by the search's uuid`, join(dir, uuid))
     const at = { file: join(dir, uuid, 'search.json'), line: 1 }
-    const s = JSON.parse(await readFile(at.file, 'utf8')) as SearchRecord
+    const s = JSON.parse(await readRecordsJson(at.file)) as SearchRecord
     const segments: SearchSegment[] = []
     for (const file of (await readdir(join(dir, uuid, 'runs'))).filter((f) => f.endsWith('.jsonl')).sort()) {
       const segment = file.slice(0, -'.jsonl'.length)

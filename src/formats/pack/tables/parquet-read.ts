@@ -31,22 +31,19 @@
  * may mark a required column OPTIONAL; a null in it is `pack.parquet-value-invalid`.
  */
 import type { FileHandle } from 'node:fs/promises'
-import { open } from 'node:fs/promises'
-import { createRequire } from 'node:module'
+import { openRegularFile } from '../../../core/input-file.js'
 import type { ColumnMetaData, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet'
+// Deep modules, not the package's index: it loads all of hyparquet (its readers, query, geometry), ~8 ms
+// more of start-up on each check thread.
+import { parquetHeader } from 'hyparquet/src/column.js'
+import { readColumnIndex, readOffsetIndex } from 'hyparquet/src/indexes.js'
+import { parquetMetadata, parquetSchema } from 'hyparquet/src/metadata.js'
 import { maxDecodedBytes, READ_CODES, READ_LIMITS, refuse, toFinding, type ParquetFinding, type ReadLimits } from './parquet-limits.js'
 import { compileColumns, decodeRowGroup, giveArena, takeArena, type Arena, type ChunkScan, type ChunkSource, type ColumnPlan, type DecodedMeter, type PageInfo, type RowBatch } from './parquet-vectors.js'
 import type { TableSchema } from './table-schemas.js'
 
 export { READ_CODES, READ_LIMITS, type ParquetFinding, type ReadCode, type ReadLimits } from './parquet-limits.js'
 export { RowBatch, StringVector, type ChunkScan, type PageInfo, type Vector } from './parquet-vectors.js'
-
-// Deep modules through require(), as parquet-write.ts explains. Not the package's index: it loads all of
-// hyparquet (its readers, query, geometry), ~8 ms more of start-up on each check thread.
-const require = createRequire(import.meta.url)
-const { parquetHeader } = require('hyparquet/src/column.js') as typeof import('hyparquet/src/column.js')
-const { parquetMetadata, parquetSchema } = require('hyparquet/src/metadata.js') as typeof import('hyparquet/src/metadata.js')
-const { readColumnIndex, readOffsetIndex } = require('hyparquet/src/indexes.js') as typeof import('hyparquet/src/indexes.js')
 
 // ---------------------------------------------------------------------------------------------------
 // Thrift compact pre-scan
@@ -200,9 +197,8 @@ class PartFile {
   ) {}
 
   static async open(path: string): Promise<PartFile> {
-    const fh = await open(path, 'r')
+    const { fh, size } = await openRegularFile(path)
     try {
-      const size = (await fh.stat()).size
       if (size > WHOLE_PART_BYTES) return new PartFile(fh, null, size)
       const part = new PartFile(fh, null, size)
       const whole = await part.read(0, size)

@@ -18,14 +18,13 @@
 import { isUtf8 } from 'node:buffer'
 import { createRequire } from 'node:module'
 import type { ColumnMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet'
+import { deltaBinaryUnpack } from 'hyparquet/src/delta.js'
+import { snappyUncompress } from 'hyparquet/src/snappy.js'
 import { decodedLeafBytes, READ_CODES, refuse, toFinding, type ReadLimits } from './parquet-limits.js'
 import type { PackField, PackType, ScalarKind, TableSchema } from './table-schemas.js'
 
-// Deep modules through require(), as parquet-write.ts explains; both packages export their src/*.js.
-const require = createRequire(import.meta.url)
-const { deltaBinaryUnpack } = require('hyparquet/src/delta.js') as typeof import('hyparquet/src/delta.js')
-const { snappyUncompress } = require('hyparquet/src/snappy.js') as typeof import('hyparquet/src/snappy.js')
-const zstdBinding = require('zstd-napi/binding.js') as typeof import('zstd-napi/binding.js')
+// zstd-napi's binding is CommonJS, so require() loads it.
+const zstdBinding = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof import('zstd-napi/binding.js')
 
 // ---------------------------------------------------------------------------------------------------
 // Pages, as the reader's scan of their headers found them

@@ -38,6 +38,10 @@ import { createRequire } from 'node:module'
 import { endianness } from 'node:os'
 import { join } from 'node:path'
 import type { ColumnChunk, ColumnIndex, Encoding, FileMetaData, OffsetIndex, RowGroup, SchemaElement, Statistics } from 'hyparquet'
+import { ByteWriter } from 'hyparquet-writer'
+import { serializeTCompactProtocol } from 'hyparquet-writer/src/thrift.js'
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js'
+import { unconvertMinMax } from 'hyparquet-writer/src/unconvert.js'
 import { PipeError } from '../../../core/errors.js'
 import { OrderedJob, siblingWorkerUrl } from '../../../core/ordered-worker.js'
 import { partitionFindings, rowComparator, rowValidator, WRITE_CODES, type PackField, type PackType, type RowFinding, type TableSchema } from './table-schemas.js'
@@ -47,15 +51,8 @@ import { decodedLeafBytes } from './parquet-limits.js'
 
 export { WRITE_CODES }
 
-// Loaded with require() for the reason given in src/formats/record/tables.ts (tap's ESM resolver and
-// hyparquet-writer's `hyparquet/src/*.js` imports); the deep modules are in hyparquet-writer's exports.
-const require = createRequire(import.meta.url)
-const { ByteWriter } = require('hyparquet-writer') as typeof import('hyparquet-writer')
-const { serializeTCompactProtocol } = require('hyparquet-writer/src/thrift.js') as typeof import('hyparquet-writer/src/thrift.js')
-const { writeMetadata } = require('hyparquet-writer/src/metadata.js') as typeof import('hyparquet-writer/src/metadata.js')
-const { unconvertMinMax } = require('hyparquet-writer/src/unconvert.js') as typeof import('hyparquet-writer/src/unconvert.js')
-const zstdBinding = require('zstd-napi/binding.js') as typeof import('zstd-napi/binding.js')
-type ByteWriter = InstanceType<typeof ByteWriter>
+// zstd-napi's binding is CommonJS, so require() loads it.
+const zstdBinding = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof import('zstd-napi/binding.js')
 // hyparquet-writer carries its own hyparquet (1.31) whose metadata types differ from ours in details.
 type WriterMetadata = Parameters<typeof writeMetadata>[1]
 type WriterElement = Parameters<typeof unconvertMinMax>[1]

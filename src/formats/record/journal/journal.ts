@@ -20,6 +20,7 @@ import { randomBytes } from 'node:crypto'
 import { link, mkdir, open, readdir, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { PipeError } from '../../../core/errors.js'
+import { openRegularFile } from '../../../core/input-file.js'
 import { fsyncDir } from '../../../core/atomic-write.js'
 import { checkBase64 } from '../envelope.js'
 import { grown } from '../grow.js'
@@ -1023,7 +1024,7 @@ export async function* readJournalFile(path: string, opts: ReadJournalFileOption
 }
 
 async function* readWith(scanner: JournalScanner, path: string, opts: ReadJournalFileOptions, state: { size: number }): AsyncGenerator<JournalFileBatch> {
-  const fh = await open(path, 'r')
+  const { fh } = await openRegularFile(path)
   try {
     let filePos = 0
     if (opts.startOffset !== undefined && opts.startOffset > FILE_HEADER_SIZE) {
@@ -1152,7 +1153,10 @@ async function eventRecordAt(fh: FileHandle, offset: number, size: number): Prom
   const WINDOW = 64 * 1024
   const win = Buffer.allocUnsafe(WINDOW)
   let at = Math.max(offset, FILE_HEADER_SIZE)
-  while (at + RECORD_HEADER_SIZE <= size) {
+  // In an intact stretch a record starts within one record's length of any point: a probe that finds none
+  // that far is in damage (or zeros), and says so rather than scan the rest of a file of any size.
+  const stop = Math.min(size, at + RECORD_HEADER_SIZE + MAX_BODY_SIZE + WINDOW)
+  while (at + RECORD_HEADER_SIZE <= stop) {
     const { bytesRead } = await fh.read(win, 0, WINDOW, at)
     if (bytesRead < RECORD_HEADER_SIZE) return null
     let i = win.indexOf(SYNC_MARKER)
@@ -1187,9 +1191,11 @@ async function eventRecordAt(fh: FileHandle, offset: number, size: number): Prom
  * nothing earlier can be skipped.
  */
 export async function seekJournalTime(path: string, time: bigint): Promise<number> {
-  const fh = await open(path, 'r')
+  const { fh, size } = await openRegularFile(path)
   try {
-    const { size } = await fh.stat()
+    // Not a journal file: nothing to seek in; the reader refuses it on its header.
+    const header = Buffer.alloc(FILE_MAGIC.length)
+    if ((await fh.read(header, 0, header.length, 0)).bytesRead < header.length || !header.equals(FILE_MAGIC)) return FILE_HEADER_SIZE
     let lo = FILE_HEADER_SIZE
     let hi = size
     while (hi - lo > 64 * 1024) {

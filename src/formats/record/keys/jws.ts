@@ -17,6 +17,9 @@ import { formatTimeNs, keyValidityAt, privateKeyObject, type PrivateSigningJwk, 
 
 export const JWS_ALG = 'Ed25519'
 
+/** A manifest.json.sig is some 200 bytes; docs/limits.md. */
+export const SIGNATURE_LIMIT = { maxBytes: 64 * 2 ** 10, what: 'a signature' }
+
 /** Stable codes of a failed signature check; they never change meaning once published. */
 export type SigCode =
   /** Not `header..signature` with strict base64url parts, a JSON object header and a 64-byte signature. */

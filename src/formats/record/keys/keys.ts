@@ -11,12 +11,12 @@
 import { formatTime, tryParseTime } from '../time.js'
 import canonicalize from 'canonicalize'
 import { createPrivateKey, createPublicKey, randomBytes, type KeyObject } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { calculateJwkThumbprint } from 'jose'
 import { z } from 'zod'
 import { writeFileAtomic } from '../../../core/atomic-write.js'
 import { PipeError } from '../../../core/errors.js'
+import { readInputFile, type ReadLimit } from '../../../core/input-file.js'
 
 /** A public signing key as it appears in `jwks.json`. Members this code does not know are kept. */
 export interface PublicSigningJwk {
@@ -397,8 +397,12 @@ export async function parsePrivateJwk(value: unknown, file?: string): Promise<Pr
   return { kty: 'OKP', crv: 'Ed25519', x: k.x, d: k.d, kid: k.kid, alg: 'Ed25519', use: 'sig' }
 }
 
-async function readJsonFile(path: string, code: string, what: string): Promise<unknown> {
-  const text = await readFile(path, 'utf8')
+/** docs/limits.md: a key set of a few thousand keys, and one private key, with room to spare. */
+export const KEY_SET_LIMIT = { maxBytes: 2 ** 20, what: 'a key set' }
+export const PRIVATE_KEY_LIMIT = { maxBytes: 64 * 2 ** 10, what: 'a private key' }
+
+async function readJsonFile(path: string, code: string, what: string, limit: ReadLimit): Promise<unknown> {
+  const text = (await readInputFile(path, limit)).toString('utf8')
   try {
     return JSON.parse(text) as unknown
   } catch (err) {
@@ -407,11 +411,11 @@ async function readJsonFile(path: string, code: string, what: string): Promise<u
 }
 
 export async function readJwksFile(path: string): Promise<PublicJwks> {
-  return parseJwks(await readJsonFile(path, 'keys.jwks-invalid', 'JWK Set'), path)
+  return parseJwks(await readJsonFile(path, 'keys.jwks-invalid', 'JWK Set', KEY_SET_LIMIT), path)
 }
 
 export async function readPrivateJwkFile(path: string): Promise<PrivateSigningJwk> {
-  return parsePrivateJwk(await readJsonFile(path, 'keys.private-jwk-invalid', 'private JWK'), path)
+  return parsePrivateJwk(await readJsonFile(path, 'keys.private-jwk-invalid', 'private JWK', PRIVATE_KEY_LIMIT), path)
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -4,11 +4,12 @@
  * buffers (tables.ts `RowGroupColumns`), both moved rather than copied (core/ordered-worker.ts carries
  * them in order, with flow control).
  */
-import { createReadStream, createWriteStream } from 'node:fs'
+import { createWriteStream } from 'node:fs'
 import { open } from 'node:fs/promises'
 import { join } from 'node:path'
 import { finished } from 'node:stream/promises'
 import { CompressStream } from 'zstd-napi'
+import { openRegularFile } from '../../../core/input-file.js'
 import { serveOrderedJobs } from '../../../core/ordered-worker.js'
 import { createIncrementalHash } from '../../../codec/hash.js'
 import { RAW_FILE_NAME, type FileEntry } from '../manifest.js'
@@ -21,7 +22,8 @@ export interface FinishHourFiles { rawRows: number }
 
 async function blake3File(path: string): Promise<string> {
   const hash = await createIncrementalHash('blake3')
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer)
+  const { fh } = await openRegularFile(path)
+  for await (const chunk of fh.createReadStream({ highWaterMark: 1 << 20 })) hash.update(chunk as Buffer)
   return hash.digestHex()
 }
 

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { createReadStream } from 'node:fs'
-import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fsyncDir, writeFileAtomic } from '../../../core/atomic-write.js'
 import { PipeError, UsageError } from '../../../core/errors.js'
+import { formatBytes, openRegularFile, readInputFile } from '../../../core/input-file.js'
 import { createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
@@ -11,7 +11,7 @@ import { FILE_HEADER_SIZE, HOUR_NS, journalFilePath, journalRangeFor, listJourna
 import { signDetached } from '../keys/jws.js'
 import type { PrivateSigningJwk } from '../keys/keys.js'
 import {
-  COMPLETENESS_REASONS, FORMAT_VERSION, RAW_FILE_NAME, dayDir, manifestBytes,
+  COMPLETENESS_REASONS, FORMAT_VERSION, MANIFEST_LIMIT, RAW_FILE_NAME, dayDir, manifestBytes,
   type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary,
 } from '../manifest.js'
 import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
@@ -49,6 +49,20 @@ const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: 
 
 async function exists(path: string): Promise<boolean> {
   return stat(path).then(() => true, (err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return false; throw err })
+}
+
+/** A manifest this root already holds (the sealer's own, read back as a verifier would: docs/limits.md). */
+function readManifest(path: string): Promise<Buffer> {
+  return readInputFile(path, MANIFEST_LIMIT)
+}
+
+/** A manifest's bytes, refused when a verifier would not read them: an hour sealed past the limit could never verify. */
+export function sealableManifest(manifest: HourlyManifest | DailyManifest, dir: string): Uint8Array {
+  const bytes = manifestBytes(manifest)
+  if (bytes.byteLength > MANIFEST_LIMIT.maxBytes) {
+    throw new PipeError('seal.manifest-too-large', `the manifest would be ${formatBytes(bytes.byteLength)}, more than the ${formatBytes(MANIFEST_LIMIT.maxBytes)} a verifier reads (docs/limits.md): nothing is sealed`, { location: { file: dir } })
+  }
+  return bytes
 }
 
 export async function blake3Hex(bytes: Uint8Array): Promise<string> {
@@ -114,7 +128,7 @@ async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) 
   const { zstdDecodeInProcess, decodeOptions } = await import('../../../codec/zstd.js')
   let index = 0
   let carry = Buffer.alloc(0)
-  const source = createReadStream(rawPath) as AsyncIterable<Uint8Array>
+  const source = (await openRegularFile(rawPath)).fh.createReadStream() as AsyncIterable<Uint8Array>
   for await (const chunk of zstdDecodeInProcess(source, decodeOptions.parse({}))) {
     const data = Buffer.concat([carry, chunk])
     let pos = 0
@@ -168,7 +182,7 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   const finalDir = hourDirOf(o.root, ids, start)
   const where = { file: finalDir }
   if (await exists(join(finalDir, 'manifest.json'))) {
-    const manifest = JSON.parse(await readFile(join(finalDir, 'manifest.json'), 'utf8')) as HourlyManifest
+    const manifest = JSON.parse((await readManifest(join(finalDir, 'manifest.json'))).toString('utf8')) as HourlyManifest
     const result: SealHourResult = { status: 'already-sealed', dir: finalDir, manifest }
     // A seal stopped between renaming hour 23 into place and writing the day finishes the day now.
     if (isLastHourOfDay(start) && !(await exists(join(dirname(finalDir), 'manifest.json')))) result.daily = await sealDay(o, dateOf(start))
@@ -180,7 +194,7 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
     const last = chain[chain.length - 1]!
     if (last >= end) throw new UsageError('seal.before-chain-end', `the chain already holds hours after ${hourLabel(start)} (up to ${hourLabel(last)}); hours are sealed in order`, { location: where })
     if (last !== start - HOUR_NS) throw new UsageError('seal.previous-hour-missing', `seal ${hourLabel(last + HOUR_NS)} first: the chain ends at ${hourLabel(last)} and never skips an hour`, { location: where })
-    previous = await blake3Hex(await readFile(join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')))
+    previous = await blake3Hex(await readManifest(join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')))
   }
 
   const dayPath = dirname(finalDir)
@@ -189,7 +203,7 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   await mkdir(temp)
   try {
     const manifest = await buildHour(o, temp, start, end, window, previous, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
-    const bytes = manifestBytes(manifest)
+    const bytes = sealableManifest(manifest, finalDir)
     await writeFileAtomic(join(temp, 'manifest.json'), bytes)
     await writeFileAtomic(join(temp, 'manifest.json.sig'), signDetached(bytes, o.key))
     await fsyncDir(temp)
@@ -358,14 +372,14 @@ export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 've
     const hh = String(h).padStart(2, '0')
     const path = join(dir, `hour=${hh}`, 'manifest.json')
     if (!(await exists(path))) continue
-    const bytes = await readFile(path)
+    const bytes = await readManifest(path)
     hours.push({ hour: hh, blake3: await blake3Hex(bytes), status: (JSON.parse(bytes.toString('utf8')) as HourlyManifest).completeness.status })
   }
   const prevDate = new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
   const prevPath = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, prevDate), 'manifest.json')
-  const previous = (await exists(prevPath)) ? await blake3Hex(await readFile(prevPath)) : null
+  const previous = (await exists(prevPath)) ? await blake3Hex(await readManifest(prevPath)) : null
   const daily: DailyManifest = { format_version: FORMAT_VERSION, ...ids, date, hours, previous_manifest_blake3: previous }
-  const bytes = manifestBytes(daily)
+  const bytes = sealableManifest(daily, dir)
   await writeFileAtomic(join(dir, 'manifest.json'), bytes)
   await writeFileAtomic(join(dir, 'manifest.json.sig'), signDetached(bytes, o.key))
   return daily

@@ -13,12 +13,13 @@
  * Memory: one hour's per-line data at a time (a Float64Array of frame times, grown as lines arrive), the
  * hashes of the previous hour and of the current day's hours, and the list of dates of one chain.
  */
-import { open, readdir, readFile, stat } from 'node:fs/promises'
+import { lstat, readdir, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { blake3, createBLAKE3, type IHasher } from 'hash-wasm'
 import { z } from 'zod'
 import { PipeError } from '../../../core/errors.js'
+import { INPUT_CODES, InputError, openRegularFile, readInputFile, type ReadLimit } from '../../../core/input-file.js'
 import { FindingSink, type Finding } from '../../../core/findings.js'
 import { createIncrementalHash } from '../../../codec/hash.js'
 import { splitLines, type LineBatch } from '../../../codec/lines.js'
@@ -26,9 +27,9 @@ import { startsWithZstdMagic, zstdDecode, zstdDecodeInProcess, type DecodeOption
 import { findVenue } from '../../../venues/index.js'
 import { CanonicalChecker, JsonCode } from '../../json/canonical-check.js'
 import { checkEnvelope, newEnvelopeResult, type EnvelopeResult } from '../envelope.js'
-import { verifyDetached } from '../keys/jws.js'
+import { SIGNATURE_LIMIT, verifyDetached } from '../keys/jws.js'
 import { manifestSigningInstant, type PublicJwks } from '../keys/keys.js'
-import { COMPLETENESS_REASONS, FORMAT_VERSION, RAW_FILE_NAME, type CompletenessReason } from '../manifest.js'
+import { COMPLETENESS_REASONS, FORMAT_VERSION, NOT_ZSTD_RAW_FILE, MANIFEST_LIMIT, RAW_FILE_NAME, type CompletenessReason } from '../manifest.js'
 import { checkSchema, readTableForCheck, tableFileName } from '../tables.js'
 import { dayStartNs, formatTime, tryParseTime } from '../time.js'
 import { CHANNEL_TABLES, type Channel, type Replica, type TableName } from '../types.js'
@@ -936,31 +937,63 @@ async function fileSize(path: string): Promise<{ size: number } | { missing: str
   }
 }
 
-/** BLAKE3 of a whole file, streamed. */
-async function hashFile(path: string): Promise<string> {
+/**
+ * BLAKE3 of the first `bytes` bytes of a regular file that stat says holds at least that many, streamed:
+ * no more is read, whatever the file holds past them (a file longer than its listed size is hashed no
+ * further than that size). A file that shrank since is refused as changed.
+ */
+async function hashFile(path: string, bytes: number): Promise<{ blake3: string } | { refused: InputError }> {
   const h = await createIncrementalHash('blake3')
-  const fh = await open(path, 'r')
+  let opened
+  try {
+    opened = await openRegularFile(path)
+  } catch (err) {
+    if (err instanceof InputError) return { refused: err }
+    throw err
+  }
+  const { fh } = opened
   try {
     const buf = Buffer.allocUnsafe(READ_BYTES)
-    for (;;) {
-      const { bytesRead } = await fh.read(buf, 0, READ_BYTES, null)
-      if (bytesRead === 0) break
+    for (let read = 0; read < bytes; ) {
+      const { bytesRead } = await fh.read(buf, 0, Math.min(READ_BYTES, bytes - read), read)
+      if (bytesRead === 0) return { refused: new InputError(INPUT_CODES.changed, path, `shrank below ${bytes} bytes while read`) }
+      read += bytesRead
       h.update(buf.subarray(0, bytesRead))
     }
   } finally {
     await fh.close()
   }
-  return h.digestHex()
+  return { blake3: h.digestHex() }
 }
 
-async function readIfExists(path: string): Promise<Buffer | null> {
+type Stored = { bytes: Buffer } | { missing: true } | { refused: InputError }
+
+/** A manifest or signature as stored: its bytes, or that it is missing, or why it was not read (docs/limits.md). */
+async function readStored(path: string, limit: ReadLimit): Promise<Stored> {
   try {
-    return await readFile(path)
+    return { bytes: await readInputFile(path, limit) }
   } catch (err) {
+    if (err instanceof InputError) return { refused: err }
     const code = (err as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR') return null
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { missing: true }
     throw err
   }
+}
+
+function sizeFinding(size: number, listed: number): CheckFinding {
+  const past = size > listed ? `: it is read no further than ${listed} bytes` : ''
+  return { check: 2, code: 'file.size', detail: `the file has ${size} bytes, the manifest lists ${listed}${past}` }
+}
+
+/** `readBytes`: the bytes hashed, when a file longer than listed was hashed only that far. */
+function blake3Finding(actual: string, listed: string, readBytes?: number): CheckFinding {
+  const of = readBytes === undefined ? "the file's blake3" : `the blake3 of the file's first ${readBytes} bytes`
+  return { check: 2, code: 'file.blake3', detail: `${of} is ${actual}, the manifest lists ${listed}` }
+}
+
+/** A file the verifier would not read, as a finding of `check`: file.not-regular, file.too-large, file.changed-while-read. */
+function refusedFinding(check: CheckNumber, err: InputError): CheckFinding {
+  return { check, code: `file.${err.code.slice('input.'.length)}`, detail: `${err.message}: not read` }
 }
 
 async function listDir(path: string): Promise<string[]> {
@@ -969,6 +1002,18 @@ async function listDir(path: string): Promise<string[]> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR') return []
+    throw err
+  }
+}
+
+/** Whether anything (a file of any kind, or a link) stands at `path`. */
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path)
+    return true
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false
     throw err
   }
 }
@@ -1126,7 +1171,7 @@ export class RecordVerifier {
     return [...dates].sort()
   }
 
-  /** Hours (`HH`) of a date whose hourly manifest exists in at least one root. */
+  /** Hours (`HH`) of a date whose hourly manifest exists in at least one root (as a file of any kind: reading it says more). */
   private async listHours(chain: Chain, date: string): Promise<string[]> {
     const hours = new Set<string>()
     for (const root of chain.roots) {
@@ -1134,18 +1179,21 @@ export class RecordVerifier {
       for (const h of await listDir(dayDir)) {
         const hh = h.slice(5)
         if (!h.startsWith('hour=') || !/^([01]\d|2[0-3])$/.test(hh) || hours.has(hh)) continue
-        if ('size' in (await fileSize(join(dayDir, h, 'manifest.json')))) hours.add(hh)
+        if (await exists(join(dayDir, h, 'manifest.json'))) hours.add(hh)
       }
     }
     return [...hours].sort()
   }
 
-  /** The stored copies of one manifest (path relative to the chain), grouped by exact bytes. */
+  /** The stored copies of one manifest (path relative to the chain), grouped by exact bytes; a copy not read is a finding. */
   private async readVersions(chain: Chain, rel: string): Promise<StoredManifest[]> {
     const out: StoredManifest[] = []
     for (const root of chain.roots) {
-      const bytes = await readIfExists(join(root, chain.rel, rel))
-      if (!bytes) continue
+      const path = join(root, chain.rel, rel)
+      const stored = await readStored(path, MANIFEST_LIMIT)
+      if ('refused' in stored) this.report(path, refusedFinding(1, stored.refused))
+      if (!('bytes' in stored)) continue
+      const bytes = stored.bytes
       const h = await blake3(bytes)
       const same = out.find((v) => v.version.blake3 === h)
       if (same) same.version.roots.push(root)
@@ -1164,11 +1212,16 @@ export class RecordVerifier {
   /** Check 6 for one stored copy: its manifest.json.sig verifies with a key valid at the signing instant. */
   private async checkSignature(path: string, bytes: Buffer, value: Record<string, unknown>, fallbackInstant: bigint): Promise<void> {
     const sigPath = `${path}.sig`
-    const sig = await readIfExists(sigPath)
-    if (!sig) {
+    const stored = await readStored(sigPath, SIGNATURE_LIMIT)
+    if ('missing' in stored) {
       this.report(sigPath, { check: 6, code: 'sig.missing', detail: 'the manifest has no manifest.json.sig' })
       return
     }
+    if ('refused' in stored) {
+      this.report(sigPath, refusedFinding(6, stored.refused))
+      return
+    }
+    const sig = stored.bytes
     let at = fallbackInstant
     try {
       at = manifestSigningInstant(value)
@@ -1215,6 +1268,7 @@ export class RecordVerifier {
         this.aborted()
         const start = dayStart + BigInt(Number(hh)) * NS_PER_HOUR
         const { versions, progress } = await this.verifyHour(chain, `${dayRel}/hour=${hh}`, start)
+        if (versions.length === 0) continue
         present.set(hh, versions)
         this.summary.hours++
         const path = join(versions[0]!.roots[0]!, chain.rel, dayRel, `hour=${hh}`, 'manifest.json')
@@ -1259,6 +1313,8 @@ export class RecordVerifier {
   private async verifyHour(chain: Chain, rel: string, start: bigint): Promise<{ versions: ManifestVersion[]; progress: HourVerified }> {
     const stored = await this.readVersions(chain, `${rel}/manifest.json`)
     this.forkFinding(chain, `${rel}/manifest.json`, stored)
+    // No root held a copy that could be read (each refusal is a finding): the chain has no manifest here.
+    if (stored.length === 0) return { versions: [], progress: new HourVerified(join(chain.roots[0]!, chain.rel, rel), 0) }
     const dir = (root: string) => join(root, chain.rel, rel)
     let rawBytes = 0
     for (const { bytes, version } of stored) {
@@ -1305,21 +1361,27 @@ export class RecordVerifier {
     return { versions, progress: new HourVerified(dir(versions[0]!.roots[0]!), rawBytes) }
   }
 
-  /** Check 2 for one file: it exists with the listed size and BLAKE3. Returns its BLAKE3, or null when missing. */
-  private async checkFile(path: string, entry: { size: number; blake3: string }): Promise<string | null> {
+  /**
+   * Check 2 for one file: it exists with the listed size and BLAKE3. The size is taken from stat first, and
+   * nothing past the listed size is read: a longer file (an 8 GiB sparse one, say) is hashed only that far.
+   * Returns its BLAKE3, or null when it is missing, not read, or longer than listed (its contents are then
+   * not checked). `report` false: the findings were made on another copy's bytes.
+   */
+  private async checkFile(path: string, entry: { size: number; blake3: string }, report = true): Promise<string | null> {
     const s = await fileSize(path)
     if ('missing' in s) {
-      this.report(path, { check: 2, code: 'file.missing', detail: `the manifest lists this file, but it ${s.missing}` })
+      if (report) this.report(path, { check: 2, code: 'file.missing', detail: `the manifest lists this file, but it ${s.missing}` })
       return null
     }
-    const h = await hashFile(path)
-    this.compareFile(path, entry, s.size, h)
-    return h
-  }
-
-  private compareFile(path: string, entry: { size: number; blake3: string }, size: number, h: string): void {
-    if (size !== entry.size) this.report(path, { check: 2, code: 'file.size', detail: `the file has ${size} bytes, the manifest lists ${entry.size}` })
-    if (h !== entry.blake3) this.report(path, { check: 2, code: 'file.blake3', detail: `the file's blake3 is ${h}, the manifest lists ${entry.blake3}` })
+    const longer = s.size > entry.size
+    const h = await hashFile(path, longer ? entry.size : s.size)
+    if ('refused' in h) {
+      if (report) this.report(path, refusedFinding(2, h.refused))
+      return null
+    }
+    if (report && s.size !== entry.size) this.report(path, sizeFinding(s.size, entry.size))
+    if (report && h.blake3 !== entry.blake3) this.report(path, blake3Finding(h.blake3, entry.blake3, longer ? entry.size : undefined))
+    return longer ? null : h.blake3
   }
 
   /**
@@ -1351,11 +1413,15 @@ export class RecordVerifier {
     if (!rawEntry) {
       this.report(manifestPath, { check: 3, code: 'raw.unlisted', detail: `the manifest's files do not list ${RAW_FILE_NAME}` })
     } else {
-      const r = await this.rawPass(rawPath, start, m, { venue: chain.venue, channel, strict: this.opts.strict === true }, rawFindings)
+      const r = await this.rawPass(rawPath, rawEntry.size, start, m, { venue: chain.venue, channel, strict: this.opts.strict === true }, rawFindings)
       if ('missing' in r) {
         if (check2) this.report(rawPath, { check: 2, code: 'file.missing', detail: `the manifest lists this file, but it ${r.missing}` })
+      } else if ('refused' in r) {
+        if (check2) this.report(rawPath, refusedFinding(2, r.refused))
       } else {
-        if (check2) this.compareFile(rawPath, rawEntry, r.size, r.blake3)
+        const longer = r.size > rawEntry.size
+        if (check2 && r.size !== rawEntry.size) this.report(rawPath, sizeFinding(r.size, rawEntry.size))
+        if (check2 && r.blake3 !== rawEntry.blake3) this.report(rawPath, blake3Finding(r.blake3, rawEntry.blake3, longer ? rawEntry.size : undefined))
         actual.set(RAW_FILE_NAME, r.blake3)
         rawBytes = r.decodedBytes
         rawRead = r.complete
@@ -1376,7 +1442,7 @@ export class RecordVerifier {
         continue
       }
       const path = join(dir, name)
-      const h = check2 ? await this.checkFile(path, entry) : 'size' in (await fileSize(path)) ? await hashFile(path) : null
+      const h = await this.checkFile(path, entry, check2)
       if (h === null) continue
       actual.set(name, h)
       await this.checkTable(path, table, entry.rows, start, rawRead ? raw : null, unrepresentable)
@@ -1407,24 +1473,34 @@ export class RecordVerifier {
    * a worker thread, split into lines and checked (checks 3 and 7, and the facts of 4, 8, 9, 10).
    * `complete` is false when the file is not zstd or does not decompress to its end.
    */
-  private async rawPass(path: string, start: bigint, m: Record<string, unknown>, opts: RawHourOptions, findings = true): Promise<{ missing: string } | { size: number; blake3: string; complete: boolean; decodedBytes: number }> {
+  private async rawPass(path: string, listedSize: number, start: bigint, m: Record<string, unknown>, opts: RawHourOptions, findings = true): Promise<{ missing: string } | { refused: InputError } | { size: number; blake3: string; complete: boolean; decodedBytes: number }> {
     const s = await fileSize(path)
     if ('missing' in s) return s
+    // Nothing past the listed size is read: a longer file (an 8 GiB sparse one, say) is read that far only.
+    const toRead = Math.min(s.size, listedSize)
+    let opened
+    try {
+      opened = await openRegularFile(path)
+    } catch (err) {
+      if (err instanceof InputError) return { refused: err }
+      throw err
+    }
+    const { fh } = opened
     const raw = this.raw!
     const emit = findings ? (f: CheckFinding) => this.report(path, f) : () => undefined
     raw.reset(Number(start / 1_000_000_000n), m, opts, emit)
     const hasher = await createIncrementalHash('blake3')
-    const fh = await open(path, 'r')
     let complete = false
     let decodedBytes = 0
+    let pos = 0
     try {
-      let pos = 0
       let stop = false
       let inflight: Promise<unknown> = Promise.resolve()
       // Every byte read is hashed before it is handed on (the worker takes the buffer over).
       const readChunk = async (): Promise<Buffer | null> => {
+        if (pos >= toRead) return null
         const buf = Buffer.allocUnsafeSlow(READ_BYTES)
-        const p = fh.read(buf, 0, READ_BYTES, pos)
+        const p = fh.read(buf, 0, Math.min(READ_BYTES, toRead - pos), pos)
         inflight = p
         const { bytesRead } = await p
         if (bytesRead === 0) return null
@@ -1435,7 +1511,7 @@ export class RecordVerifier {
       }
       const first = await readChunk()
       if (!first || !startsWithZstdMagic(first)) {
-        emit({ check: 3, code: 'raw.not-zstd', detail: first ? 'the raw file does not start with the zstd magic number' : 'the raw file is empty, not a zstd frame' })
+        emit({ check: 3, code: NOT_ZSTD_RAW_FILE.code, detail: first ? NOT_ZSTD_RAW_FILE.plain : NOT_ZSTD_RAW_FILE.empty })
       } else {
         const source = async function* (): AsyncGenerator<Uint8Array> {
           yield first
@@ -1477,6 +1553,7 @@ export class RecordVerifier {
     } finally {
       await fh.close()
     }
+    if (pos !== toRead) return { refused: new InputError(INPUT_CODES.changed, path, `shrank below ${toRead} bytes while read`) }
     return { size: s.size, blake3: hasher.digestHex(), complete, decodedBytes }
   }
 

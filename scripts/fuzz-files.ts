@@ -116,7 +116,8 @@ export async function makeFixtures(root: string): Promise<Target[]> {
     name: 'check',
     stages: [
       { stage: 'file', options: { path: 'raw.jsonl.zst' } },
-      { stage: 'zstd-decode' },
+      // The stored raw file is zstd: a plain one is refused at once rather than streamed through.
+      { stage: 'zstd-decode', options: { requireCompressed: true } },
       { stage: 'split-lines' },
       { stage: 'parse-envelopes' },
       { stage: 'frame-order' },
@@ -439,7 +440,7 @@ export interface FuzzOptions {
   log?: (line: string) => void
 }
 
-export interface FuzzReport { cases: number; anomalies: Outcome[]; maxRssMb: number; maxWallS: number; byTarget: Record<string, number> }
+export interface FuzzReport { cases: number; anomalies: Outcome[]; maxRssMb: number; maxWallS: number; byTarget: Record<string, number>; slowest?: Outcome; largest?: Outcome }
 
 /** The cases of a run, the same for the same seed: case i of seed s always does the same thing. */
 export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
@@ -460,8 +461,8 @@ export async function fuzz(o: FuzzOptions): Promise<FuzzReport> {
         const outcome = await fuzzCase(fixtures, target, m, caseDir, limits)
         report.cases++
         report.byTarget[target.name] = (report.byTarget[target.name] ?? 0) + 1
-        report.maxRssMb = Math.max(report.maxRssMb, outcome.rssMb)
-        report.maxWallS = Math.max(report.maxWallS, outcome.wallS)
+        if (outcome.rssMb > report.maxRssMb) [report.maxRssMb, report.largest] = [outcome.rssMb, outcome]
+        if (outcome.wallS > report.maxWallS) [report.maxWallS, report.slowest] = [outcome.wallS, outcome]
         if (outcome.anomalies.length > 0) {
           report.anomalies.push(outcome)
           o.log?.(`ANOMALY case ${i} (seed ${o.seed}) ${target.name} ${m.kind} ${m.file}: ${outcome.anomalies.join('; ')}`)
@@ -498,6 +499,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
     log: (line) => console.log(line),
   })
   console.log(`by target: ${Object.entries(report.byTarget).map(([k, v]) => `${k} ${v}`).join(', ')}`)
+  const which = (o?: Outcome) => (o ? `${o.target} ${o.mutation.kind} ${o.mutation.file} (exit ${o.code})` : '-')
+  console.log(`slowest: ${which(report.slowest)}, ${report.maxWallS.toFixed(1)} s; largest: ${which(report.largest)}, ${report.maxRssMb.toFixed(0)} MB`)
   console.log(summaryLine(report))
   process.exitCode = report.anomalies.length > 0 ? 1 : 0
 }

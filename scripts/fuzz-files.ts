@@ -15,7 +15,7 @@
  * Usage: node dist/scripts/fuzz-files.js [--cases 2000] [--seed 1] [--jobs 2] [--only TARGET] [--keep-vectors DIR]
  */
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { cp, link, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -145,6 +145,7 @@ export async function makeFixtures(root: string): Promise<Target[]> {
       env: (d) => ({ PIPE_HOME: join(d, 'home') }),
       args: (d) => ['run', 'pack-publish', '--feed', 'fuzz', '--to', join(d, 'store'), '--records', join(d, 'records'), '--created', CREATED, '--json'],
     },
+    { name: 'pack-key', fixture: 'publish', files: (await filesUnder(publish)).filter((f) => f.startsWith('home/')), json: false, env: (d) => ({ PIPE_HOME: join(d, 'home') }), args: () => ['pack', 'key'] },
     { name: 'run-file', fixture: 'pipeline', files: ['check.json', 'raw.jsonl.zst'], args: (d) => ['run', join(d, 'check.json'), '--json'], json: true },
   ]
 }
@@ -312,6 +313,8 @@ export interface Outcome {
   anomalies: string[]
 }
 
+let runs = 0
+
 /** Output kept of a run; more is itself an anomaly (a report must not flood). */
 const MAX_OUTPUT_BYTES = 16 * 2 ** 20
 
@@ -321,7 +324,7 @@ const MAX_OUTPUT_BYTES = 16 * 2 ** 20
  */
 export function runCase(args: string[], o: { cwd: string; env?: Record<string, string>; stdin?: string; limits: Limits }): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; wallS: number; rssMb: number; killed?: string }> {
   return new Promise((resolve, reject) => {
-    const rssFile = join(o.cwd, '.fuzz-rss')
+    const rssFile = join(o.cwd, `.fuzz-rss-${process.pid}-${runs++}`)
     const child = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--import', pathToFileURL(RSS_HOOK).href, CLI, ...args], {
       cwd: o.cwd,
       env: { ...process.env, ...o.env, PIPE_FUZZ_RSS: rssFile },
@@ -375,6 +378,7 @@ export function runCase(args: string[], o: { cwd: string; env?: Record<string, s
       const wallS = (performance.now() - started) / 1000
       try {
         peakKb = Math.max(peakKb, Number(readFileSync(rssFile, 'utf8')))
+        rmSync(rssFile)
       } catch {
         // No exit hook ran (a kill or a crash): the polled peak stands.
       }

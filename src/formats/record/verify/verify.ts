@@ -13,7 +13,7 @@
  * Memory: one hour's per-line data at a time (a Float64Array of frame times, grown as lines arrive), the
  * hashes of the previous hour and of the current day's hours, and the list of dates of one chain.
  */
-import { lstat, readdir, stat } from 'node:fs/promises'
+import { lstat, readdir, stat, type FileHandle } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { Writable } from 'node:stream'
 import { blake3, createBLAKE3, type IHasher } from 'hash-wasm'
@@ -937,6 +937,16 @@ async function fileSize(path: string): Promise<{ size: number } | { missing: str
   }
 }
 
+/** A file the manifest lists, open to read, or why it is not read (not a regular file). */
+async function openListedFile(path: string): Promise<{ fh: FileHandle } | { refused: InputError }> {
+  try {
+    return await openRegularFile(path)
+  } catch (err) {
+    if (err instanceof InputError) return { refused: err }
+    throw err
+  }
+}
+
 /**
  * BLAKE3 of the first `bytes` bytes of a regular file that stat says holds at least that many, streamed:
  * no more is read, whatever the file holds past them (a file longer than its listed size is hashed no
@@ -944,13 +954,8 @@ async function fileSize(path: string): Promise<{ size: number } | { missing: str
  */
 async function hashFile(path: string, bytes: number): Promise<{ blake3: string } | { refused: InputError }> {
   const h = await createIncrementalHash('blake3')
-  let opened
-  try {
-    opened = await openRegularFile(path)
-  } catch (err) {
-    if (err instanceof InputError) return { refused: err }
-    throw err
-  }
+  const opened = await openListedFile(path)
+  if ('refused' in opened) return opened
   const { fh } = opened
   try {
     const buf = Buffer.allocUnsafe(READ_BYTES)
@@ -1478,13 +1483,8 @@ export class RecordVerifier {
     if ('missing' in s) return s
     // Nothing past the listed size is read: a longer file (an 8 GiB sparse one, say) is read that far only.
     const toRead = Math.min(s.size, listedSize)
-    let opened
-    try {
-      opened = await openRegularFile(path)
-    } catch (err) {
-      if (err instanceof InputError) return { refused: err }
-      throw err
-    }
+    const opened = await openListedFile(path)
+    if ('refused' in opened) return opened
     const { fh } = opened
     const raw = this.raw!
     const emit = findings ? (f: CheckFinding) => this.report(path, f) : () => undefined

@@ -209,10 +209,20 @@ t.test('depth sequence: the snapshot rule', async (t) => {
 })
 
 t.test('connect, snapshot request, registry', async (t) => {
-  t.same(binanceSpot.connect('trades', ['BTCUSDT', 'ETHUSDT']), {
+  const plan = binanceSpot.connect('trades', ['BTCUSDT', 'ETHUSDT'])
+  t.same({ url: plan.url, send: plan.send }, {
     url: 'wss://data-stream.binance.vision/ws',
     send: ['{"method":"SUBSCRIBE","params":["btcusdt@trade","ethusdt@trade"],"id":1}'],
   })
+  const answer = (text: string) => plan.answers(Buffer.from(text))
+  t.equal(answer('{"result":null,"id":1}'), 'subscribed', 'the acknowledgement of the SUBSCRIBE')
+  t.equal(answer('{"id":1,"result":null}'), 'subscribed', 'in any member order')
+  t.equal(answer('{"error":{"code":2,"msg":"Invalid request"},"id":1}'), 'refused', 'an error reply')
+  t.equal(answer('{"result":null,"id":2}'), null, 'the answer to another request')
+  t.equal(answer('{"result":["btcusdt@trade"],"id":1}'), null, 'a result that is not the acknowledgement')
+  t.equal(answer('{"e":"trade","E":1,"s":"BTCUSDT","t":1,"p":"1","q":"1","T":1,"m":true,"M":true}'), null, 'a trade')
+  t.equal(answer('{"result":null,"id":1'), null, 'not JSON')
+  t.equal(plan.answers(Buffer.from([0xff, 0xfe])), null, 'not UTF-8')
   t.same(binanceSpot.connect('book', ['BTCUSDT']).send, ['{"method":"SUBSCRIBE","params":["btcusdt@depth@100ms"],"id":1}'])
   t.equal(createBinanceSpotAdapter({ combined: true }).connect('book', ['BTCUSDT']).url, 'wss://data-stream.binance.vision/stream')
   t.throws(() => binanceSpot.connect('trades', []), RangeError)

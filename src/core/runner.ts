@@ -104,7 +104,18 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
     return fail(settings, new UsageError('usage.json-and-stdout', `${name}: --json needs stdout, but a stage writes its data there`), null, [], {}, jsonReport)
   }
   const controller = new AbortController()
-  const onSignal = (sig: NodeJS.Signals) => controller.abort(new PipeError('run.interrupted', `stopped by ${sig}`, { exitCode: 130 }))
+  // A run with a stage that stops on request (a daemon) is asked to stop first, and ends as it ends (exit 0
+  // when it stops cleanly); a second signal, or any signal to another run, stops it at once (exit 130).
+  const stopping = new AbortController()
+  const graceful = stages.some((s) => s.def.stopsOnRequest)
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (graceful && !stopping.signal.aborted) {
+      stopping.abort(sig)
+      process.once(sig, onSignal)
+      return
+    }
+    controller.abort(new PipeError('run.interrupted', `stopped by ${sig}`, { exitCode: 130 }))
+  }
   if (settings.handleSignals) {
     process.once('SIGINT', onSignal)
     process.once('SIGTERM', onSignal)
@@ -115,7 +126,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
 
   const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(settings.maxFindings !== undefined ? { maxPerCode: settings.maxFindings } : {}), ...(formatFinding ? { format: formatFinding } : {}), ...(jsonReport ? { toJson: jsonReport.finding } : {}) })
   const summary: Record<string, unknown> = {}
-  const ctx: RunContext = { signal: controller.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary }
+  const ctx: RunContext = { signal: controller.signal, stopRequested: stopping.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary }
   const metrics: StageMetrics[] = stages.map((s) => ({ name: s.def.name, items_in: 0, bytes_in: 0, items_out: 0, bytes_out: 0 }))
   const failedStage = new WeakMap<object, string>()
   const progress = settings.progress ? startProgress(settings.stderr, metrics) : undefined

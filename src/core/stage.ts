@@ -15,6 +15,8 @@ export type StageStream = Readable | Duplex | Writable | AsyncIterable<unknown> 
 /** Everything a stage may use beyond its own options. One per run, shared by its stages. */
 export interface RunContext {
   readonly signal: AbortSignal
+  /** Aborted when the user asks a long-running stage to stop (SIGINT or SIGTERM), before `signal` is. */
+  readonly stopRequested: AbortSignal
   readonly stdin: NodeJS.ReadableStream & Readable
   readonly stdout: Writable
   readonly stderr: Writable
@@ -38,6 +40,11 @@ export interface StageDef<S extends OptionsSchema = OptionsSchema> {
   readonly options: S
   /** True when the stage writes to standard output, which then cannot also carry the JSON summary. */
   readonly usesStdout?: boolean
+  /**
+   * True for a stage that runs until asked to stop (a daemon): SIGINT or SIGTERM aborts `stopRequested`,
+   * and the stage ends its run cleanly; only a second signal stops the run at once.
+   */
+  readonly stopsOnRequest?: boolean
   create(options: z.infer<S>, ctx: StageContext): StageStream | Promise<StageStream>
 }
 

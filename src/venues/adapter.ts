@@ -92,6 +92,12 @@ export interface ConnectPlan {
   url: string
   /** Text frames to send after `open`, in order (e.g. a SUBSCRIBE request). */
   send: string[]
+  /**
+   * Whether a received frame answers the subscription: `subscribed` (the venue acknowledged it: the
+   * connection is subscribed from this frame on), `refused` (an error reply), or null (any other frame).
+   * A plan that sends nothing is subscribed when it opens.
+   */
+  answers(payload: Uint8Array): 'subscribed' | 'refused' | null
 }
 
 /** The REST request a book channel needs per instrument and connection (Binance: the depth snapshot). */

@@ -336,6 +336,25 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
   }
 }
 
+const SUBSCRIBE_ID = 1
+
+/** Binance answers a request with `{"result":null,"id":N}`, or `{"error":{...},"id":N}` when it refuses it. */
+function subscribeAnswer(payload: Uint8Array): 'subscribed' | 'refused' | null {
+  // Replies are short; a market-data frame is not parsed here.
+  if (payload.byteLength > 1024) return null
+  const text = decodeUtf8(payload)
+  if (text === null || !text.includes('"id"')) return null
+  let v: JsonValue
+  try {
+    v = readJson(text)
+  } catch {
+    return null
+  }
+  if (!isJsonObject(v) || !(v['id'] instanceof JsonNumber) || v['id'].text !== String(SUBSCRIBE_ID)) return null
+  if ('error' in v) return 'refused'
+  return 'result' in v && v['result'] === null ? 'subscribed' : null
+}
+
 /** A Binance spot adapter. */
 export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAdapter {
   const unit = timeUnit(opts.timeUnit === 'us' ? 1_000n : 1_000_000n)
@@ -363,7 +382,8 @@ export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAd
       const query = opts.timeUnit === 'us' ? '?timeUnit=microsecond' : ''
       return {
         url: `${wsBase}/${opts.combined ? 'stream' : 'ws'}${query}`,
-        send: [JSON.stringify({ method: 'SUBSCRIBE', params, id: 1 })],
+        send: [JSON.stringify({ method: 'SUBSCRIBE', params, id: SUBSCRIBE_ID })],
+        answers: subscribeAnswer,
       }
     },
     snapshotRequest(channel, instrument): SnapshotRequest | null {

@@ -3,7 +3,7 @@
  * (`--venue binance`).
  */
 import type { VenueAdapter } from './adapter.js'
-import { binanceSpot } from './binance.js'
+import { binanceSpot, createBinanceSpotAdapter } from './binance.js'
 
 export type { VenueAdapter } from './adapter.js'
 
@@ -30,4 +30,18 @@ export function venueNames(): string[] {
 export function registerVenue(adapter: VenueAdapter): void {
   if (adapters.has(adapter.name)) throw new Error(`venue ${JSON.stringify(adapter.name)} is already registered`)
   adapters.set(adapter.name, adapter)
+}
+
+/** Where a recorder reaches a venue, when not at its public endpoints (a simulator, a proxy, a testnet). */
+export interface VenueEndpoints {
+  /** The websocket base URL (Binance: `wss://data-stream.binance.vision`). */
+  ws?: string
+  /** The REST base URL (Binance: `https://api.binance.com`). */
+  rest?: string
+}
+
+/** The recorder's adapter for venue `name` at `endpoints`; throws a RangeError naming the venues it knows. */
+export function venueAt(name: string, endpoints: VenueEndpoints): VenueAdapter {
+  if (name === binanceSpot.name) return createBinanceSpotAdapter({ ...(endpoints.ws ? { wsBase: endpoints.ws } : {}), ...(endpoints.rest ? { restBase: endpoints.rest } : {}) })
+  throw new RangeError(`no recorder for venue ${JSON.stringify(name)}; it records: ${binanceSpot.name}`)
 }

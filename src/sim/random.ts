@@ -9,3 +9,13 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
+
+/** FNV-1a over 32-bit words, mixed: seeds for separate random streams drawn from one seed. */
+export function hash32(...xs: number[]): number {
+  let h = 0x811c9dc5
+  for (const x of xs) {
+    h = Math.imul(h ^ (x >>> 0), 0x01000193)
+    h ^= h >>> 15
+  }
+  return h >>> 0
+}

@@ -50,7 +50,8 @@ import { receiptClock, type TimeDaemonSample } from '../formats/record/clock.js'
 import type { ChecksumMismatchEvent, FrameEvent, JournalEvent, Replica, SequenceBreakEvent } from '../formats/record/types.js'
 import type { SequenceState, SequenceVerdict } from '../venues/adapter.js'
 import { binanceSequence, wrapBinanceDepthSnapshot } from '../venues/binance.js'
-import { seededRandom } from './random.js'
+import { BINANCE_INSTRUMENTS, fmt8, type InstrumentSpec } from './binance-instruments.js'
+import { hash32, seededRandom } from './random.js'
 
 export interface SimReconnect { kind: 'reconnect'; replica: Replica; at: bigint; closeCode?: number; pauseNs?: bigint }
 export interface SimSequenceGap { kind: 'sequence-gap'; instrument: string; at: bigint; skip?: number }
@@ -95,31 +96,6 @@ const MIN_DELAY = 0.5 * MS
 /** No snapshot body is received sooner than this after the venue served it. */
 const MIN_SNAPSHOT_DELAY = 3 * MS
 const ACK = '{"result":null,"id":1}'
-
-interface InstrumentSpec { price: number; tick: number; lot: number }
-/** Prices, ticks and lots in units of 1e-8 (Binance spot writes 8 decimals). */
-const KNOWN: Record<string, InstrumentSpec> = {
-  BTCUSDT: { price: 6_123_456_000_000, tick: 1_000_000, lot: 1_000 },
-  ETHUSDT: { price: 234_567_000_000, tick: 1_000_000, lot: 10_000 },
-  SOLUSDT: { price: 14_523_000_000, tick: 1_000_000, lot: 100_000 },
-  BNBUSDT: { price: 56_780_000_000, tick: 1_000_000, lot: 100_000 },
-  XRPUSDT: { price: 52_340_000, tick: 10_000, lot: 10_000_000 },
-}
-
-/** Text of an amount in units of 1e-8 with 8 decimals, as Binance writes it. */
-function fmt8(units: number): string {
-  const i = Math.floor(units / 1e8)
-  return i + '.' + String(units - i * 1e8 + 1e8).slice(1)
-}
-
-function hash32(...xs: number[]): number {
-  let h = 0x811c9dc5
-  for (const x of xs) {
-    h = Math.imul(h ^ (x >>> 0), 0x01000193)
-    h ^= h >>> 15
-  }
-  return h >>> 0
-}
 
 interface Segment { conn: string; connectingAt: number; openAt: number; ackAt: number; subscribedAt: number; endAt: number }
 
@@ -292,7 +268,7 @@ class Sim {
     this.hostOff = [Math.round(10_000 + setup() * 40_000), -Math.round(10_000 + setup() * 40_000)]
     this.ntpPhase = [Math.floor(setup() * NTP_PERIOD) - NTP_PERIOD, Math.floor(setup() * NTP_PERIOD) - NTP_PERIOD]
     this.specs = this.instruments.map((s, i) => {
-      const k = KNOWN[s]
+      const k = BINANCE_INSTRUMENTS[s]
       if (k) return { ...k, price: k.price + Math.round((setup() - 0.5) * 200) * k.tick }
       return { price: (10_000 + (hash32(i, s.length, s.charCodeAt(0)) % 90_000)) * 1_000_000, tick: 1_000_000, lot: 1_000_000 }
     })

@@ -1,0 +1,755 @@
+/**
+ * A Binance spot venue over real sockets, for proving a recorder (docs/simulator.md): an HTTP server on
+ * 127.0.0.1 serving websocket streams on `/ws` (raw) and `/stream` (combined), SUBSCRIBE and its friends,
+ * Binance's keep-alive, and the REST depth snapshot on `/api/v3/depth`; deterministic seeded data
+ * (binance-market.ts) on a clock the caller may inject or speed up; a fault plan (faults.ts); and the
+ * truth of what it sent (truth.ts).
+ *
+ * Lean, because it shares two cores with a recorder at 25,000+ frames/s per replica: a step per timer tick
+ * makes every frame due by the clock, builds each frame's text once per variant that has a subscriber,
+ * frames it once as a websocket message and writes the same bytes to every subscribed socket, corked for
+ * the step so that each connection gets one write per tick.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { WebSocket, WebSocketServer, type RawData } from 'ws'
+import { COMBINED, Instrument, MICROSECONDS, eventText, type MarketEvent, type Mutation } from './binance-market.js'
+import { parseFaultPlan, type Fault, type FaultPlanInput } from './faults.js'
+import { openTruth, type Truth, type TruthRecord } from './truth.js'
+
+/** Venues the simulator speaks. */
+export const SIMULATED_VENUES = ['binance'] as const
+
+export interface VenueSimulatorOptions {
+  /** Default 0: any free port. The server listens on 127.0.0.1 only. */
+  port?: number
+  /** Default 1. The same seed and options make the same frames. */
+  seed?: number
+  /** Binance spot symbols, default BTCUSDT and ETHUSDT. */
+  instruments?: string[]
+  /** Trades per second on each `<symbol>@trade` stream, in simulated time (default 10). */
+  rate?: number
+  /** Simulated milliseconds between depth updates on `<symbol>@depth@100ms` (default 100). */
+  depthIntervalMs?: number
+  /** The simulated time, epoch milliseconds (fractions allowed). Default: real time, from `startTime`, `timeScale` times as fast. */
+  clock?: () => number
+  /** Where the default clock starts, epoch milliseconds (default now). */
+  startTime?: number
+  /** Simulated seconds per real second of the default clock (default 1). */
+  timeScale?: number
+  /** Real milliseconds between steps (default 5). */
+  tickMs?: number
+  /** Real milliseconds between the server's pings (default 20,000, Binance's). */
+  pingIntervalMs?: number
+  /** Real milliseconds a ping may go unanswered before the connection is dropped (default 60,000, Binance's). */
+  pongTimeoutMs?: number
+  /** Simulated milliseconds a connection may live before the venue closes it with 1001 (default 24 hours, Binance's). */
+  maxConnectionMs?: number
+  /** A connection whose unsent bytes pass this is dropped as a slow reader (default 64 MiB). */
+  maxBufferedBytes?: number
+  faults?: FaultPlanInput
+  /** Write the truth to this file (JSON lines; it must not exist yet). */
+  truthFile?: string
+  /** Keep the truth in memory, as `truth` (default: when there is no `truthFile`). */
+  keepTruth?: boolean
+}
+
+export interface ConnectionInfo { id: string; replica: string | null; path: string; streams: string[] }
+
+export interface VenueSimulator {
+  /** The websocket base, as an adapter's `wsBase` takes it: `ws://127.0.0.1:PORT` (streams on `/ws`, `/stream`). */
+  readonly wsUrl: string
+  /** The REST base, as an adapter's `restBase` takes it: `http://127.0.0.1:PORT`. */
+  readonly restUrl: string
+  readonly port: number
+  /** When the simulation started, simulated epoch microseconds; fault times count from here. */
+  readonly startUs: number
+  /** The truth so far, when kept in memory. */
+  readonly truth: readonly TruthRecord[]
+  readonly stats: { readonly framesMade: number; readonly framesSent: number; readonly connectionsAccepted: number }
+  /** The simulated time now, epoch microseconds. */
+  nowUs(): number
+  /** Makes and sends every frame due by the clock now (the timer does it every `tickMs`; a test moving a fake clock calls it). */
+  tick(): void
+  /** The open connections, in the order they were accepted. */
+  connections(): ConnectionInfo[]
+  /** Closes every connection (1001) and the server, and finishes the truth file. */
+  close(): Promise<void>
+}
+
+/** A clock for tests: simulated epoch milliseconds that move only when told. */
+export function manualClock(startMs: number): { now: () => number; advance: (ms: number) => void } {
+  let ms = startMs
+  return { now: () => ms, advance: (by) => { ms += by } }
+}
+
+/** Starts a simulator; resolves once it listens. */
+export async function startVenueSimulator(options: VenueSimulatorOptions = {}): Promise<VenueSimulator> {
+  const plan = parseFaultPlan(options.faults ?? { faults: [] })
+  const truth = await openTruth(options.truthFile, options.keepTruth ?? options.truthFile === undefined)
+  const sim = new Simulator(options, plan.faults, truth)
+  await sim.listen(options.port ?? 0)
+  return sim
+}
+
+const HOUR_MS = 3_600_000
+const MAX_STEP_FRAMES = 20_000
+/** Stream names a client may name; the simulator serves `<symbol>@trade`, `@depth@100ms`, `@depth`, and others carry nothing. */
+const STREAM_WORD = /^[a-z0-9_]+@[a-z0-9_@]+$/
+const REST_JSON = { 'content-type': 'application/json;charset=UTF-8' }
+
+/** One stream: its subscribers by variant, and the faults waiting for its next frame. */
+class Stream {
+  readonly subs: Connection[][] = [[], [], [], []]
+  armed: Armed[] = []
+  constructor(readonly name: string) {}
+}
+
+interface Armed { index: number; fault: Fault; firedUs: number; remaining: number; dropped: { first: number; last: number }[] }
+
+/** What a stall holds back: a market frame (or a reply), and its truth record when the truth is kept. */
+interface Held { frame: Buffer; reply: boolean; record: TruthRecord | null }
+interface Stall { untilUs: number; then: 'resume' | 'drop' | 'close'; code: number; reason: string; held: Held[] }
+
+class Connection {
+  /** Every name subscribed, served or not (LIST_SUBSCRIPTIONS). */
+  readonly names = new Set<string>()
+  readonly streams = new Set<Stream>()
+  stall: Stall | null = null
+  /** Real time (performance.now) of the oldest unanswered ping, null when answered. */
+  pingSentAt: number | null = null
+  lastPingAt: number
+  /** Set once the venue closes it: it gets nothing more. */
+  closing = false
+  constructor(
+    readonly id: string, readonly number: number, readonly replica: string | null, readonly path: string,
+    readonly ws: WebSocket, readonly socket: Duplex, public variant: number,
+  ) {
+    this.lastPingAt = performance.now()
+  }
+  get open(): boolean { return !this.closing && this.ws.readyState === WebSocket.OPEN }
+}
+
+/** A scheduled source of frames: its next time, and what it makes then. */
+class Schedule {
+  nextUs: number
+  private k = 0
+  constructor(readonly order: number, private readonly firstUs: number, private readonly intervalUs: number, readonly make: (us: number, k: number) => void) {
+    this.nextUs = firstUs
+  }
+  fire(): void {
+    this.make(this.nextUs, this.k)
+    this.k++
+    // From the first time, not the previous one: no drift however long the run.
+    this.nextUs = this.firstUs + Math.floor(this.k * this.intervalUs)
+  }
+}
+
+/** A websocket text frame (FIN, unmasked, as a server sends) holding `text`: the same bytes for every connection. */
+function textFrame(text: string): Buffer {
+  const n = Buffer.byteLength(text)
+  const head = n < 126 ? 2 : n < 65536 ? 4 : 10
+  const frame = Buffer.allocUnsafe(head + n)
+  frame[0] = 0x81
+  if (n < 126) frame[1] = n
+  else if (n < 65536) { frame[1] = 126; frame.writeUInt16BE(n, 2) }
+  else { frame[1] = 127; frame.writeUInt32BE(0, 2); frame.writeUInt32BE(n, 6) }
+  frame.write(text, head)
+  return frame
+}
+
+class Simulator implements VenueSimulator {
+  wsUrl = ''
+  restUrl = ''
+  port = 0
+  readonly startUs: number
+  readonly stats = { framesMade: 0, framesSent: 0, connectionsAccepted: 0 }
+  readonly nowUs: () => number
+  private readonly server: Server
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, autoPong: false, clientTracking: false, maxPayload: 64 * 1024 })
+  private readonly instruments = new Map<string, Instrument>()
+  private readonly streams = new Map<string, Stream>()
+  /** Open connections, in the order accepted. */
+  private readonly conns = new Set<Connection>()
+  /** Frame sources, a binary heap on (nextUs, order). */
+  private readonly schedules: Schedule[] = []
+  /** Timed actions (faults by time, stall ends, 24-hour closes), sorted by (us, seq). */
+  private readonly actions: { us: number; seq: number; run: () => void }[] = []
+  private actionSeq = 0
+  /** Faults by frame count, sorted by count. */
+  private readonly frameFaults: { n: number; index: number; fault: Fault }[] = []
+  private readonly pendingFaults = new Set<number>()
+  /** The simulated time of what is happening now: the frame or action being made, or the clock between steps. */
+  private clockUs: number
+  private readonly recording: boolean
+  private readonly timers: NodeJS.Timeout[] = []
+  private pumping = false
+  private closed: Promise<void> | undefined
+  private readonly pingIntervalMs: number
+  private readonly pongTimeoutMs: number
+  private readonly maxConnectionUs: number
+  private readonly maxBufferedBytes: number
+  private readonly tickMs: number
+
+  constructor(o: VenueSimulatorOptions, private readonly faults: Fault[], private readonly truthSink: Truth) {
+    if (o.clock && (o.timeScale !== undefined || o.startTime !== undefined)) throw new RangeError('give a clock, or startTime and timeScale for the default one, not both')
+    const scale = o.timeScale ?? 1
+    if (!(scale > 0)) throw new RangeError('timeScale must be positive')
+    const clock = o.clock ?? realClock(o.startTime ?? Date.now(), scale)
+    this.nowUs = () => Math.floor(clock() * 1000)
+    this.startUs = this.nowUs()
+    this.clockUs = this.startUs
+    const seed = o.seed ?? 1
+    const rate = o.rate ?? 10
+    const depthIntervalMs = o.depthIntervalMs ?? 100
+    if (!(rate > 0 && rate <= 1e6)) throw new RangeError('rate must be a number of frames per second in (0, 1,000,000]')
+    if (!(depthIntervalMs >= 1)) throw new RangeError('depthIntervalMs must be at least 1')
+    this.tickMs = o.tickMs ?? 5
+    this.pingIntervalMs = o.pingIntervalMs ?? 20_000
+    this.pongTimeoutMs = o.pongTimeoutMs ?? 60_000
+    this.maxConnectionUs = (o.maxConnectionMs ?? 24 * HOUR_MS) * 1000
+    this.maxBufferedBytes = o.maxBufferedBytes ?? 64 * 2 ** 20
+    for (const [name, v] of Object.entries({ tickMs: this.tickMs, pingIntervalMs: this.pingIntervalMs, pongTimeoutMs: this.pongTimeoutMs, maxConnectionMs: this.maxConnectionUs, maxBufferedBytes: this.maxBufferedBytes })) {
+      if (!(v > 0)) throw new RangeError(`${name} must be positive`)
+    }
+    this.recording = o.truthFile !== undefined || (o.keepTruth ?? true)
+
+    const symbols = o.instruments ?? ['BTCUSDT', 'ETHUSDT']
+    if (symbols.length === 0) throw new RangeError('no instruments')
+    if (new Set(symbols).size !== symbols.length) throw new RangeError('duplicate instruments')
+    const tradeUs = 1e6 / rate
+    const depthUs = depthIntervalMs * 1000
+    const perSecond = Math.max(1, Math.round(1000 / depthIntervalMs))
+    symbols.forEach((symbol, i) => {
+      const ins = new Instrument(symbol, seed)
+      this.instruments.set(symbol, ins)
+      const trades = this.addStream(ins.tradeStream)
+      const depth = this.addStream(ins.depthStream)
+      const second = this.addStream(ins.depthSecondStream)
+      // Instruments start apart within their first interval, so streams interleave rather than tick together.
+      const phase = ((i + 1) * 0.618034) % 1
+      this.schedules.push(new Schedule(2 * i, this.startUs + 1 + Math.floor(phase * tradeUs), tradeUs, (us) => this.emit(trades, ins.nextTrade(us, tradeUs))))
+      this.schedules.push(new Schedule(2 * i + 1, this.startUs + 1 + Math.floor(phase * depthUs), depthUs, (us, k) => {
+        this.emit(depth, ins.nextDepth(us))
+        if ((k + 1) % perSecond === 0) this.emit(second, ins.takeSecond(us))
+      }))
+    })
+    this.schedules.sort(earlier)
+    faults.forEach((fault, index) => {
+      this.pendingFaults.add(index)
+      if (fault.afterFrames !== undefined) this.frameFaults.push({ n: fault.afterFrames, index, fault })
+      else this.at(this.startUs + Math.round(fault.at! * 1000), () => this.fire(index, fault))
+    })
+    this.frameFaults.sort((x, y) => x.n - y.n || x.index - y.index)
+    this.record({ kind: 'start', simTimeUs: this.startUs, venue: 'binance', seed, instruments: [...symbols], rate, depthIntervalMs })
+
+    this.server = createServer((req, res) => this.onRequest(req, res))
+    this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.onUpgrade(req, socket, head))
+  }
+
+  get truth(): readonly TruthRecord[] { return this.truthSink.records }
+
+  async listen(port: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject)
+      this.server.listen(port, '127.0.0.1', () => { this.server.off('error', reject); resolve() })
+    })
+    this.port = (this.server.address() as AddressInfo).port
+    this.wsUrl = `ws://127.0.0.1:${this.port}`
+    this.restUrl = `http://127.0.0.1:${this.port}`
+    this.timers.push(setInterval(() => this.pump(), this.tickMs))
+    this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs) / 4)))
+    this.truthSink.flush()
+  }
+
+  tick(): void {
+    if (this.closed === undefined) this.step(Infinity)
+  }
+
+  connections(): ConnectionInfo[] {
+    return [...this.conns].filter((c) => !c.closing).map((c) => ({ id: c.id, replica: c.replica, path: c.path, streams: [...c.names] }))
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Making frames
+
+  /** The timer's step, in bounded batches: a simulator behind its clock lets sockets drain between them. */
+  private pump(): void {
+    if (this.pumping || this.closed !== undefined) return
+    if (this.step(MAX_STEP_FRAMES)) return
+    this.pumping = true
+    setImmediate(() => { this.pumping = false; this.pump() })
+  }
+
+  /** Makes what is due by the clock, at most `budget` frames; true when caught up. */
+  private step(budget: number): boolean {
+    const now = this.nowUs()
+    for (const c of this.conns) c.socket.cork()
+    try {
+      for (;;) {
+        const next = this.schedules[0]!
+        const action = this.actions[0]
+        if (action !== undefined && action.us <= now && action.us <= next.nextUs) {
+          this.actions.shift()
+          this.clockUs = action.us
+          action.run()
+          continue
+        }
+        if (next.nextUs > now) {
+          this.clockUs = now
+          return true
+        }
+        if (budget-- <= 0) return false
+        this.clockUs = next.nextUs
+        next.fire()
+        siftDown(this.schedules)
+      }
+    } finally {
+      for (const c of this.conns) c.socket.uncork()
+      this.dropSlowReaders()
+      this.truthSink.flush()
+    }
+  }
+
+  private emit(stream: Stream, ev: MarketEvent): void {
+    this.stats.framesMade++
+    if (stream.armed.length !== 0) this.emitWithFault(stream, ev)
+    else {
+      const subs = stream.subs
+      for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, eventText(ev, stream.name, v))
+    }
+    while (this.frameFaults.length !== 0 && this.frameFaults[0]!.n <= this.stats.framesMade) {
+      const due = this.frameFaults.shift()!
+      this.fire(due.index, due.fault)
+    }
+  }
+
+  /** Sends `text` to the subscribers of `variant` but `skip`: the hot path. */
+  private broadcast(stream: Stream, ev: MarketEvent, variant: number, text: string, skip?: Connection): void {
+    const frame = textFrame(text)
+    const to: string[] | null = this.recording ? [] : null
+    for (const conn of stream.subs[variant]!) {
+      if (conn === skip || conn.ws.readyState !== WebSocket.OPEN) continue
+      if (conn.stall !== null) {
+        this.hold(conn, frame, false, to && { kind: 'frame', simTimeUs: ev.us, stream: stream.name, to: [conn.id], text })
+        continue
+      }
+      conn.socket.write(frame)
+      this.stats.framesSent++
+      to?.push(conn.id)
+    }
+    if (to !== null && to.length !== 0) this.record({ kind: 'frame', simTimeUs: ev.us, stream: stream.name, to, text })
+  }
+
+  /** Sends one frame to one connection (a fault's), and records it. */
+  private sendOne(conn: Connection, stream: Stream, ev: MarketEvent, text: string): void {
+    const frame = textFrame(text)
+    const record: TruthRecord | null = this.recording ? { kind: 'frame', simTimeUs: ev.us, stream: stream.name, to: [conn.id], text } : null
+    if (conn.stall !== null) return this.hold(conn, frame, false, record)
+    conn.socket.write(frame)
+    this.stats.framesSent++
+    if (record) this.record(record)
+  }
+
+  private hold(conn: Connection, frame: Buffer, reply: boolean, record: TruthRecord | null): void {
+    if (conn.stall!.then === 'resume') conn.stall!.held.push({ frame, reply, record })
+  }
+
+  /**
+   * The next frame of a stream with faults armed: a gap drops it (and stays armed for its count); otherwise the
+   * first fault armed applies to it, and the others wait for the frames after.
+   */
+  private emitWithFault(stream: Stream, ev: MarketEvent): void {
+    const gap = stream.armed.find((a) => a.fault.kind === 'gap')
+    const first = ev.kind === 'trade' ? ev.id : ev.U
+    const last = ev.kind === 'trade' ? ev.id : ev.u
+    if (gap !== undefined) {
+      gap.dropped.push({ first, last })
+      if (--gap.remaining === 0) {
+        stream.armed.splice(stream.armed.indexOf(gap), 1)
+        this.faultDone(gap, true, { stream: stream.name, dropped: gap.dropped, armedUs: gap.firedUs })
+      }
+      return
+    }
+    const armed = stream.armed.shift()!
+    const f = armed.fault
+    const subs = stream.subs
+    const all = (mutation?: Mutation, skip?: Connection) => {
+      for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, eventText(ev, stream.name, v, mutation), skip)
+    }
+    const named = f.kind === 'gap' ? undefined : f
+    const targeted = named !== undefined && (named.replica !== undefined || named.connection !== undefined)
+    const target = targeted ? this.target(named!) : undefined
+    if (targeted && (target === undefined || !target.streams.has(stream))) {
+      all()
+      return this.faultDone(armed, false, { stream: stream.name, why: target === undefined ? 'no open connection is its target' : `${target.id} is not subscribed to ${stream.name}` })
+    }
+    const detail: Record<string, unknown> = { stream: stream.name, armedUs: armed.firedUs, first, last }
+    if (target) detail.conn = target.id
+    switch (f.kind) {
+      case 'only-one': {
+        const text = eventText(ev, stream.name, target!.variant)
+        this.sendOne(target!, stream, ev, text)
+        detail.text = text
+        detail.withheldFrom = [...this.conns].filter((c) => c !== target && c.streams.has(stream) && c.open).map((c) => c.id)
+        break
+      }
+      case 'conflict': {
+        all(undefined, f.replace ? target : undefined)
+        detail.original = eventText(ev, stream.name, target!.variant)
+        detail.text = eventText(ev, stream.name, target!.variant, 'conflict')
+        detail.replace = f.replace
+        this.sendOne(target!, stream, ev, detail.text as string)
+        break
+      }
+      case 'unrepresentable': {
+        if (target === undefined) all(f.variant)
+        else {
+          all(undefined, target)
+          this.sendOne(target, stream, ev, eventText(ev, stream.name, target.variant, f.variant))
+        }
+        detail.variant = f.variant
+        detail.text = eventText(ev, stream.name, target?.variant ?? 0, f.variant)
+        break
+      }
+      default:
+        all()
+    }
+    this.faultDone(armed, true, detail)
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Faults
+
+  private at(us: number, run: () => void): void {
+    const a = this.actions
+    const entry = { us, seq: this.actionSeq++, run }
+    let i = a.length
+    while (i > 0 && a[i - 1]!.us > us) i--
+    a.splice(i, 0, entry)
+  }
+
+  private fire(index: number, fault: Fault): void {
+    const armed: Armed = { index, fault, firedUs: this.clockUs, remaining: fault.kind === 'gap' ? fault.count : 1, dropped: [] }
+    switch (fault.kind) {
+      case 'gap': case 'only-one': case 'conflict': case 'unrepresentable': {
+        const stream = this.streams.get(fault.stream)
+        if (stream === undefined) return this.faultDone(armed, false, { why: `the simulator serves no stream ${fault.stream}` })
+        stream.armed.push(armed)
+        return
+      }
+      case 'disconnect': case 'stall': {
+        const conn = this.target(fault)
+        if (conn === undefined) return this.faultDone(armed, false, { why: 'no open connection is its target' })
+        if (fault.kind === 'disconnect') {
+          this.closeConnection(conn, fault.code, fault.reason, 'fault')
+          return this.faultDone(armed, true, { conn: conn.id, code: fault.code, reason: fault.reason })
+        }
+        const untilUs = this.clockUs + Math.round(fault.durationMs * 1000)
+        conn.stall = { untilUs, then: fault.then, code: fault.code, reason: fault.reason, held: [] }
+        this.at(untilUs, () => this.endStall(conn))
+        return this.faultDone(armed, true, { conn: conn.id, untilUs, then: fault.then })
+      }
+      case 'scheduled-disconnect': {
+        const targets = fault.replica === undefined && fault.connection === undefined ? [...this.conns].filter((c) => c.open) : [this.target(fault)].filter((c) => c !== undefined)
+        if (targets.length === 0) return this.faultDone(armed, false, { why: 'no open connection is its target' })
+        for (const c of targets) this.closeConnection(c, 1001, '', 'scheduled')
+        return this.faultDone(armed, true, { conns: targets.map((c) => c.id), code: 1001, reason: '' })
+      }
+    }
+  }
+
+  private faultDone(armed: Armed, applied: boolean, detail: Record<string, unknown>): void {
+    this.pendingFaults.delete(armed.index)
+    this.record({ kind: 'fault', simTimeUs: this.clockUs, index: armed.index, fault: armed.fault, applied, detail })
+  }
+
+  /** The connection a fault names: the N-th accepted, or the last opened with the label; open, or none. */
+  private target(f: { replica?: string | undefined; connection?: number | undefined }): Connection | undefined {
+    let found: Connection | undefined
+    for (const c of this.conns) {
+      if (!c.open) continue
+      if (f.connection !== undefined ? c.number === f.connection : c.replica === f.replica) found = c
+    }
+    return found
+  }
+
+  private endStall(conn: Connection): void {
+    const stall = conn.stall
+    if (stall === null || conn.closing) return
+    conn.stall = null
+    // The keep-alive starts over: the stall sent no pings, and pongs to earlier ones do not count against it.
+    conn.pingSentAt = null
+    conn.lastPingAt = performance.now()
+    if (stall.then === 'close') return this.closeConnection(conn, stall.code, stall.reason, 'stall')
+    for (const h of stall.held) {
+      conn.socket.write(h.frame)
+      if (!h.reply) this.stats.framesSent++
+      if (h.record) this.record({ ...h.record, sentUs: this.clockUs } as TruthRecord)
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Connections
+
+  private onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    const refuse = (status: string) => socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
+    if (this.closed !== undefined) return void refuse('503 Service Unavailable')
+    const combined = url.pathname === '/stream'
+    let names: string[]
+    if (combined) names = (url.searchParams.get('streams') ?? '').split('/').filter(Boolean)
+    else if (url.pathname === '/ws' || url.pathname.startsWith('/ws/')) names = url.pathname.slice(4).split('/').filter(Boolean)
+    else return void refuse('404 Not Found')
+    const unit = url.searchParams.get('timeUnit')
+    const micro = unit !== null && /^microsecond$/i.test(unit)
+    if (unit !== null && !micro && !/^millisecond$/i.test(unit)) return void refuse('400 Bad Request')
+    if (!names.every((n) => STREAM_WORD.test(n))) return void refuse('400 Bad Request')
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const number = ++this.stats.connectionsAccepted
+      const replica = url.searchParams.get('replica') ?? headerValue(req.headers['x-pipe-replica'])
+      const conn = new Connection(`c${number}`, number, replica, url.pathname + url.search, ws, socket, (combined ? COMBINED : 0) | (micro ? MICROSECONDS : 0))
+      this.tick()
+      this.conns.add(conn)
+      this.record({ kind: 'open', simTimeUs: this.clockUs, conn: conn.id, replica: conn.replica, path: conn.path })
+      ws.on('message', (data, isBinary) => this.onMessage(conn, data, isBinary))
+      ws.on('pong', () => { conn.pingSentAt = null })
+      ws.on('ping', (data) => { if (conn.stall === null && conn.open) ws.pong(data) })
+      ws.on('error', () => {})
+      ws.on('close', (code, reason) => this.onClose(conn, code, reason.toString()))
+      if (names.length) this.subscribe(conn, names)
+      this.at(this.clockUs + this.maxConnectionUs, () => { if (conn.open) this.closeConnection(conn, 1001, '', '24-hour limit') })
+      this.truthSink.flush()
+    })
+  }
+
+  private onClose(conn: Connection, code: number, reason: string): void {
+    if (!this.conns.delete(conn)) return
+    this.unsubscribeAll(conn)
+    // The venue's own closes were recorded when made; this is the client's (or the network's).
+    if (!conn.closing) {
+      conn.closing = true
+      this.tick()
+      this.record({ kind: 'close', simTimeUs: this.clockUs, conn: conn.id, by: 'client', code, reason })
+      this.truthSink.flush()
+    }
+  }
+
+  /** The venue closes `conn`: 1006 ends the TCP connection without a close frame, any other code sends one. */
+  private closeConnection(conn: Connection, code: number, reason: string, why: string): void {
+    if (conn.closing) return
+    conn.closing = true
+    conn.stall = null
+    this.unsubscribeAll(conn)
+    this.record({ kind: 'close', simTimeUs: this.clockUs, conn: conn.id, by: 'venue', code, reason, why })
+    if (code === 1006) {
+      // end() sends what is written first, so that every frame the truth lists as sent arrives.
+      conn.socket.end()
+      setTimeout(() => conn.socket.destroy(), 2000).unref()
+    } else {
+      conn.ws.close(code, reason)
+    }
+  }
+
+  private dropSlowReaders(): void {
+    for (const c of this.conns) {
+      if (c.closing || c.socket.writableLength <= this.maxBufferedBytes) continue
+      c.closing = true
+      this.unsubscribeAll(c)
+      this.record({ kind: 'close', simTimeUs: this.clockUs, conn: c.id, by: 'venue', code: 1006, reason: '', why: `slow reader: over ${this.maxBufferedBytes} bytes unsent` })
+      c.socket.destroy()
+    }
+  }
+
+  private keepAlive(): void {
+    const now = performance.now()
+    for (const c of this.conns) {
+      if (!c.open || c.stall !== null) continue
+      if (c.pingSentAt !== null && now - c.pingSentAt >= this.pongTimeoutMs) {
+        this.tick()
+        this.closeConnection(c, 1006, '', 'no pong')
+        this.truthSink.flush()
+        continue
+      }
+      if (now - c.lastPingAt >= this.pingIntervalMs) {
+        c.ws.ping()
+        c.lastPingAt = now
+        c.pingSentAt ??= now
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Requests
+
+  private onMessage(conn: Connection, data: RawData, isBinary: boolean): void {
+    if (!conn.open) return
+    // A request takes effect now: a subscription gets the frames made after it, not those due before.
+    this.tick()
+    if (isBinary) return this.reply(conn, { error: { code: 3, msg: 'Invalid JSON: a binary frame; requests are JSON text frames' }, id: null })
+    let req: unknown
+    try {
+      req = JSON.parse(data.toString())
+    } catch (err) {
+      return this.reply(conn, { error: { code: 3, msg: `Invalid JSON: ${(err as Error).message}` }, id: null })
+    }
+    if (typeof req !== 'object' || req === null || Array.isArray(req)) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: expected an object' }, id: null })
+    const { method, params, id } = req as { method?: unknown; params?: unknown; id?: unknown }
+    if (!(typeof id === 'number' && Number.isSafeInteger(id) && id >= 0)) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: request ID must be an unsigned integer' }, id: null })
+    const names = Array.isArray(params) && params.every((p) => typeof p === 'string') ? params as string[] : null
+    switch (method) {
+      case 'SUBSCRIBE': case 'UNSUBSCRIBE':
+        if (names === null || !names.every((n) => STREAM_WORD.test(n))) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: params must be stream names' }, id })
+        if (method === 'SUBSCRIBE') this.subscribe(conn, names)
+        else this.unsubscribe(conn, names)
+        return this.reply(conn, { result: null, id })
+      case 'LIST_SUBSCRIPTIONS':
+        return this.reply(conn, { result: [...conn.names], id })
+      case 'SET_PROPERTY':
+        if (!Array.isArray(params) || params[0] !== 'combined' || typeof params[1] !== 'boolean') return this.reply(conn, { error: { code: 2, msg: 'Invalid request: SET_PROPERTY takes ["combined", true|false]' }, id })
+        this.setVariant(conn, (conn.variant & ~COMBINED) | (params[1] ? COMBINED : 0))
+        return this.reply(conn, { result: null, id })
+      case 'GET_PROPERTY':
+        if (!Array.isArray(params) || params[0] !== 'combined') return this.reply(conn, { error: { code: 2, msg: 'Invalid request: GET_PROPERTY takes ["combined"]' }, id })
+        return this.reply(conn, { result: (conn.variant & COMBINED) !== 0, id })
+      default:
+        return this.reply(conn, { error: { code: 2, msg: 'Invalid request: unknown method, expected one of SUBSCRIBE, UNSUBSCRIBE, LIST_SUBSCRIPTIONS, SET_PROPERTY, GET_PROPERTY' }, id })
+    }
+  }
+
+  private reply(conn: Connection, body: object): void {
+    const text = JSON.stringify(body)
+    const frame = textFrame(text)
+    const record: TruthRecord | null = this.recording ? { kind: 'reply', simTimeUs: this.clockUs, to: conn.id, text } : null
+    if (conn.stall !== null) this.hold(conn, frame, true, record)
+    else {
+      conn.socket.write(frame)
+      if (record) this.record(record)
+    }
+    this.truthSink.flush()
+  }
+
+  private subscribe(conn: Connection, names: string[]): void {
+    const added: string[] = []
+    for (const name of names) {
+      if (conn.names.has(name)) continue
+      conn.names.add(name)
+      added.push(name)
+      const stream = this.streams.get(name)
+      if (stream === undefined) continue
+      conn.streams.add(stream)
+      stream.subs[conn.variant]!.push(conn)
+    }
+    if (added.length) this.record({ kind: 'subscribe', simTimeUs: this.clockUs, conn: conn.id, streams: added })
+  }
+
+  private unsubscribe(conn: Connection, names: string[]): void {
+    const removed = names.filter((n) => conn.names.delete(n))
+    for (const name of removed) {
+      const stream = this.streams.get(name)
+      if (stream === undefined || !conn.streams.delete(stream)) continue
+      remove(stream.subs[conn.variant]!, conn)
+    }
+    if (removed.length) this.record({ kind: 'unsubscribe', simTimeUs: this.clockUs, conn: conn.id, streams: removed })
+  }
+
+  private unsubscribeAll(conn: Connection): void {
+    for (const s of conn.streams) remove(s.subs[conn.variant]!, conn)
+    conn.streams.clear()
+  }
+
+  private setVariant(conn: Connection, variant: number): void {
+    for (const s of conn.streams) remove(s.subs[conn.variant]!, conn)
+    conn.variant = variant
+    for (const s of conn.streams) s.subs[variant]!.push(conn)
+  }
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://localhost')
+    // An answer is of the market as the clock stands now: every frame due is made (and sent) first.
+    this.tick()
+    const answer = (status: number, text: string) => {
+      this.record({ kind: 'rest', simTimeUs: this.clockUs, path: url.pathname + url.search, status, text })
+      this.truthSink.flush()
+      res.writeHead(status, REST_JSON).end(text)
+    }
+    if (req.method !== 'GET' || url.pathname !== '/api/v3/depth') return answer(404, '{"code":-1000,"msg":"The simulator serves GET /api/v3/depth only."}')
+    const symbol = url.searchParams.get('symbol')
+    if (!symbol) return answer(400, '{"code":-1102,"msg":"Mandatory parameter \'symbol\' was not sent, was empty/null, or malformed."}')
+    const ins = this.instruments.get(symbol)
+    if (ins === undefined) return answer(400, '{"code":-1121,"msg":"Invalid symbol."}')
+    const limitText = url.searchParams.get('limit') ?? '100'
+    if (!/^[0-9]{1,20}$/.test(limitText)) return answer(400, '{"code":-1100,"msg":"Illegal characters found in parameter \'limit\'; legal range is \'^[0-9]{1,20}$\'."}')
+    answer(200, ins.snapshot(Math.min(5000, Math.max(1, Number(limitText)))))
+  }
+
+  private addStream(name: string): Stream {
+    const s = new Stream(name)
+    this.streams.set(name, s)
+    return s
+  }
+
+  private record(r: TruthRecord): void {
+    if (this.recording) this.truthSink.add(r)
+  }
+
+  close(): Promise<void> {
+    this.closed ??= this.shutdown()
+    return this.closed
+  }
+
+  private async shutdown(): Promise<void> {
+    for (const t of this.timers) clearInterval(t)
+    this.clockUs = this.nowUs()
+    const open = [...this.conns]
+    for (const c of open) this.closeConnection(c, 1001, 'simulator stopped', 'shutdown')
+    for (const index of this.pendingFaults) {
+      this.record({ kind: 'fault', simTimeUs: this.clockUs, index, fault: this.faults[index]!, applied: false, detail: { why: 'not due, or not met, before the simulator stopped' } })
+    }
+    // A client that does not answer the close frame within half a second is cut off.
+    await Promise.all(open.map((c) => new Promise<void>((resolve) => {
+      if (c.ws.readyState === WebSocket.CLOSED) return resolve()
+      const timer = setTimeout(() => { c.socket.destroy(); resolve() }, 500)
+      c.ws.once('close', () => { clearTimeout(timer); resolve() })
+    })))
+    this.server.closeAllConnections()
+    await new Promise<void>((resolve) => this.server.close(() => resolve()))
+    await this.truthSink.close()
+  }
+}
+
+function realClock(startMs: number, scale: number): () => number {
+  const t0 = performance.now()
+  return () => startMs + (performance.now() - t0) * scale
+}
+
+function earlier(a: Schedule, b: Schedule): number {
+  return a.nextUs - b.nextUs || a.order - b.order
+}
+
+/** Restores the heap after its top's time moved later. */
+function siftDown(h: Schedule[]): void {
+  const n = h.length
+  const top = h[0]!
+  let i = 0
+  for (;;) {
+    let c = 2 * i + 1
+    if (c >= n) break
+    if (c + 1 < n && earlier(h[c + 1]!, h[c]!) < 0) c++
+    if (earlier(top, h[c]!) <= 0) break
+    h[i] = h[c]!
+    i = c
+  }
+  h[i] = top
+}
+
+function remove<T>(list: T[], item: T): void {
+  const i = list.indexOf(item)
+  if (i >= 0) list.splice(i, 1)
+}
+
+/** A request header's one value (the recorder names its replica in X-Pipe-Replica), or null. */
+function headerValue(v: string | string[] | undefined): string | null {
+  return typeof v === 'string' && v !== '' ? v : null
+}

@@ -31,3 +31,7 @@ import { registerPackCheck } from './pack-check.js'
 registerPackCheck(registry)
 import { registerPackPublish } from './pack-publish.js'
 registerPackPublish(registry)
+import { registerRecord } from './record.js'
+registerRecord(registry)
+import { registerSimulateVenue } from './simulate-venue.js'
+registerSimulateVenue(registry)

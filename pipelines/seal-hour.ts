@@ -15,19 +15,20 @@ export const sealHourPipeline = definePipeline({
     venue: z.string().min(1).describe('venue adapter, e.g. binance'),
     channel: z.enum(CHANNELS as [string, ...string[]]).describe('trades, book, funding or liquidations'),
     hour: hourOption.describe('the UTC hour to seal, e.g. 2026-10-03T14'),
-    journal: z.string().min(1).describe('the journal directory (replica=a/, replica=b/)'),
+    journal: z.array(z.string().min(1)).min(1).describe('the journal directory (replica=a/, replica=b/); once per replica when each replica\'s host keeps its own (docs/recorder.md)'),
     out: z.string().min(1).describe('the root the sealed hours go under'),
     key: z.string().min(1).describe('the private signing key (JWK file from pipe key new)'),
     keys: z.string().min(1).optional().describe('the public key set (jwks.json) that publishes the key, whose validity must cover the hour; default: jwks.json beside the key'),
     recorderStopped: z.boolean().default(false).describe('the recorder is gone for good: seal the hour although the journal holds nothing after it (else such an hour waits, as a running recorder may still add to it)'),
     recorder: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash, underscore').default('recorder').describe('recorder id in the layout'),
   }),
-  example: { venue: 'binance', channel: 'trades', hour: '2026-10-03T14', journal: 'journal/', out: 'root/', key: 'keys/signing-key.jwk' },
+  example: { venue: 'binance', channel: 'trades', hour: '2026-10-03T14', journal: ['journal/'], out: 'root/', key: 'keys/signing-key.jwk' },
   stages(o) {
     const { start, end } = journalRangeFor(parseHourName(o.hour)!, PAIRING_WINDOW_NS)
+    const journal = o.journal.length === 1 ? o.journal[0]! : o.journal
     return [
-      { stage: 'journal-read', options: { dir: o.journal, start: formatTime(start), end: formatTime(end) } },
-      { stage: 'seal', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal: o.journal, out: o.out, key: o.key, ...(o.keys ? { keys: o.keys } : {}), recorder: o.recorder, recorderStopped: o.recorderStopped } },
+      { stage: 'journal-read', options: { dir: journal, start: formatTime(start), end: formatTime(end) } },
+      { stage: 'seal', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal, out: o.out, key: o.key, ...(o.keys ? { keys: o.keys } : {}), recorder: o.recorder, recorderStopped: o.recorderStopped } },
     ]
   },
 })

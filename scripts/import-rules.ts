@@ -35,6 +35,7 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'src/transforms': ['src/sources', 'src/core', 'src/codec', 'src/formats', 'src/venues'],
   'src/sinks': ['src/transforms', 'src/core', 'src/codec', 'src/formats', 'src/venues'],
   'src/sim': ['src/core', 'src/codec', 'src/formats', 'src/venues'],
+  'src/recorder': ['src/core', 'src/codec', 'src/formats', 'src/venues'],
   'pipelines': ['src'],
   'bin': ['src', 'pipelines'],
 }

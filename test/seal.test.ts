@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, unlink } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, truncate, unlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -653,6 +653,44 @@ t.test('seal-hour refuses a journal path that is missing, not a journal or empty
   t.equal(right.status, 0, right.stderr)
   t.match(right.stdout, /sealed sealed/, 'the right path then seals the hour (not already-sealed)')
   await expectVerified(t, root)
+})
+
+t.test('seal-hour takes one journal directory per replica, as two recorder hosts keep them', async (t) => {
+  const { journal, root } = await fresh('per-replica')
+  await buildJournal(journal, sim({ start: H - 10n * S, end: H + HOUR + 30n * S, framesPerSecond: 2 }))
+  const whole = cli(sealArgs(root, journal, H))
+  t.equal(whole.status, 0, whole.stderr)
+
+  // Host a keeps replica=a/, host b's replica=b/ was copied to the sealing host beside it.
+  const hostA = join(base, `host-a-${seq++}`)
+  const hostB = join(base, `host-b-${seq++}`)
+  await mkdir(hostA)
+  await mkdir(hostB)
+  await cp(join(journal, 'replica=a'), join(hostA, 'replica=a'), { recursive: true })
+  await cp(join(journal, 'replica=b'), join(hostB, 'replica=b'), { recursive: true })
+  const splitRoot = join(base, `split-root-${seq++}`)
+  const split = cli([...sealArgs(splitRoot, hostA, H), '--journal', hostB])
+  t.equal(split.status, 0, split.stderr)
+  const a = await readHour(hourDirOf(root, H))
+  const b = await readHour(hourDirOf(splitRoot, H))
+  t.ok(a.manifest.replica_agreement.both > 1000, `${a.manifest.replica_agreement.both} frames both replicas got`)
+  t.ok(b.manifestBytes.equals(a.manifestBytes), 'the same manifest, byte for byte, as from one directory holding both')
+  t.equal(b.rawText, a.rawText, 'the same raw file')
+
+  // A torn tail in host b's copy (a copy caught mid-append) is this hour's problem, whichever directory it is in.
+  const tornRoot = join(base, `torn-root-${seq++}`)
+  const bFile = join(hostB, 'replica=b', `${hourName(H)}.journal`)
+  await truncate(bFile, (await stat(bFile)).size - 7)
+  const torn = cli([...sealArgs(tornRoot, hostA, H), '--journal', hostB])
+  t.equal(torn.status, 0, torn.stderr)
+  t.ok((await readHour(hourDirOf(tornRoot, H))).manifest.completeness.reasons.includes('journal_torn'), 'journal_torn, from the second directory')
+
+  // A replica in two directories: which holds its events is unknowable, so nothing is sealed.
+  const twiceRoot = join(base, `twice-root-${seq++}`)
+  const twice = cli([...sealArgs(twiceRoot, hostA, H), '--journal', journal])
+  t.equal(twice.status, 2)
+  t.equal(twice.stderr, `pipe: ${journal}: --journal: replica a has a folder here and in ${hostA}; which holds its events is unknowable: name each replica's journal once (usage.journal-replica-twice)\n`)
+  t.notOk(existsSync(twiceRoot), 'nothing written')
 })
 
 t.test('seal-hour waits for the hour to be over in the journal unless the recorder is stopped for good', async (t) => {

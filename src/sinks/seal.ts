@@ -5,6 +5,7 @@ import { asUsage, UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 import type { JournalBatch } from '../formats/record/journal/journal.js'
 import { HOUR_NS, parseHourName } from '../formats/record/journal/journal.js'
+import { journalDirsOption } from '../transforms/journal.js'
 import { formatTime } from '../formats/record/time.js'
 import { RAW_FILE_NAME } from '../formats/record/manifest.js'
 import { CHANNELS, type Channel } from '../formats/record/types.js'
@@ -22,7 +23,7 @@ export const sealSink = defineStage({
     venue: z.string().min(1),
     channel: z.enum(CHANNELS as [string, ...string[]]),
     hour: z.string().refine((s) => parseHourName(s) !== null, 'must be a UTC hour like 2026-10-03T14'),
-    journal: z.string().min(1).describe('the journal directory (for the state restated at the hour start)'),
+    journal: journalDirsOption.describe('the journal directory, or one directory per replica (where the hour\'s torn or corrupt records are)'),
     out: z.string().min(1),
     key: z.string().min(1),
     keys: z.string().min(1).optional().describe('the public key set (jwks.json) that publishes the key; default: jwks.json beside the key'),

@@ -22,6 +22,9 @@ const timeOption = (what: string) => z.string()
   .optional()
   .describe(what)
 
+/** A journal in a stage's options: one directory holding both replicas, or several (one per replica host). */
+export const journalDirsOption = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)])
+
 /**
  * Reads a journal directory over a range of event time: batches of events (JournalBatch) with the torn and
  * corrupt stretches found, merged across replicas in event-time order unless `merge` is off
@@ -34,7 +37,7 @@ export const journalReadStage = defineStage({
   takes: 'none',
   gives: 'any',
   options: z.object({
-    dir: z.string().min(1).describe('the journal directory (holding replica=a/, replica=b/)'),
+    dir: journalDirsOption.describe('the journal directory (holding replica=a/, replica=b/), or one directory per replica'),
     hour: z.string().refine((s) => parseHourName(s) !== null, 'must be a UTC hour, YYYY-MM-DDTHH').optional()
       .describe('read this UTC hour, e.g. 2026-10-03T14 (start and end widen it)'),
     start: timeOption('first event time to read (inclusive), YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ'),

@@ -19,7 +19,7 @@
 import { randomBytes } from 'node:crypto'
 import { link, mkdir, open, readdir, rename, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { PipeError } from '../../../core/errors.js'
+import { PipeError, UsageError } from '../../../core/errors.js'
 import { openRegularFile } from '../../../core/input-file.js'
 import { fsyncDir } from '../../../core/atomic-write.js'
 import { checkBase64 } from '../envelope.js'
@@ -1285,6 +1285,26 @@ export async function listJournalReplicas(dir: string): Promise<Replica[]> {
   return REPLICAS.filter((r) => names.includes(`replica=${r}`))
 }
 
+/**
+ * The journal a seal reads: one directory holding both replicas' folders, or several, one per replica host
+ * (each holding its replica's folder; docs/recorder.md says how they reach the sealing host).
+ */
+export type JournalDirs = string | readonly string[]
+
+/** Which directory of `dirs` holds each replica's folder; replicas with none are absent. */
+export async function locateJournalReplicas(dirs: JournalDirs): Promise<Map<Replica, string>> {
+  const located = new Map<Replica, string>()
+  for (const dir of typeof dirs === 'string' ? [dirs] : dirs) {
+    for (const replica of await listJournalReplicas(dir)) {
+      const first = located.get(replica)
+      // Sealing from either would sign half the truth for good.
+      if (first !== undefined && first !== dir) throw new UsageError('usage.journal-replica-twice', `--journal: replica ${replica} has a folder here and in ${first}; which holds its events is unknowable: name each replica's journal once`, { location: { file: dir } })
+      located.set(replica, dir)
+    }
+  }
+  return located
+}
+
 /** A batch of events, with the problems found while reading them; what `journal-read` gives. */
 export class JournalBatch {
   /** The events as read, when the batch was made from a tape: frames become objects only if `events` is read. */
@@ -1352,22 +1372,23 @@ async function* replicaBatches(dir: string, replica: Replica, o: JournalRangeOpt
 }
 
 /**
- * Reads a journal directory over a range of event time, as batches of events and problems.
+ * Reads a journal (a directory, or one per replica) over a range of event time, as batches of events and problems.
  *
  * Merged (the default): the replicas' streams are merged by event time (ties: replica a first); within a
  * replica the file order is kept, which is event-time order unless that replica's clock stepped back.
  * Unmerged: replica a's events, then b's. Problems come with the batch being built when their file was
  * read; every problem of every file read is given, whatever the time of the records it lost.
  */
-export async function* readJournalRange(dir: string, opts: JournalRangeOptions = {}): AsyncGenerator<JournalBatch> {
-  const replicas = opts.replicas ?? await listJournalReplicas(dir)
+export async function* readJournalRange(dirs: JournalDirs, opts: JournalRangeOptions = {}): AsyncGenerator<JournalBatch> {
+  const located = await locateJournalReplicas(dirs)
+  const replicas = (opts.replicas ?? REPLICAS).filter((r) => located.has(r))
   if (opts.merge === false || replicas.length <= 1) {
-    for (const r of replicas) yield* replicaBatches(dir, r, opts)
+    for (const r of replicas) yield* replicaBatches(located.get(r)!, r, opts)
     return
   }
   const size = opts.batchSize ?? 4096
   interface Head { it: AsyncGenerator<JournalBatch>; tape: EventTape; i: number; done: boolean }
-  const heads: Head[] = replicas.map((r) => ({ it: replicaBatches(dir, r, opts), tape: new EventTape(), i: 0, done: false }))
+  const heads: Head[] = replicas.map((r) => ({ it: replicaBatches(located.get(r)!, r, opts), tape: new EventTape(), i: 0, done: false }))
   let tape = new EventTape(size)
   let problems: JournalProblem[] = []
   let bytes = 0
@@ -1699,6 +1720,11 @@ export interface JournalDirectoryOptions extends JournalWriterOptions {
    */
   onWriteError?: 'fail' | 'record-loss'
   retryMs?: number
+  /**
+   * Event time per real time of `now` (default 1): a simulated clock running faster than real time (tests,
+   * the demo) keeps its heartbeats at the interval they promise in event time.
+   */
+  timeScale?: number
 }
 
 /** One replica's liveness: it journals at least one record every interval while it runs. */
@@ -1745,7 +1771,7 @@ export class JournalWriter {
     const previous = this.liveness.get(replica)
     if (previous) clearInterval(previous.timer)
     const started = this.append({ kind: 'recorder-start', replica, time: this.now(), heartbeatIntervalNs: intervalNs })
-    const timer = setInterval(() => this.beat(replica), Math.max(1, Math.floor(heartbeatIntervalMs / 4)))
+    const timer = setInterval(() => this.beat(replica), Math.max(1, Math.floor(heartbeatIntervalMs / 4 / (this.opts.timeScale ?? 1))))
     timer.unref()
     this.liveness.set(replica, { intervalNs, timer, lastAppend: this.now() })
     return started
@@ -1811,6 +1837,11 @@ export class JournalWriter {
       loss.message = message
       loss.retryAt = Date.now() + (this.opts.retryMs ?? 1000)
     }
+  }
+
+  /** Whether writes are failing now (record-loss): events are being counted as lost until writing works again. */
+  get losing(): boolean {
+    return this.losses.size > 0
   }
 
   private file(path: string): Promise<JournalFileWriter> {

@@ -7,7 +7,7 @@ import { formatBytes, openRegularFile, readInputFile } from '../../../core/input
 import { createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { FILE_HEADER_SIZE, HOUR_NS, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, readJournalRange, type JournalBatch } from '../journal/journal.js'
+import { FILE_HEADER_SIZE, HOUR_NS, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
 import { signDetached } from '../keys/jws.js'
 import type { PrivateSigningJwk } from '../keys/keys.js'
 import {
@@ -21,7 +21,8 @@ import { REPLICAS, eventTime, type Channel, type Replica } from '../types.js'
 
 export interface SealHourOptions {
   root: string
-  journal: string
+  /** The journal: a directory holding both replicas, or one directory per replica. */
+  journal: JournalDirs
   recorder: string
   venue: VenueAdapter
   channel: Channel
@@ -44,7 +45,8 @@ export interface SealHourResult {
 const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
 const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
 const isLastHourOfDay = (ns: bigint) => formatTime(ns).slice(11, 13) === '23'
-const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: string }, hourStart: bigint) =>
+/** Where an hour of a chain is sealed: ROOT/recorder=/venue=/channel=/date=/hour=. */
+export const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: string }, hourStart: bigint) =>
   join(root, dayDir(o.recorder, o.venue, o.channel, dateOf(hourStart)), `hour=${formatTime(hourStart).slice(11, 13)}`)
 
 async function exists(path: string): Promise<boolean> {
@@ -52,7 +54,7 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /** A manifest this root already holds (the sealer's own, read back as a verifier would: docs/limits.md). */
-function readManifest(path: string): Promise<Buffer> {
+export function readManifest(path: string): Promise<Buffer> {
   return readInputFile(path, MANIFEST_LIMIT)
 }
 
@@ -72,7 +74,7 @@ export async function blake3Hex(bytes: Uint8Array): Promise<string> {
 }
 
 /** The hours a chain already holds under a root, in order (from the day and hour directory names). */
-async function chainHours(root: string, o: { recorder: string; venue: string; channel: string }): Promise<bigint[]> {
+export async function chainHours(root: string, o: { recorder: string; venue: string; channel: string }): Promise<bigint[]> {
   const base = join(root, `recorder=${o.recorder}`, `venue=${o.venue}`, `channel=${o.channel}`)
   const days = await readdir(base).catch(() => [] as string[])
   const hours: bigint[] = []
@@ -153,18 +155,21 @@ async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) 
  * that the recorder is gone for good, so what the journal holds is all there will be. A sealed hour is
  * never sealed again: sealing from the wrong folder, or too early, would sign a false hour for good.
  */
-export async function assertHourSealable(journal: string, hourStart: bigint, recorderStopped: boolean): Promise<void> {
-  const where = { location: { file: journal } }
-  const info = await stat(journal).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') throw new UsageError('usage.journal-missing', '--journal: no such directory', where)
-    throw err
-  })
-  if (!info.isDirectory()) throw new UsageError('usage.not-a-journal', '--journal: not a directory', where)
-  const replicas = await listJournalReplicas(journal)
-  if (replicas.length === 0) throw new UsageError('usage.not-a-journal', '--journal: not a journal (it has no replica=a/ or replica=b/ folder)', where)
+export async function assertHourSealable(journal: JournalDirs, hourStart: bigint, recorderStopped: boolean): Promise<void> {
+  const dirs = typeof journal === 'string' ? [journal] : journal
+  for (const dir of dirs) {
+    const where = { location: { file: dir } }
+    const info = await stat(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') throw new UsageError('usage.journal-missing', '--journal: no such directory', where)
+      throw err
+    })
+    if (!info.isDirectory()) throw new UsageError('usage.not-a-journal', '--journal: not a directory', where)
+    if ((await listJournalReplicas(dir)).length === 0) throw new UsageError('usage.not-a-journal', '--journal: not a journal (it has no replica=a/ or replica=b/ folder)', where)
+  }
+  const where = { location: { file: dirs.join(', ') } }
   let latest: bigint | undefined
-  for (const replica of replicas) {
-    for (const file of await listJournalFiles(journal, replica)) {
+  for (const [replica, dir] of await locateJournalReplicas(dirs)) {
+    for (const file of await listJournalFiles(dir, replica)) {
       if ((await stat(file.path)).size > FILE_HEADER_SIZE && (latest === undefined || file.hour > latest)) latest = file.hour
     }
   }
@@ -202,7 +207,8 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   const temp = join(dayPath, `.${finalDir.slice(dayPath.length + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   await mkdir(temp)
   try {
-    const manifest = await buildHour(o, temp, start, end, window, previous, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
+    const hourFiles = new Set([...await locateJournalReplicas(o.journal)].map(([replica, dir]) => journalFilePath(dir, replica, start)))
+    const manifest = await buildHour(o, temp, start, end, window, previous, hourFiles, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
     const bytes = sealableManifest(manifest, finalDir)
     await writeFileAtomic(join(temp, 'manifest.json'), bytes)
     await writeFileAtomic(join(temp, 'manifest.json.sig'), signDetached(bytes, o.key))
@@ -218,7 +224,7 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   }
 }
 
-async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
+async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, hourFiles: ReadonlySet<string>, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
   const tracksRuns = o.channel === 'trades'
   const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
 
@@ -245,7 +251,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     for await (const batch of batches) {
       for (const p of batch.problems) {
         // A problem counts for this hour when it lies in one of this hour's files.
-        if (!REPLICAS.some((r) => p.file === journalFilePath(o.journal, r, start))) continue
+        if (p.file === undefined || !hourFiles.has(p.file)) continue
         if (p.kind === 'torn') problems.torn = true
         else problems.corrupt = true
       }

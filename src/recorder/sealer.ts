@@ -1,0 +1,116 @@
+/**
+ * The daemon's hourly sealing: each channel's hour H is sealed once H has ended and a grace period has
+ * passed, by `pipe run seal-hour` in a child process, so that sealing never holds up recording (the child
+ * has its own event loop, heap and threads). On start, every hour from the one after the chain's last
+ * sealed hour (or the journal's first hour, for a new chain) up to the last ended one is sealed in order:
+ * the chain never skips an hour, and hours the recorder was down are sealed `missing` or `partial` with
+ * `recorder_down`, as the journal shows them.
+ *
+ * The grace period covers what can still arrive for an hour after its end: the pairing window (a frame's
+ * receipt on the other replica up to 5 s later), receipts the journal writer has not flushed yet (its
+ * fsync interval), and the heartbeat that shows the recorder passed the hour (docs/recorder.md).
+ */
+import { spawn } from 'node:child_process'
+import { HOUR_NS, hourName, listJournalFiles, locateJournalReplicas } from '../formats/record/journal/journal.js'
+import { chainHours } from '../formats/record/seal/seal.js'
+import type { Channel } from '../formats/record/types.js'
+import type { Logger } from './log.js'
+
+export interface SealerOptions {
+  cli: string
+  venue: string
+  channels: readonly Channel[]
+  /** The journal directories of a channel: this daemon's, and those other replicas' hosts copy here. */
+  journalsOf(channel: Channel): readonly string[]
+  root: string
+  key: string
+  keys?: string
+  recorder: string
+  /** How long after an hour's end it is sealed (default 60 s). */
+  graceMs?: number
+  /** How often the sealer looks for hours to seal (default 10 s). */
+  everyMs?: number
+  /** The real-time clock, ns since the epoch. */
+  now(): bigint
+  log: Logger
+  /** A seal's outcome, for metrics. */
+  sealed?(channel: Channel, hour: bigint, seconds: number, ok: boolean): void
+}
+
+export class HourlySealer {
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<void> | null = null
+  private stopped = false
+
+  constructor(private readonly o: SealerOptions) {}
+
+  start(): void {
+    const tick = () => {
+      if (this.stopped || this.running) return
+      this.running = this.sealDue().catch((err: Error) => this.o.log('error', 'sealing failed', { error: err.message })).finally(() => { this.running = null })
+    }
+    tick()
+    this.timer = setInterval(tick, this.o.everyMs ?? 10_000)
+    this.timer.unref()
+  }
+
+  /** Stops looking for hours; a seal under way is let finish (it is crash-safe, but a finished one is not redone). */
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearInterval(this.timer)
+    await this.running
+  }
+
+  /** Seals every due hour of every channel, oldest first. */
+  async sealDue(): Promise<void> {
+    const graceNs = BigInt(this.o.graceMs ?? 60_000) * 1_000_000n
+    for (const channel of this.o.channels) {
+      let next = await this.nextHour(channel)
+      while (next !== null && !this.stopped && next + HOUR_NS + graceNs <= this.o.now()) {
+        if (!(await this.seal(channel, next))) break
+        next += HOUR_NS
+      }
+    }
+  }
+
+  /** The hour after the chain's last sealed one; for a new chain, the journal's first hour; null with no journal yet. */
+  private async nextHour(channel: Channel): Promise<bigint | null> {
+    const sealed = await chainHours(this.o.root, { recorder: this.o.recorder, venue: this.o.venue, channel })
+    if (sealed.length > 0) return sealed[sealed.length - 1]! + HOUR_NS
+    let first: bigint | null = null
+    for (const [replica, dir] of await locateJournalReplicas(this.o.journalsOf(channel))) {
+      const files = await listJournalFiles(dir, replica)
+      if (files.length > 0 && (first === null || files[0]!.hour < first)) first = files[0]!.hour
+    }
+    return first
+  }
+
+  private seal(channel: Channel, hour: bigint): Promise<boolean> {
+    const args = [
+      this.o.cli, 'run', 'seal-hour', '--venue', this.o.venue, '--channel', channel, '--hour', hourName(hour),
+      ...this.o.journalsOf(channel).flatMap((dir) => ['--journal', dir]), '--out', this.o.root, '--key', this.o.key, '--recorder', this.o.recorder, '--json',
+      ...(this.o.keys ? ['--keys', this.o.keys] : []),
+    ]
+    const started = performance.now()
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+      let out = ''
+      let err = ''
+      child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
+      child.stderr!.on('data', (d: Buffer) => { err += d.toString() })
+      child.on('close', (code) => {
+        const seconds = (performance.now() - started) / 1000
+        const ok = code === 0
+        this.o.sealed?.(channel, hour, seconds, ok)
+        if (ok) {
+          let summary: Record<string, unknown> = {}
+          try { summary = JSON.parse(out) as Record<string, unknown> } catch { /* logged as it is */ }
+          this.o.log('info', 'hour sealed', { channel, hour: hourName(hour), seconds: Number(seconds.toFixed(3)), status: summary['status'], frames: summary['frames'], reasons: summary['reasons'] })
+        } else {
+          this.o.log('error', 'seal-hour failed; trying again later', { channel, hour: hourName(hour), exit: code, stderr: err.trim().slice(0, 1000) })
+        }
+        resolve(ok)
+      })
+    })
+  }
+}

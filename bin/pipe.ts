@@ -293,9 +293,10 @@ async function main(argv: string[]): Promise<number> {
       })
       .demandCommand(1, 'name a pack command: key')
       .strictCommands())
-    .command('demo', 'Simulate, journal, seal and verify three hours of Binance trades and depth (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
+    .command('demo', 'Record two simulated hours of Binance trades and depth from the venue simulator, seal and verify them (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
       const { runDemo } = await import('../pipelines/demo.js')
-      exitCode = await runDemo(String(args.out))
+      // The daemon seals each hour with this CLI, in a child process.
+      exitCode = await runDemo(String(args.out), process.argv[1]!)
     })
     .demandCommand(1, 'name a command: list, stages, describe, run, key, pack, demo')
     .strictCommands()

@@ -9,7 +9,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -117,6 +117,34 @@ t.test('two replicas record through faults; the sealed hours state exactly what 
   t.ok(toB.length > 1000, `${toB.length} frames written to b's connection`)
   t.same(toB.filter((f) => !rawPayloads.has(f.text)).map((f) => f.text.slice(0, 80)), [], 'every one of them is in a raw file')
   t.notOk(logLines.some((l) => /"level":"error"/.test(l)), `no error logged: ${logLines.filter((l) => /"level":"error"/.test(l)).join('')}`)
+})
+
+t.test('one replica a host: the daemon recording replica a seals each hour with replica b\'s journal from another host', async (t) => {
+  const clock = new SimulatedClock(BigInt(T0) * 1_000_000n, SCALE)
+  const sim = await startVenueSimulator({ seed: 5, instruments: ['BTCUSDT'], rate: 1, clock: () => Number(clock.nowNs() / 1000n) / 1000 })
+  t.teardown(() => sim.close())
+  const root = join(dir, 'hosts-root')
+  const hostA = join(dir, 'host-a-journal')
+  const hostB = join(dir, 'host-b-journal')
+  const common = {
+    venue: createBinanceSpotAdapter({ wsBase: sim.wsUrl, restBase: sim.restUrl }), instruments: ['BTCUSDT'], channels: ['trades'] as const,
+    clock, log: jsonLogger({ write: () => true } as never), timeScale: SCALE, heartbeatMs: 1000 * SCALE,
+  }
+  // Host b only records; host a records and seals from its own journal and b's (here read in place, as a copy would be).
+  const b = new Recorder({ ...common, replicas: ['b'], journal: hostB })
+  const a = new Recorder({ ...common, replicas: ['a'], journal: hostA, seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, peerJournals: [hostB], everyMs: 200, graceMs: 60_000 } })
+  await b.start()
+  await a.start()
+  t.teardown(() => Promise.all([a.stop(), b.stop()]))
+  await waitFor('hour 14 sealed', () => existsSync(join(hourDir(root, '14'), 'manifest.json')), 60_000)
+  await Promise.all([a.stop(), b.stop()])
+  t.same(await readdir(hostA + '/trades'), ['replica=a'], 'host a journals replica a only')
+  t.same(await readdir(hostB + '/trades'), ['replica=b'], 'host b journals replica b only')
+  const m = JSON.parse(await readFile(join(hourDir(root, '14'), 'manifest.json'), 'utf8')) as HourlyManifest
+  t.same(m.replicas.map((r) => [r.replica, r.frames > 3000]), [['a', true], ['b', true]], 'both replicas\' frames in the hour')
+  // The daemons start a few real milliseconds apart, seconds of simulated time: a handful of frames reach one replica only.
+  t.ok(m.replica_agreement.both > 3000 && m.replica_agreement.one_only <= 20, `paired across the two journals: ${JSON.stringify(m.replica_agreement)}`)
+  t.same(m.completeness, { status: 'complete', reasons: [] })
 })
 
 t.test('pipe run record: records, reports its health and metrics, and stops on SIGTERM with exit 0', async (t) => {

@@ -6,10 +6,10 @@
  * itself when the venue closes it, when it stalls, and before the venue's scheduled disconnect.
  *
  * What is journaled follows docs/journal.md: `connecting`, `open`, `subscribed` when the venue
- * acknowledges the subscription, every frame, `closed` (with the close code only when the venue sent a
- * close frame) and `error`. Frames are journaled in the order they arrive, and the journal writes them in
- * that order; nothing received is dropped, whatever it holds: a frame the adapter cannot read is journaled
- * like any other, and the sealer lists it as unrepresentable.
+ * acknowledges the subscription, every frame, `closed` (with the close code only when the venue closed the
+ * connection with a close frame) and `error`. Frames are journaled in the order they arrive, and the journal
+ * writes them in that order; nothing received is dropped, whatever it holds: a frame the adapter cannot read
+ * is journaled like any other, and the sealer lists it as unrepresentable.
  */
 import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
@@ -155,6 +155,8 @@ class VenueConnection {
   private readonly openedAt = performance.now()
   private readonly timers: NodeJS.Timeout[] = []
   private ended = false
+  /** The recorder sent the first close frame: the venue's close frame then only echoes the recorder's code. */
+  private closedByRecorder = false
   private readonly closed: Promise<void>
   private resolveClosed!: () => void
 
@@ -178,7 +180,10 @@ class VenueConnection {
   /** Closes the connection (a client close frame with `code`); resolves once it is closed and journaled. */
   close(code: number, reason: string): Promise<void> {
     if (!this.ended) {
-      if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(code, reason)
+      if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) {
+        this.closedByRecorder = true
+        this.ws.close(code, reason)
+      }
       // A peer that does not answer the close handshake is cut off.
       const cut = setTimeout(() => this.ws.terminate(), 2000)
       cut.unref()
@@ -290,7 +295,8 @@ class VenueConnection {
     this.ended = true
     for (const t of this.timers) clearTimeout(t)
     // 1005 (no status) and 1006 (no close frame) are never sent in a close frame: the journal gets no code.
-    const sent = code !== 1005 && code !== 1006
+    // Nor does a close the recorder began: a reconnect window's close_code states a close the venue made.
+    const sent = !this.closedByRecorder && code !== 1005 && code !== 1006
     this.event({ kind: 'closed', replica: this.o.replica, connection: this.id, time: this.time(), ...(sent ? { closeCode: code } : {}), ...(sent && reason.length > 0 ? { reason: reason.toString('utf8') } : {}) })
     this.subscribed = false
     this.resolveClosed()

@@ -102,6 +102,10 @@ t.test('two replicas record through faults; the sealed hours state exactly what 
   // The rest of what was journaled (the first minutes of hour 15), sealed as a stopped recorder's last hour is.
   const r = spawnSync(process.execPath, [CLI, 'run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', '2026-10-03T15', '--journal', join(journal, 'trades'), '--out', root, '--key', keyFile, '--recorder', 'rec-1', '--recorder-stopped'], { encoding: 'utf8', env: childEnv() })
   t.equal(r.status, 0, `hour 15 sealed: ${r.stderr}`)
+  const m15 = JSON.parse(await readFile(join(hourDir(root, '15'), 'manifest.json'), 'utf8')) as HourlyManifest
+  // The daemon closed its own connections as it stopped: the rest of the hour is the recorder down, not a reconnect.
+  t.same(m15.replicas.map((x) => x.reconnect_windows), [[], []], 'hour 15: no reconnect window for the stop')
+  t.same(m15.completeness, { status: 'partial', reasons: ['recorder_down'] })
   const v = spawnSync(process.execPath, [CLI, 'run', 'verify', '--root', root, '--keys', keysFile, '--json'], { encoding: 'utf8', env: childEnv() })
   t.equal(v.status, 0, `verify passes: ${v.stdout.slice(0, 600)}`)
 
@@ -133,8 +137,7 @@ t.test('one replica a host: the daemon recording replica a seals each hour with 
   // Host b only records; host a records and seals from its own journal and b's (here read in place, as a copy would be).
   const b = new Recorder({ ...common, replicas: ['b'], journal: hostB })
   const a = new Recorder({ ...common, replicas: ['a'], journal: hostA, seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, peerJournals: [hostB], everyMs: 200, graceMs: 60_000 } })
-  await b.start()
-  await a.start()
+  await Promise.all([b.start(), a.start()])
   t.teardown(() => Promise.all([a.stop(), b.stop()]))
   await waitFor('hour 14 sealed', () => existsSync(join(hourDir(root, '14'), 'manifest.json')), 60_000)
   await Promise.all([a.stop(), b.stop()])
@@ -143,7 +146,7 @@ t.test('one replica a host: the daemon recording replica a seals each hour with 
   const m = JSON.parse(await readFile(join(hourDir(root, '14'), 'manifest.json'), 'utf8')) as HourlyManifest
   t.same(m.replicas.map((r) => [r.replica, r.frames > 3000]), [['a', true], ['b', true]], 'both replicas\' frames in the hour')
   // The daemons start a few real milliseconds apart, seconds of simulated time: a handful of frames reach one replica only.
-  t.ok(m.replica_agreement.both > 3000 && m.replica_agreement.one_only <= 20, `paired across the two journals: ${JSON.stringify(m.replica_agreement)}`)
+  t.ok(m.replica_agreement.both > 3000 && m.replica_agreement.one_only * 50 < m.replica_agreement.both, `paired across the two journals: ${JSON.stringify(m.replica_agreement)}`)
   t.same(m.completeness, { status: 'complete', reasons: [] })
 })
 

@@ -135,6 +135,16 @@ export class CoverageTracker {
     this.coveredSince = null
   }
 
+  /**
+   * The process the replica's earlier records came from ended after its last record, seen at `lastSeen`. A
+   * window its last record opened is that process closing its own connections as it stopped, not the venue
+   * closing them: the stretch after it is the recorder down, not a reconnect.
+   */
+  private ended(lastSeen: bigint): void {
+    if (this.window !== null && this.window.start >= lastSeen) this.window = null
+    this.restart(lastSeen + 1n)
+  }
+
   /** The process the replica's earlier records came from is gone: its connections end at `at`. */
   private restart(at: bigint): void {
     for (const [id, conn] of this.connections) for (const instrument of [...conn.runs.keys()]) this.endRun(id, conn, instrument)
@@ -183,7 +193,8 @@ export class CoverageTracker {
         // A restatement carries the promise into the hour; with nothing seen before it, the hour's file
         // beginning is the first sign of life.
         if (restated) this.lastSeen ??= this.hourStart
-        else this.restart(this.lastSeen === null ? this.hourStart : this.lastSeen + 1n)
+        else if (this.lastSeen === null) this.restart(this.hourStart)
+        else this.ended(this.lastSeen)
         return
       case 'heartbeat':
         return
@@ -233,7 +244,7 @@ export class CoverageTracker {
     if (this.longestRunningSilenceNs !== null && lastSeen !== null && end - lastSeen > this.longestRunningSilenceNs) {
       // Silent until the hour's end: the process stopped at its last record, which ends its connections.
       this.silent.push([lastSeen + 1n, end])
-      this.restart(lastSeen + 1n)
+      this.ended(lastSeen)
     }
     for (const [id, conn] of this.connections) {
       for (const [instrument, run] of conn.runs) {

@@ -68,8 +68,25 @@ export class ReplicaChannel {
   private failures = 0
   private retry: NodeJS.Timeout | null = null
   private stopped = false
+  private paused = false
 
   constructor(private readonly o: ConnectionOptions) {}
+
+  /**
+   * Stops reading from the venue (the journal is behind): frames wait in the sockets' buffers and the TCP
+   * window, so the venue slows down or drops the connection, rather than this process growing without bound.
+   */
+  pause(): void {
+    this.paused = true
+    this.current?.pause()
+    this.successor?.pause()
+  }
+
+  resume(): void {
+    this.paused = false
+    this.current?.resume()
+    this.successor?.resume()
+  }
 
   start(): void {
     this.current = this.open()
@@ -94,6 +111,7 @@ export class ReplicaChannel {
       ended: (healthy) => this.onEnded(c, healthy),
       rotate: () => this.onRotate(c),
     })
+    if (this.paused) c.pause()
     return c
   }
 
@@ -155,6 +173,7 @@ class VenueConnection {
   private readonly openedAt = performance.now()
   private readonly timers: NodeJS.Timeout[] = []
   private ended = false
+  private paused = false
   /** The recorder sent the first close frame: the venue's close frame then only echoes the recorder's code. */
   private closedByRecorder = false
   private readonly closed: Promise<void>
@@ -175,6 +194,18 @@ class VenueConnection {
     this.timers.push(setInterval(() => this.checkStall(stallMs), Math.min(1000, stallMs / 4)))
     this.timers.push(setTimeout(() => this.owner.rotate(), o.rotateAfterMs ?? DEFAULTS.rotateAfterMs))
     for (const t of this.timers) t.unref()
+  }
+
+  pause(): void {
+    this.paused = true
+    this.ws.pause()
+  }
+
+  resume(): void {
+    this.paused = false
+    // A paused connection reads nothing, pings included: its silence is not a stall.
+    this.lastActivity = performance.now()
+    this.ws.resume()
   }
 
   /** Closes the connection (a client close frame with `code`); resolves once it is closed and journaled. */
@@ -202,6 +233,8 @@ class VenueConnection {
 
   private onOpen(): void {
     this.lastActivity = performance.now()
+    // Paused before it opened, when pausing the socket is not yet possible.
+    if (this.paused) this.ws.pause()
     this.event({ kind: 'open', replica: this.o.replica, connection: this.id, time: this.time() })
     for (const text of this.plan.send) this.ws.send(text)
     if (this.plan.send.length === 0) this.onSubscribed(this.time())
@@ -280,7 +313,7 @@ class VenueConnection {
   }
 
   private checkStall(stallMs: number): void {
-    if (this.ended || performance.now() - this.lastActivity <= stallMs) return
+    if (this.ended || this.paused || performance.now() - this.lastActivity <= stallMs) return
     this.event({ kind: 'error', replica: this.o.replica, connection: this.id, time: this.time(), message: `stalled: no frame and no ping for ${stallMs} ms` })
     this.o.sink.log('warn', 'connection stalled; replacing it', { replica: this.o.replica, channel: this.o.channel, connection: this.id })
     this.ws.terminate()
@@ -288,6 +321,8 @@ class VenueConnection {
 
   private onError(err: Error): void {
     this.event({ kind: 'error', replica: this.o.replica, connection: this.id, time: this.time(), message: err.message })
+    // ws closes the connection after an error (a frame over maxPayload: 1009): the close is journaled and logged next.
+    this.o.sink.log('warn', 'connection error', { replica: this.o.replica, channel: this.o.channel, connection: this.id, error: err.message })
   }
 
   private onClose(code: number, reason: Buffer): void {

@@ -17,6 +17,13 @@ export class RecorderMetrics {
   readonly gaps = new Counter({ name: 'pipe_recorder_sequence_gaps_total', help: 'Breaks in a venue sequence seen on a connection', labelNames: ['replica', 'channel', 'instrument'] as const, registers: [this.registry] })
   readonly subscribed = new Gauge({ name: 'pipe_recorder_subscribed', help: '1 while the replica has a subscribed connection for the channel', labelNames: ['replica', 'channel'] as const, registers: [this.registry] })
   readonly journalWrite = new Histogram({ name: 'pipe_recorder_journal_write_seconds', help: 'From a frame\'s receipt to its journal record written', labelNames: ['channel'] as const, buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1], registers: [this.registry] })
+  /** Each channel's journal backlog in bytes, read when scraped rather than set per frame. */
+  readonly backlogBytes = new Map<Channel, number>()
+  readonly backlog = new Gauge({
+    name: 'pipe_recorder_journal_backlog_bytes', help: 'Bytes received and not yet written to the channel\'s journal', labelNames: ['channel'] as const, registers: [this.registry],
+    collect: () => { for (const [channel, bytes] of this.backlogBytes) this.backlog.set({ channel }, bytes) },
+  })
+  readonly backlogPauses = new Counter({ name: 'pipe_recorder_journal_backlog_pauses_total', help: 'Times reading from the venue paused because the journal was behind', labelNames: ['channel'] as const, registers: [this.registry] })
   readonly sealSeconds = new Histogram({ name: 'pipe_recorder_seal_seconds', help: 'Time to seal an hour', labelNames: ['channel', 'ok'] as const, buckets: [1, 5, 15, 30, 60, 120, 300, 600], registers: [this.registry] })
   readonly lastSealed = new Gauge({ name: 'pipe_recorder_last_sealed_hour_seconds', help: 'Start of the last hour sealed, Unix seconds', labelNames: ['channel'] as const, registers: [this.registry] })
   readonly clockBound = new Gauge({ name: 'pipe_recorder_clock_error_bound_seconds', help: 'The clock error bound of the latest receipt that had one', labelNames: ['replica'] as const, registers: [this.registry] })

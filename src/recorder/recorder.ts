@@ -37,6 +37,11 @@ export interface RecorderOptions {
   fsyncIntervalMs?: number
   /** Simulated time per real time of `clock` (tests and the demo; default 1): heartbeats keep their event-time interval. */
   timeScale?: number
+  /**
+   * Bytes received but not yet written to a channel's journal past which reading from the venue pauses, until
+   * the backlog halves (default 64 MiB): memory stays bounded when the disk is slower than the venue.
+   */
+  journalBacklogBytes?: number
   /** Connection timings (tests shorten them). */
   stallMs?: number
   rotateAfterMs?: number
@@ -130,13 +135,52 @@ export class Recorder {
     const journal = this.journals.get(channel)!
     const m = this.metrics
     const log = this.o.log
+    const limit = this.o.journalBacklogBytes ?? 64 * 2 ** 20
+    const connections = () => this.connections.filter((x) => x.channel === channel).map((x) => x.c)
+    let backlog = 0
+    let paused = false
+    // A slow disk may pause reading many times a second: the log says so at most once a minute, the metric every time.
+    let pausesUnlogged = 0
+    let pauseLoggedAt = -Infinity
+    let pauseLogged = false
+    const settled = (bytes: number) => {
+      backlog -= bytes
+      m.backlogBytes.set(channel, backlog)
+      if (paused && backlog <= limit / 2) {
+        paused = false
+        for (const c of connections()) c.resume()
+        if (pauseLogged) log('info', 'the journal caught up: reading from the venue again', { channel, backlog_bytes: backlog })
+        pauseLogged = false
+      }
+    }
     return {
       journal(event: JournalEvent) {
         const received = performance.now()
+        const bytes = event.kind === 'frame' ? event.payload.byteLength + 64 : 64
+        backlog += bytes
+        m.backlogBytes.set(channel, backlog)
+        if (!paused && backlog > limit) {
+          paused = true
+          for (const c of connections()) c.pause()
+          m.backlogPauses.inc({ channel })
+          pausesUnlogged++
+          if (received - pauseLoggedAt >= 60_000) {
+            log('warn', 'the journal is behind the venue: reading paused until it catches up (the venue may drop the connection)', { channel, backlog_bytes: backlog, pauses: pausesUnlogged })
+            pauseLoggedAt = received
+            pausesUnlogged = 0
+            pauseLogged = true
+          }
+        }
         journal.append(event).then(
-          () => { if (event.kind === 'frame') m.journalWrite.observe({ channel }, (performance.now() - received) / 1000) },
+          () => {
+            if (event.kind === 'frame') m.journalWrite.observe({ channel }, (performance.now() - received) / 1000)
+            settled(bytes)
+          },
           // record-loss: appends resolve even when the disk refuses them; anything else is a bug to report.
-          (err: Error) => log('error', 'journal append failed', { channel, error: err.message }),
+          (err: Error) => {
+            settled(bytes)
+            log('error', 'journal append failed', { channel, error: err.message })
+          },
         )
         if (event.kind === 'frame' && event.clockErrorBound !== undefined) m.clockBound.set({ replica: event.replica }, Number(event.clockErrorBound) / 1e9)
       },

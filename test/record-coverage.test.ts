@@ -112,6 +112,33 @@ t.test('liveness: silent until the hour ends is down, and runs end at the last f
   t.equal(v1.coveredNs, 3600n * S, 'a journal without recorder-start (format 1) is trusted as it stands')
 })
 
+t.test('liveness: a silence the hour ends in is judged whole, up to the replica\'s next record after the hour', async (t) => {
+  const lastBeat = END - S / 2n
+  const hour = () => ordered(start(H, true), restatedSub('a-1'), frame('a-1', H + 5n * S), ...beats(H, END))
+  const trackWith = (events: JournalEvent[], next: (c: CoverageTracker) => void) => {
+    const c = new CoverageTracker('a', H, END, true)
+    for (const e of events) c.add(e)
+    next(c)
+    return c.finish()
+  }
+  // A crash half a second before the end, the next start 30 s after it: down from the last record, although cut at the end the silence is short.
+  const crashed = trackWith(hour(), (c) => c.after(END + 30n * S, true))
+  t.same(crashed.uncovered, [{ start: lastBeat + 1n, end: END, reason: 'down' }], 'a crash just before the end is down to the end')
+  t.same(crashed.gapFreeRuns.map((r) => r.end_time), [ts(H + 5n * S + 1n)], 'its run ends at its last frame')
+  // A restart within the liveness interval, just after the end: the old process's connections still end at its last record.
+  const quick = trackWith(hour(), (c) => c.after(END + S, true))
+  t.same(quick.uncovered, [{ start: lastBeat + 1n, end: END, reason: 'down' }], 'a restart just after the end ends the old connections')
+  t.same(quick.reconnectWindows, [], 'a restart is no reconnect window')
+  // The same process's heartbeat just after the end: covered to the end.
+  const alive = trackWith(hour(), (c) => c.after(END + S / 4n, false))
+  t.equal(alive.coveredNs, 3600n * S, 'a record of the running process after the end: covered to the end')
+  t.same(alive.uncovered, [])
+  // No record after the hour at all: nothing shows the replica ran to the end.
+  const none = trackWith(hour(), (c) => c.noRecordAfter())
+  t.same(none.uncovered.at(-1), { start: lastBeat + 1n, end: END, reason: 'down' }, 'no later record: down from the last one')
+  t.ok(new CoverageTracker('a', H, END, true).awaitsNextRecord === false, 'a replica with no record in the hour needs no later one')
+})
+
 t.test('destination unavailable: the stretch its record states is uncovered for that reason', async (t) => {
   const lostFrom = H + 100n * S
   const lostTo = H + 160n * S

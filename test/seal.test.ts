@@ -224,7 +224,8 @@ t.test('every hour gets a manifest: quiet hour complete, unrecorded hour missing
   ]
   // A recorder journals its start and heartbeats, so the quiet hour has its file and proof of life.
   const live = await fresh('quiet')
-  await buildJournal(live.journal, byTime([...liveness(P + 30n * S, H + 2n * HOUR), ...venue]))
+  // Still running after hour 15: a journal that ends shows nothing of the replicas after its last record.
+  await buildJournal(live.journal, byTime([...liveness(P + 30n * S, H + 2n * HOUR + 30n * S), ...venue]))
   for (const h of [P, H, H + HOUR]) await seal(live.root, live.journal, h)
   const quiet = await readHour(hourDirOf(live.root, H))
   t.same(quiet.names, ['manifest.json', 'manifest.json.sig', 'raw.jsonl.zst', 'trades.parquet'])
@@ -593,6 +594,14 @@ t.test('daily manifest after a crash between sealing hour 23 and writing the day
   const again = await seal(day.root, day.journal, D - HOUR)
   t.equal(again.status, 'already-sealed')
   t.ok(existsSync(join(dayDirOf(day.root, D - HOUR), 'manifest.json')), 'sealing hour 23 again writes the missing daily manifest')
+
+  // The daemon's sealer never seals hour 23 again: it goes on to 00:00, which must finish the day first.
+  await unlink(join(dayDirOf(day.root, D - HOUR), 'manifest.json'))
+  await unlink(join(dayDirOf(day.root, D - HOUR), 'manifest.json.sig'))
+  const next = await seal(day.root, day.journal, D)
+  t.equal(next.status, 'sealed')
+  t.ok(existsSync(join(dayDirOf(day.root, D - HOUR), 'manifest.json.sig')), 'sealing the next day\'s first hour writes the missing daily manifest')
+  await expectVerified(t, day.root, 'the chain of days skips nothing')
 })
 
 t.test('crash-safe: a seal killed halfway leaves nothing under a final name', { skip: existsSync(CLI) ? false : 'dist/bin/pipe.js is not built' }, async (t) => {
@@ -620,11 +629,15 @@ t.test('crash-safe: a seal killed halfway leaves nothing under a final name', { 
   t.ok(left.every((n) => /^\.hour=14\..*\.tmp$/.test(n)), `only a temp dir: ${left.join(', ')}`)
   t.notOk(left.includes('manifest.json'))
 
+  // A temp folder of a seal still running is its own: only a dead process's is removed.
+  const running = join(dayPath, `.hour=14.${process.pid}.0badf00d.tmp`)
+  await mkdir(running)
   const r = await seal(root, journal, H)
   t.equal(r.status, 'sealed')
   const h = await readHour(hourDirOf(root, H))
   t.ok(h.lines.length > 8_000, `${h.lines.length} frames`)
-  await expectVerified(t, root, 'verify passes, with the dead temp dir beside the hour')
+  t.same((await readdir(dayPath)).sort(), ['.hour=14.' + process.pid + '.0badf00d.tmp', 'hour=14'], 'the killed seal\'s temp folder removed by the next seal of the hour')
+  await expectVerified(t, root, 'verify passes')
 })
 
 t.test('seal-hour refuses a journal path that is missing, not a journal or empty, and writes nothing', async (t) => {

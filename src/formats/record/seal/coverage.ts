@@ -83,6 +83,11 @@ export class CoverageTracker {
    * intervals), once a recorder-start states the interval; kept as a product, not made again per frame.
    */
   private longestRunningSilenceNs: bigint | null = null
+  /**
+   * The replica's first record after the hour (not a restatement), and whether it starts a new process;
+   * time null when the journal holds none.
+   */
+  private next: { time: bigint | null; restart: boolean } | null = null
 
   constructor(
     readonly replica: Replica,
@@ -173,6 +178,28 @@ export class CoverageTracker {
     this.lastSeen = t
   }
 
+  /**
+   * A record of this replica at or after the hour's end, not a restatement (`restart`: a `recorder-start`):
+   * the first one ends the silence the hour ends in, so that the silence is judged whole, not cut at the end.
+   */
+  after(t: bigint, restart: boolean): void {
+    if (t >= this.hourEnd && (this.next === null || this.next.time === null || t < this.next.time)) this.next = { time: t, restart }
+  }
+
+  /**
+   * The journal holds no record of this replica after the hour: a silence the hour ends in lasts for good.
+   * The replica stopped, or its journal has not reached the sealer yet; either way nothing shows it was
+   * running, and liveness is what a record shows (docs/journal.md).
+   */
+  noRecordAfter(): void {
+    this.next ??= { time: null, restart: false }
+  }
+
+  /** Whether the hour ends in a silence that is down or not depending on the replica's next record, not yet given. */
+  get awaitsNextRecord(): boolean {
+    return this.next === null && this.longestRunningSilenceNs !== null && this.lastSeen !== null && this.hourEnd - this.lastSeen <= this.longestRunningSilenceNs
+  }
+
   /** A record at `t` that is not a restatement: a silence before it longer than the liveness allows was a stretch down. */
   private seen(t: bigint): void {
     if (this.longestRunningSilenceNs !== null && this.lastSeen !== null && t - this.lastSeen > this.longestRunningSilenceNs) {
@@ -241,9 +268,15 @@ export class CoverageTracker {
   finish(): ReplicaCoverage {
     const end = this.hourEnd
     const lastSeen = this.lastSeen
-    if (this.longestRunningSilenceNs !== null && lastSeen !== null && end - lastSeen > this.longestRunningSilenceNs) {
-      // Silent until the hour's end: the process stopped at its last record, which ends its connections.
+    // Judged whole, not cut at the hour's end: up to the replica's next record, or for good when it has none.
+    const silentForGood = this.next !== null && this.next.time === null
+    const silenceEnd = this.next?.time ?? end
+    if (this.longestRunningSilenceNs !== null && lastSeen !== null && (silentForGood || silenceEnd - lastSeen > this.longestRunningSilenceNs)) {
+      // The process stopped at its last record, which ends its connections.
       this.silent.push([lastSeen + 1n, end])
+      this.ended(lastSeen)
+    } else if (lastSeen !== null && this.next?.restart) {
+      // The next record is a new process's start: the one before ended after its last record.
       this.ended(lastSeen)
     }
     for (const [id, conn] of this.connections) {
@@ -286,7 +319,8 @@ export function uncoveredByBoth(a: ReplicaCoverage, b: ReplicaCoverage): { recon
   return { reconnect: inWindow.length > 0, destination: unwritten.length > 0, down: subtract(subtract(both, inWindow), unwritten).length > 0 }
 }
 
-function total(xs: Span[]): bigint {
+/** The length of spans that do not overlap. */
+export function total(xs: Span[]): bigint {
   return xs.reduce((s, [x, y]) => s + (y - x), 0n)
 }
 
@@ -295,7 +329,7 @@ function clipAll(xs: Span[], from: bigint, to: bigint): Span[] {
 }
 
 /** Sorted, disjoint, merged. */
-function union(xs: Span[]): Span[] {
+export function union(xs: Span[]): Span[] {
   const all = [...xs].sort((p, q) => (p[0] < q[0] ? -1 : p[0] > q[0] ? 1 : 0))
   const out: Span[] = []
   for (const [s, e] of all) {
@@ -306,7 +340,7 @@ function union(xs: Span[]): Span[] {
   return out
 }
 
-function intersect(xs: Span[], ys: Span[]): Span[] {
+export function intersect(xs: Span[], ys: Span[]): Span[] {
   const out: Span[] = []
   for (const [a, b] of xs) for (const [c, d] of ys) {
     const s = a > c ? a : c

@@ -7,7 +7,7 @@ import { formatBytes, openRegularFile, readInputFile } from '../../../core/input
 import { createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { FILE_HEADER_SIZE, HOUR_NS, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
+import { FILE_HEADER_SIZE, HOUR_NS, isRestated, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalFile, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
 import { signDetached } from '../keys/jws.js'
 import type { PrivateSigningJwk } from '../keys/keys.js'
 import {
@@ -17,7 +17,7 @@ import {
 import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
 import { HourFramesWriter } from './hour-frames.js'
 import { formatTime } from '../time.js'
-import { REPLICAS, eventTime, type Channel, type Replica } from '../types.js'
+import { REPLICAS, eventTime, type Channel, type JournalEvent, type Replica } from '../types.js'
 
 export interface SealHourOptions {
   root: string
@@ -200,11 +200,17 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
     if (last >= end) throw new UsageError('seal.before-chain-end', `the chain already holds hours after ${hourLabel(start)} (up to ${hourLabel(last)}); hours are sealed in order`, { location: where })
     if (last !== start - HOUR_NS) throw new UsageError('seal.previous-hour-missing', `seal ${hourLabel(last + HOUR_NS)} first: the chain ends at ${hourLabel(last)} and never skips an hour`, { location: where })
     previous = await blake3Hex(await readManifest(join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')))
+    // A seal stopped between renaming hour 23 into place and signing its day: the day is finished before the
+    // next one begins, or the chain of days would skip it for good.
+    const lastDay = dirname(hourDirOf(o.root, ids, last))
+    if (isLastHourOfDay(last) && !((await exists(join(lastDay, 'manifest.json'))) && (await exists(join(lastDay, 'manifest.json.sig'))))) await sealDay(o, dateOf(last))
   }
 
   const dayPath = dirname(finalDir)
   await mkdir(dayPath, { recursive: true })
-  const temp = join(dayPath, `.${finalDir.slice(dayPath.length + 1)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
+  const hourFolder = finalDir.slice(dayPath.length + 1)
+  await removeDeadSealTemps(dayPath, hourFolder)
+  const temp = join(dayPath, `.${hourFolder}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   await mkdir(temp)
   try {
     const hourFiles = new Set([...await locateJournalReplicas(o.journal)].map(([replica, dir]) => journalFilePath(dir, replica, start)))
@@ -264,6 +270,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
         if (e === undefined || e.kind === 'frame') {
           const t = e ? e.receiveTime : tape!.time(i)
           if (t < end) coverage[e ? e.replica : tape!.frameReplica(i)].frame(e ? e.connection : tape!.frameConnection(i), t)
+          else coverage[e ? e.replica : tape!.frameReplica(i)].after(t, false)
           if (e) receipt.setEvent(e)
           else tape!.frameInto(i, receipt)
           pairing.push(receipt)
@@ -276,6 +283,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
         }
         const t = eventTime(e)
         if (t < end) coverage[e.replica].add(e)
+        else if (!isRestated(e)) coverage[e.replica].after(t, e.kind === 'recorder-start')
         if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
           checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
         }
@@ -286,6 +294,13 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     const written = await frames.finish()
     written.files.sort((x, y) => (x.name < y.name ? -1 : 1))
 
+    // A replica silent from before the hour's end to past what was read: its next record says whether it was down.
+    for (const [replica, journal] of await locateJournalReplicas(o.journal)) {
+      if (!coverage[replica].awaitsNextRecord) continue
+      const next = await firstRecordFrom(journal, replica, end)
+      if (next) coverage[replica].after(eventTime(next), next.kind === 'recorder-start')
+      else coverage[replica].noRecordAfter()
+    }
     const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
     const conflicts = await conflictsOf(new Map(written.repeatedTradeIds.map(([instrument, ids]) => [instrument, new Set(ids)])), join(dir, RAW_FILE_NAME), o.venue, o.channel)
     const uncovered = uncoveredByBoth(covered.a, covered.b)
@@ -334,6 +349,39 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     await frames.abort()
     throw err instanceof PipeError ? err : new PipeError('seal.failed', `sealing ${hourLabel(start)} failed: ${(err as Error).message}`, { cause: err })
   }
+}
+
+/**
+ * Removes the temporary folders of earlier seals of this hour whose process is gone (killed halfway, as a
+ * recorder's host may be): nothing else ever would. A folder whose process still runs is left to it.
+ */
+async function removeDeadSealTemps(dayPath: string, hourFolder: string): Promise<void> {
+  const prefix = `.${hourFolder}.`
+  for (const name of await readdir(dayPath)) {
+    const m = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]+\.tmp$/.exec(name.slice(prefix.length)) : null
+    if (m && !processRuns(Number(m[1]))) await rm(join(dayPath, name), { recursive: true, force: true })
+  }
+}
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    // EPERM: it runs, as another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** A replica's first record at or after `t` that is not a restatement, from its hour files; null when there is none. */
+async function firstRecordFrom(journal: string, replica: Replica, t: bigint): Promise<JournalEvent | null> {
+  for (const f of await listJournalFiles(journal, replica)) {
+    if (f.hour + HOUR_NS <= t) continue
+    for await (const b of readJournalFile(f.path)) {
+      for (const e of b.events) if (!isRestated(e) && eventTime(e) >= t) return e
+    }
+  }
+  return null
 }
 
 /**

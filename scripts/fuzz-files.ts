@@ -15,19 +15,18 @@
  * Usage: node dist/scripts/fuzz-files.js [--cases 2000] [--seed 1] [--jobs 2] [--only TARGET] [--keep-vectors DIR]
  */
 import { spawn } from 'node:child_process'
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import { cp, link, lstat, mkdir, mkdtemp, readdir, readFile, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import { newSigningKey, writeJwksFile, writePrivateJwkFile } from '../src/formats/record/keys/keys.js'
 import { LIFE, antRecord, patternRecord, ruleRecord, writeJsonl } from '../src/sim/pack-records.js'
 import { seededRandom } from '../src/sim/random.js'
+import { CLI, REPO, cliEnv, runCli } from './built-cli.js'
 
-const HERE = dirname(fileURLToPath(import.meta.url))
-/** The checkout: this file is scripts/ under it, or dist/scripts/ when built. */
-export const REPO = existsSync(join(HERE, '..', 'package.json')) ? join(HERE, '..') : join(HERE, '..', '..')
-const CLI = join(REPO, 'dist', 'bin', 'pipe.js')
+export { REPO }
+
 const RSS_HOOK = join(REPO, 'scripts', 'fuzz-rss.mjs')
 export const VECTORS = join(REPO, 'test', 'vectors', 'hostile')
 
@@ -64,18 +63,6 @@ async function filesUnder(root: string, dir = ''): Promise<string[]> {
   return out.sort()
 }
 
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
-
 async function must(what: string, p: Promise<{ code: number | null; stdout: string; stderr: string }>): Promise<void> {
   const r = await p
   if (r.code !== 0) throw new Error(`fuzz fixtures: ${what} failed (exit ${r.code}): ${r.stderr.trim()}`)
@@ -94,7 +81,7 @@ export async function makeFixtures(root: string): Promise<Target[]> {
 
   // A journal and a key that covers its hour, for seal-hour (and key rotate).
   const seal = join(root, 'seal')
-  await must('journal-import', cli(['run', 'journal-import', '--from', join(root, 'events', 'events.jsonl'), '--journal', join(seal, 'journal')]))
+  await must('journal-import', runCli(['run', 'journal-import', '--from', join(root, 'events', 'events.jsonl'), '--journal', join(seal, 'journal')]))
   const { privateJwk, publicJwk } = await newSigningKey({ validFrom: '2026-10-01T00:00:00.000000000Z', seed: new Uint8Array(32).fill(5) })
   await mkdir(join(seal, 'keys'), { recursive: true })
   await writeJwksFile(join(seal, 'keys', 'jwks.json'), { keys: [publicJwk] })
@@ -106,7 +93,7 @@ export async function makeFixtures(root: string): Promise<Target[]> {
   await writeJsonl(join(publish, 'records', 'rules.jsonl'), [ruleRecord(LIFE)])
   await writeJsonl(join(publish, 'records', 'patterns.jsonl'), [patternRecord('square', LIFE, glider)])
   await writeJsonl(join(publish, 'records', 'ants.jsonl'), [antRecord('RL', { steps: 2000 })])
-  await must('pack key', cli(['pack', 'key', '--name', 'Fuzz', '--seed', '07'.repeat(32), '--created', CREATED], { PIPE_HOME: join(publish, 'home') }))
+  await must('pack key', runCli(['pack', 'key', '--name', 'Fuzz', '--seed', '07'.repeat(32), '--created', CREATED], { PIPE_HOME: join(publish, 'home') }))
 
   // A pipeline file, for `pipe run FILE.json`.
   const pipeline = join(root, 'pipeline')
@@ -325,9 +312,9 @@ const MAX_OUTPUT_BYTES = 16 * 2 ** 20
 export function runCase(args: string[], o: { cwd: string; env?: Record<string, string>; stdin?: string; limits: Limits }): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; wallS: number; rssMb: number; killed?: string }> {
   return new Promise((resolve, reject) => {
     const rssFile = join(o.cwd, `.fuzz-rss-${process.pid}-${runs++}`)
-    const child = spawn('env', ['-u', 'NODE_OPTIONS', process.execPath, '--import', pathToFileURL(RSS_HOOK).href, CLI, ...args], {
+    const child = spawn(process.execPath, ['--import', pathToFileURL(RSS_HOOK).href, CLI, ...args], {
       cwd: o.cwd,
-      env: { ...process.env, ...o.env, PIPE_FUZZ_RSS: rssFile },
+      env: cliEnv({ ...o.env, PIPE_FUZZ_RSS: rssFile }),
       stdio: [o.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
     })
     const started = performance.now()

@@ -14,7 +14,7 @@ import { SimulatedClock } from '../src/recorder/clock/simulated-clock.js'
 import { jsonLogger } from '../src/recorder/log.js'
 import { Recorder } from '../src/recorder/recorder.js'
 import { startVenueSimulator } from '../src/sim/venue/simulator.js'
-import { createBinanceSpotAdapter } from '../src/venues/binance.js'
+import { venueAt } from '../src/venues/index.js'
 import { registry } from './registry.js'
 
 const S = 1_000_000_000n
@@ -92,7 +92,7 @@ export async function runDemo(outDir: string, cli: string): Promise<number> {
   const sim = await startVenueSimulator({ seed: 2026, instruments: INSTRUMENTS, rate: 4, depthIntervalMs: 1000, clock: () => Number(clock.nowNs() / 1000n) / 1000, faults: { faults: FAULTS } })
   const log = createWriteStream(logFile)
   const recorder = new Recorder({
-    venue: createBinanceSpotAdapter({ wsBase: sim.wsUrl, restBase: sim.restUrl }), instruments: INSTRUMENTS, channels: CHANNELS, replicas: ['a', 'b'],
+    venue: venueAt('binance', { ws: sim.wsUrl, rest: sim.restUrl }), instruments: INSTRUMENTS, channels: CHANNELS, replicas: ['a', 'b'],
     journal: journals, clock, log: jsonLogger(log), timeScale: TIME_SCALE, heartbeatMs: HEARTBEAT_MS,
     // The daemon's real-time rhythms, shortened to keep pace with the simulated clock.
     backoffMs: { first: 20, max: 200 }, stallMs: 2_000,

@@ -4,7 +4,7 @@ import { JsonNumber, readJson, type FrameClass, type SequenceSpan, type Sequence
 import {
   binanceBookSequence, binanceSequence, binanceSpot, binanceTradeSequence, createBinanceSpotAdapter, wrapBinanceDepthSnapshot,
 } from '../src/venues/binance.js'
-import { findVenue, getVenue, venueNames } from '../src/venues/index.js'
+import { findVenue, getVenue, venueAt, venueNames } from '../src/venues/index.js'
 
 const enc = new TextEncoder()
 const classify = (channel: Channel, text: string): FrameClass => binanceSpot.classify(channel, enc.encode(text), false)
@@ -225,6 +225,9 @@ t.test('connect, snapshot request, registry', async (t) => {
   t.equal(plan.answers(Buffer.from([0xff, 0xfe])), null, 'not UTF-8')
   t.same(binanceSpot.connect('book', ['BTCUSDT']).send, ['{"method":"SUBSCRIBE","params":["btcusdt@depth@100ms"],"id":1}'])
   t.equal(createBinanceSpotAdapter({ combined: true }).connect('book', ['BTCUSDT']).url, 'wss://data-stream.binance.vision/stream')
+  t.equal(venueAt('binance', {}).connect('trades', ['BTCUSDT']).url, 'wss://data-stream.binance.vision/stream', 'the recorder subscribes through the combined streams')
+  t.same(venueAt('binance', { ws: 'ws://127.0.0.1:9', rest: 'http://127.0.0.1:9' }).snapshotRequest('book', 'ETHUSDT'), { url: 'http://127.0.0.1:9/api/v3/depth?symbol=ETHUSDT&limit=1000' }, 'at the endpoints it is given')
+  t.throws(() => venueAt('kraken', {}), /no recorder for venue "kraken"; it records: binance/)
   t.throws(() => binanceSpot.connect('trades', []), RangeError)
   t.throws(() => binanceSpot.connect('trades', Array.from({ length: 1025 }, (_, i) => `S${i}`)), RangeError)
   t.throws(() => binanceSpot.connect('liquidations', ['BTCUSDT']), RangeError)

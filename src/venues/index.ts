@@ -40,8 +40,11 @@ export interface VenueEndpoints {
   rest?: string
 }
 
-/** The recorder's adapter for venue `name` at `endpoints`; throws a RangeError naming the venues it knows. */
+/**
+ * The recorder's adapter for venue `name` at `endpoints`; throws a RangeError naming the venues it knows.
+ * Binance is recorded through its combined streams, whose every payload names the stream it belongs to.
+ */
 export function venueAt(name: string, endpoints: VenueEndpoints): VenueAdapter {
-  if (name === binanceSpot.name) return createBinanceSpotAdapter({ ...(endpoints.ws ? { wsBase: endpoints.ws } : {}), ...(endpoints.rest ? { restBase: endpoints.rest } : {}) })
+  if (name === binanceSpot.name) return createBinanceSpotAdapter({ combined: true, ...(endpoints.ws ? { wsBase: endpoints.ws } : {}), ...(endpoints.rest ? { restBase: endpoints.rest } : {}) })
   throw new RangeError(`no recorder for venue ${JSON.stringify(name)}; it records: ${binanceSpot.name}`)
 }

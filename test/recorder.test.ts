@@ -21,6 +21,10 @@ import type { HourlyManifest } from '../src/formats/record/manifest.js'
 import { jsonLogger } from '../src/recorder/log.js'
 import { SimulatedClock } from '../src/recorder/clock/simulated-clock.js'
 import { Recorder } from '../src/recorder/recorder.js'
+import { HourlySealer } from '../src/recorder/sealer.js'
+import { buildJournal, byTime, connect } from './helpers/seal-fixtures.js'
+import { hourName } from '../src/formats/record/journal/journal.js'
+import { REPLICAS, type JournalEvent } from '../src/formats/record/types.js'
 import { startVenueSimulator } from '../src/sim/venue/simulator.js'
 import { createBinanceSpotAdapter } from '../src/venues/binance.js'
 
@@ -148,6 +152,33 @@ t.test('one replica a host: the daemon recording replica a seals each hour with 
   // The daemons start a few real milliseconds apart, seconds of simulated time: a handful of frames reach one replica only.
   t.ok(m.replica_agreement.both > 3000 && m.replica_agreement.one_only * 50 < m.replica_agreement.both, `paired across the two journals: ${JSON.stringify(m.replica_agreement)}`)
   t.same(m.completeness, { status: 'complete', reasons: [] })
+})
+
+t.test('after hours of downtime the daemon\'s sealer seals every hour in between: the chain never skips one', async (t) => {
+  const journal = join(dir, 'downtime-journal', 'trades')
+  const root = join(dir, 'downtime-root')
+  const H13 = BigInt(Date.UTC(2026, 9, 3, 13)) * 1_000_000n
+  const S = 1_000_000_000n
+  const M = 60n * S
+  // A recorder ran 13:59-14:10 and crashed; its successor started at 20:00, six hours later.
+  const run = (from: bigint, to: bigint, process: number): JournalEvent[] => REPLICAS.flatMap((r) => [
+    { kind: 'recorder-start', replica: r, time: from, heartbeatIntervalNs: S },
+    ...connect(r, `${r}-${process}`, from + S),
+    ...Array.from({ length: Number((to - from) / (S / 2n)) - 4 }, (_, i): JournalEvent => ({ kind: 'heartbeat', replica: r, time: from + 2n * S + BigInt(i) * (S / 2n) })),
+  ])
+  await buildJournal(journal, byTime([...run(H13 + 59n * M, H13 + 70n * M, 1), ...run(H13 + 7n * 60n * M, H13 + 7n * 60n * M + 5n * M, 2)]))
+  const sealed: string[] = []
+  const sealer = new HourlySealer({
+    cli: CLI, venue: 'binance', channels: ['trades'], journalsOf: () => [journal], root, key: keyFile, keys: keysFile, recorder: 'rec-1',
+    now: () => H13 + 7n * 60n * M + 5n * M, log: () => {}, sealed: (_c, hour, _s, ok) => { if (ok) sealed.push(hourName(hour)) },
+  })
+  await sealer.sealDue()
+  t.same(sealed, ['13', '14', '15', '16', '17', '18', '19'].map((hh) => `2026-10-03T${hh}`), 'every hour from the journal\'s first to the last ended one, in order')
+  const status = async (hh: string) => (JSON.parse(await readFile(join(hourDir(root, hh), 'manifest.json'), 'utf8')) as HourlyManifest).completeness
+  t.same(await status('14'), { status: 'partial', reasons: ['recorder_down'] }, 'the crash\'s hour')
+  for (const hh of ['15', '16', '17', '18', '19']) t.same(await status(hh), { status: 'missing', reasons: ['recorder_down'] }, `hour ${hh}: missing, the recorder down`)
+  const v = spawnSync(process.execPath, [CLI, 'run', 'verify', '--root', root, '--keys', keysFile], { encoding: 'utf8', env: childEnv() })
+  t.equal(v.status, 0, `the chain verifies: ${v.stdout}${v.stderr}`)
 })
 
 t.test('pipe run record: records, reports its health and metrics, and stops on SIGTERM with exit 0', async (t) => {

@@ -10,9 +10,14 @@ import type { Channel, Replica } from '../formats/record/types.js'
 
 export class RecorderMetrics {
   readonly registry = new Registry()
-  readonly frames = new Counter({ name: 'pipe_recorder_frames_total', help: 'Frames journaled', labelNames: ['replica', 'channel'] as const, registers: [this.registry] })
-  readonly bytes = new Counter({ name: 'pipe_recorder_frame_bytes_total', help: 'Bytes of the frames journaled', labelNames: ['replica', 'channel'] as const, registers: [this.registry] })
-  readonly withheld = new Counter({ name: 'pipe_recorder_clock_withheld_total', help: 'Receipts journaled without clock_offset and clock_error_bound', labelNames: ['replica', 'channel'] as const, registers: [this.registry] })
+  /**
+   * Frames, bytes and withheld receipts per replica and channel, counted in plain numbers per frame and
+   * added to their counters when scraped: prom-client hashes the labels of every call, bound or not.
+   */
+  private readonly tallies = new Map<string, FrameTally>()
+  readonly frames = new Counter({ name: 'pipe_recorder_frames_total', help: 'Frames journaled', labelNames: ['replica', 'channel'] as const, registers: [this.registry], collect: () => this.publish('frames') })
+  readonly bytes = new Counter({ name: 'pipe_recorder_frame_bytes_total', help: 'Bytes of the frames journaled', labelNames: ['replica', 'channel'] as const, registers: [this.registry], collect: () => this.publish('bytes') })
+  readonly withheld = new Counter({ name: 'pipe_recorder_clock_withheld_total', help: 'Receipts journaled without clock_offset and clock_error_bound', labelNames: ['replica', 'channel'] as const, registers: [this.registry], collect: () => this.publish('withheld') })
   readonly reconnects = new Counter({ name: 'pipe_recorder_reconnects_total', help: 'Connections ended and replaced', labelNames: ['replica', 'channel'] as const, registers: [this.registry] })
   readonly gaps = new Counter({ name: 'pipe_recorder_sequence_gaps_total', help: 'Breaks in a venue sequence seen on a connection', labelNames: ['replica', 'channel', 'instrument'] as const, registers: [this.registry] })
   readonly subscribed = new Gauge({ name: 'pipe_recorder_subscribed', help: '1 while the replica has a subscribed connection for the channel', labelNames: ['replica', 'channel'] as const, registers: [this.registry] })
@@ -31,6 +36,30 @@ export class RecorderMetrics {
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'pipe_recorder_' })
   }
+
+  /** The tally a replica's channel counts its frames in. */
+  tally(replica: Replica, channel: Channel): FrameTally {
+    const key = `${replica}/${channel}`
+    let t = this.tallies.get(key)
+    if (t === undefined) this.tallies.set(key, (t = { labels: labels(replica, channel), frames: 0, bytes: 0, withheld: 0 }))
+    return t
+  }
+
+  private publish(field: 'frames' | 'bytes' | 'withheld'): void {
+    for (const t of this.tallies.values()) {
+      if (t[field] === 0) continue
+      this[field].inc(t.labels, t[field])
+      t[field] = 0
+    }
+  }
+}
+
+/** What a replica's channel journaled since the last scrape. */
+export interface FrameTally {
+  readonly labels: { replica: Replica; channel: Channel }
+  frames: number
+  bytes: number
+  withheld: number
 }
 
 export interface Health {

@@ -15,7 +15,7 @@ import type { Channel, JournalEvent, Replica } from '../formats/record/types.js'
 import type { VenueAdapter } from '../venues/adapter.js'
 import { ReplicaChannel, type ConnectionSink, type FrameClock } from './connection.js'
 import type { Logger } from './log.js'
-import { RecorderMetrics, labels, serveMetrics, type Health } from './metrics.js'
+import { RecorderMetrics, labels, serveMetrics, type FrameTally, type Health } from './metrics.js'
 import { HourlySealer } from './sealer.js'
 
 export interface RecorderOptions {
@@ -39,7 +39,9 @@ export interface RecorderOptions {
   timeScale?: number
   /**
    * Bytes received but not yet written to a channel's journal past which reading from the venue pauses, until
-   * the backlog halves (default 64 MiB): memory stays bounded when the disk is slower than the venue.
+   * the backlog halves (default 1 MiB): memory stays bounded when the disk is slower than the venue. The
+   * heap holds several times the bytes counted (events, promises, garbage not yet collected): at 64 MiB a
+   * flood took the process past 400 MB, at 1 MiB under 190 MB, as fast (bench:record, docs/performance.md).
    */
   journalBacklogBytes?: number
   /** Connection timings (tests shorten them). */
@@ -135,7 +137,8 @@ export class Recorder {
     const journal = this.journals.get(channel)!
     const m = this.metrics
     const log = this.o.log
-    const limit = this.o.journalBacklogBytes ?? 64 * 2 ** 20
+    const tallies = new Map<Replica, FrameTally>()
+    const limit = this.o.journalBacklogBytes ?? 2 ** 20
     const connections = () => this.connections.filter((x) => x.channel === channel).map((x) => x.c)
     let backlog = 0
     let paused = false
@@ -186,9 +189,11 @@ export class Recorder {
       },
       log: (level, msg, fields) => log(level, msg, fields),
       frame: (replica, ch, bytes, withheld) => {
-        m.frames.inc(labels(replica, ch))
-        m.bytes.inc(labels(replica, ch), bytes)
-        if (withheld) m.withheld.inc(labels(replica, ch))
+        let t = tallies.get(replica)
+        if (t === undefined) tallies.set(replica, (t = m.tally(replica, ch)))
+        t.frames++
+        t.bytes += bytes
+        if (withheld) t.withheld++
       },
       reconnect: (replica, ch) => m.reconnects.inc(labels(replica, ch)),
       gap: (replica, ch, instrument) => m.gaps.inc({ replica, channel: ch, instrument }),

@@ -244,6 +244,23 @@ function parseSnapshot(w: JsonObject): FrameClass {
  */
 const PLAIN_TRADE_RE = /^\{"e":"trade","E":(0|[1-9][0-9]*),"s":"([A-Z0-9]+)","t":(0|[1-9][0-9]*),"p":"([0-9.]+)","q":"([0-9.]+)","T":(0|[1-9][0-9]*),"m":(true|false)(?:,"M":(?:true|false))?\}$/
 
+const COMBINED_HEAD = '{"stream":"'
+const COMBINED_DATA = '","data":'
+
+/**
+ * A plain trade in a combined stream's envelope, `{"stream":"btcusdt@trade","data":{...}}`, written exactly
+ * so and naming its own symbol's stream; anything else is left to the parser, which says what is wrong.
+ */
+function combinedPlainTrade(text: string, unit: TimeUnit): FrameClass | null {
+  const end = text.indexOf(COMBINED_DATA, COMBINED_HEAD.length)
+  if (end < 0 || text.charCodeAt(text.length - 1) !== 0x7d) return null
+  const trade = plainTrade(text.slice(end + COMBINED_DATA.length, -1), unit)
+  if (trade === null || trade.kind !== 'rows') return null
+  const stream = text.slice(COMBINED_HEAD.length, end)
+  const expected = trade.sequences[0]!.instrument.toLowerCase() + '@trade'
+  return stream === expected || stream.startsWith(expected + '@') ? trade : null
+}
+
 /**
  * The class of a plain trade ({@link PLAIN_TRADE_RE}) without building its JSON tree, or null to take the
  * general path. Gives exactly what the general path gives for such a payload; anything it would refuse
@@ -278,7 +295,7 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
   const text = decodeUtf8(payload)
   if (text === null) return { kind: 'unrepresentable', code: 'not-json', reason: 'payload is not UTF-8' }
   if (channel === 'trades') {
-    const fast = plainTrade(text, unit)
+    const fast = text.startsWith(COMBINED_HEAD) ? combinedPlainTrade(text, unit) : plainTrade(text, unit)
     if (fast !== null) return fast
   }
   let v: JsonValue

@@ -1464,6 +1464,8 @@ interface Waiter { resolve: () => void; reject: (err: unknown) => void }
 export class JournalFileWriter {
   private pending: Buffer[] = []
   private waiters: Waiter[] = []
+  /** The promise of the records queued since the last write began. */
+  private batch: Promise<void> | null = null
   private draining: Promise<void> | null = null
   private dirty = false
   private failed: unknown = null
@@ -1565,11 +1567,18 @@ export class JournalFileWriter {
   appendRecord(record: Buffer): Promise<void> {
     if (this.closed) return Promise.reject(new PipeError('journal.closed', 'the journal writer is closed', { location: { file: this.path } }))
     if (this.failed) return Promise.reject(this.failed)
-    return new Promise<void>((resolve, reject) => {
-      this.pending.push(record)
-      this.waiters.push({ resolve, reject })
-      if (!this.draining) this.draining = this.drain()
-    })
+    this.pending.push(record)
+    // The records of a batch settle together: one promise for the batch, not one per record.
+    if (this.batch === null) {
+      let w!: Waiter
+      const p = new Promise<void>((resolve, reject) => { w = { resolve, reject } })
+      this.batch = p
+      this.waiters.push(w)
+    }
+    const batch = this.batch
+    // Started once the appends made in this turn are queued: they go out in the first write, not after it.
+    if (!this.draining) this.draining = Promise.resolve().then(() => this.drain())
+    return batch
   }
 
   private async drain(): Promise<void> {
@@ -1579,6 +1588,7 @@ export class JournalFileWriter {
         const waiters = this.waiters
         this.pending = []
         this.waiters = []
+        this.batch = null
         try {
           if (this.failed) throw this.failed
           let total = 0
@@ -1760,6 +1770,8 @@ export class JournalWriter {
   }
 
   private readonly states = new ConnectionStates()
+  /** Each replica's latest hour and its file's path: most events go to the file of the one before them. */
+  private readonly paths = new Map<Replica, { hour: bigint; path: string }>()
 
   /**
    * Journals the start of a recorder process for `replica` and keeps its heartbeat going until
@@ -1806,7 +1818,11 @@ export class JournalWriter {
       this.losses.delete(event.replica)
     }
     this.states.note(event)
-    const path = journalFilePath(this.dir, event.replica, eventTime(event))
+    const time = eventTime(event)
+    const hour = hourStart(time)
+    let latest = this.paths.get(event.replica)
+    if (latest === undefined || latest.hour !== hour) this.paths.set(event.replica, (latest = { hour, path: journalFilePath(this.dir, event.replica, time) }))
+    const path = latest.path
     const written = this.file(path).then((w) => w.appendRecord(records.length === 1 ? record : Buffer.concat(records)))
     if (this.opts.onWriteError !== 'record-loss') return written
     return written.catch((err: unknown) => {

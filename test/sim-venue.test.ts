@@ -177,6 +177,39 @@ t.test('two replicas get the same frames in the same order; every frame classifi
   t.same(frames.filter((r) => r.kind === 'frame' && r.stream.startsWith('eth')).map((r) => r.kind === 'frame' && r.to), Array(trades(a.texts, 'ETHUSDT').length + depths(a.texts, 'ETHUSDT').length).fill([a.id, b.id]), 'sent to both')
 })
 
+t.test('flood: a fixed number of trades as fast as the clients take them, ids +1 after the clock\'s, and the truth of each', async (t) => {
+  const { sim, clock, a, b } = await twoReplicas(t, {}, ['btcusdt@trade', 'ethusdt@trade'])
+  const combined = await connect(sim, '/stream?streams=btcusdt@trade&timeUnit=microsecond&replica=c')
+  advance(sim, clock, 200)
+  const result = await sim.flood(5001)
+  t.equal(result.frames, 5001)
+  advance(sim, clock, 200)
+  await settle(sim, [a, b, combined])
+  t.same(a.texts, b.texts, 'both replicas, byte for byte, in order')
+  const seq = new Sequences()
+  t.same(seq.feedTexts(a.texts).slice(1).filter((c) => c.kind !== 'rows'), [], 'every frame a trade')
+  t.same(seq.breaks(), [], 'ids +1 across the clock\'s trades and the flood\'s, on both symbols')
+  t.ok(trades(a.texts).length >= 2501 + 15 && trades(a.texts, 'ETHUSDT').length >= 2500 + 15, 'the flood\'s trades, the symbols in turn, between the clock\'s')
+  let lastE = 0
+  for (const x of a.texts.slice(1)) {
+    const E = payloadOf(x).E as number
+    if (E < lastE) t.fail('event times go back')
+    lastE = E
+  }
+  t.same(combined.texts.filter((x) => !x.startsWith('{"stream":"btcusdt@trade","data":{"e":"trade","E":1791036')), [], 'a combined microsecond connection gets its variant')
+  t.equal(sim.truth.filter((r) => r.kind === 'frame' && r.to.includes(a.id)).length, a.texts.length - 1, 'the truth lists every frame sent')
+  await sim.close()
+})
+
+t.test('flood: refused while a fault is pending or a connection is stalled', async (t) => {
+  const pending = await twoReplicas(t, { faults: { faults: [{ kind: 'disconnect', at: 60_000, replica: 'a' }] } })
+  await t.rejects(pending.sim.flood(10), /a flood does not mix with faults: 1 pending, 0 connections stalled/)
+  const stalled = await twoReplicas(t, { faults: { faults: [{ kind: 'stall', at: 10, replica: 'a', durationMs: 60_000 }] } })
+  advance(stalled.sim, stalled.clock, 100)
+  await t.rejects(stalled.sim.flood(10), /0 pending, 1 connections stalled/)
+  await t.rejects(stalled.sim.flood(0), /a positive whole number of frames/)
+})
+
 t.test('the REST snapshot joins the depth stream, and the updates after it rebuild the venue\'s book', async (t) => {
   const clock = manualClock(START)
   const sim = await startVenueSimulator({ clock: clock.now })

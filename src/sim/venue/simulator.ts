@@ -8,7 +8,8 @@
  * Lean, because it shares two cores with a recorder at 25,000+ frames/s per replica: a step per timer tick
  * makes every frame due by the clock, builds each frame's text once per variant that has a subscriber,
  * frames it once as a websocket message and writes the same bytes to every subscribed socket, corked for
- * the step so that each connection gets one write per tick.
+ * the step so that each connection gets one write per tick. A flood (`flood()`, for bench:record) goes
+ * further: trades made in batches, each connection's batch one buffer and one write, paced by the sockets.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -74,8 +75,22 @@ export interface VenueSimulator {
   tick(): void
   /** The open connections, in the order they were accepted. */
   connections(): ConnectionInfo[]
+  /**
+   * Sends `frames` trades, round robin over the instruments, as fast as the subscribers of their trade
+   * streams take them, and resolves once all are written (docs/simulator.md, "Flood"). Refused while faults
+   * of the plan are pending or a connection is stalled.
+   */
+  flood(frames: number): Promise<FloodResult>
   /** Closes every connection (1001) and the server, and finishes the truth file. */
   close(): Promise<void>
+}
+
+export interface FloodResult {
+  frames: number
+  /** Real seconds from the first batch to the last byte handed to the sockets. */
+  seconds: number
+  /** Process CPU seconds (user + system) the flood took. */
+  cpuSeconds: number
 }
 
 /** A clock for tests: simulated epoch milliseconds that move only when told. */
@@ -95,6 +110,10 @@ export async function startVenueSimulator(options: VenueSimulatorOptions = {}): 
 
 const HOUR_MS = 3_600_000
 const MAX_STEP_FRAMES = 20_000
+/** A flood's batch: frames made and written together (one buffer a connection). */
+const FLOOD_BATCH = 512
+/** A flood waits for a socket holding more unsent bytes than this to drain. */
+const FLOOD_HIGH_WATER = 1 << 20
 /** Stream names a client may name; the simulator serves `<symbol>@trade`, `@depth@100ms`, `@depth`, and others carry nothing. */
 const STREAM_WORD = /^[a-z0-9_]+@[a-z0-9_@]+$/
 const REST_JSON = { 'content-type': 'application/json;charset=UTF-8' }
@@ -144,6 +163,30 @@ class Schedule {
     // From the first time, not the previous one: no drift however long the run.
     this.nextUs = this.firstUs + Math.floor(this.k * this.intervalUs)
   }
+}
+
+/**
+ * The header of an unmasked final text frame of `n` bytes, as Latin-1 characters (one per byte), for a
+ * flood's batch strings: ASCII frame texts follow it unchanged.
+ */
+function frameHead(n: number): string {
+  if (n < 126) return '\x81' + String.fromCharCode(n)
+  if (n < 65536) return '\x81\x7e' + String.fromCharCode(n >> 8, n & 255)
+  return '\x81\x7f\0\0\0\0' + String.fromCharCode(n >>> 24, (n >> 16) & 255, (n >> 8) & 255, n & 255)
+}
+
+/** Resolves when `socket` has written what it holds, or has closed. */
+function drained(socket: Duplex): Promise<void> {
+  if (socket.destroyed || socket.writableLength === 0) return Promise.resolve()
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off('drain', done)
+      socket.off('close', done)
+      resolve()
+    }
+    socket.on('drain', done)
+    socket.on('close', done)
+  })
 }
 
 /** A websocket text frame (FIN, unmasked, as a server sends) holding `text`: the same bytes for every connection. */
@@ -417,6 +460,55 @@ class Simulator implements VenueSimulator {
         all()
     }
     this.faultDone(armed, true, detail)
+  }
+
+  async flood(frames: number): Promise<FloodResult> {
+    if (!(Number.isSafeInteger(frames) && frames > 0)) throw new RangeError('a flood is a positive whole number of frames')
+    const stalled = [...this.conns].filter((c) => c.stall !== null).length
+    if (this.pendingFaults.size !== 0 || stalled !== 0) throw new RangeError(`a flood does not mix with faults: ${this.pendingFaults.size} pending, ${stalled} connections stalled`)
+    const trades = [...this.instruments.values()].map((ins) => ({ ins, stream: this.streams.get(ins.tradeStream)! }))
+    const cpu0 = process.cpuUsage()
+    const t0 = performance.now()
+    const out = new Map<Connection, string>()
+    let made = 0
+    while (made < frames && this.closed === undefined) {
+      // What the clock has made due goes first, and the batch is made at the clock's time after it: ids
+      // and times stay in order on every stream.
+      this.step(Infinity)
+      const us = this.clockUs
+      for (const end = Math.min(frames, made + FLOOD_BATCH); made < end; made++) {
+        const { ins, stream } = trades[made % trades.length]!
+        const ev = ins.nextTrade(us, 1)
+        this.stats.framesMade++
+        for (let v = 0; v < 4; v++) {
+          const subs = stream.subs[v]!
+          if (subs.length === 0) continue
+          const text = eventText(ev, stream.name, v)
+          const frame = frameHead(text.length) + text
+          const to: string[] | null = this.recording ? [] : null
+          for (const conn of subs) {
+            if (conn.ws.readyState !== WebSocket.OPEN) continue
+            out.set(conn, (out.get(conn) ?? '') + frame)
+            this.stats.framesSent++
+            to?.push(conn.id)
+          }
+          if (to !== null && to.length !== 0) this.record({ kind: 'frame', simTimeUs: us, stream: stream.name, to, text })
+        }
+      }
+      const full: Promise<void>[] = []
+      for (const [conn, batch] of out) {
+        // Frame texts are ASCII: Latin-1 writes the headers' bytes and the texts as they are.
+        conn.socket.write(Buffer.from(batch, 'latin1'))
+        if (conn.socket.writableLength > FLOOD_HIGH_WATER) full.push(drained(conn.socket))
+      }
+      out.clear()
+      this.truthSink.flush()
+      // Without a full socket the loop still yields, so that pings, requests and closes are served.
+      await (full.length !== 0 ? Promise.all(full) : new Promise((resolve) => setImmediate(resolve)))
+    }
+    for (const c of this.conns) await drained(c.socket)
+    const cpu = process.cpuUsage(cpu0)
+    return { frames: made, seconds: (performance.now() - t0) / 1000, cpuSeconds: (cpu.user + cpu.system) / 1e6 }
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ import type { Replica } from '../src/formats/record/types.js'
 import { NoneClock } from '../src/recorder/clock/index.js'
 import { jsonLogger } from '../src/recorder/log.js'
 import { Recorder } from '../src/recorder/recorder.js'
+import { sealCommand } from '../src/recorder/sealer.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
 import { startVenueSimulator } from '../src/sim/venue/simulator.js'
 import { venueAt } from '../src/venues/index.js'
@@ -357,12 +358,13 @@ async function prepareSealHour(dir: string): Promise<SealHour> {
 }
 
 /**
- * Seals the prepared hour as the daemon's sealer does (src/recorder/sealer.ts: the same CLI, a plain child
- * process); --recorder-stopped because no later hour is journaled. Resolves with its wall seconds.
+ * Seals the prepared hour as the daemon's sealer does (src/recorder/sealer.ts: the same CLI, in a child
+ * process at nice 19); --recorder-stopped because no later hour is journaled. Resolves with its wall seconds.
  */
 async function sealHour(s: SealHour): Promise<number> {
   const t0 = performance.now()
-  const child = spawn(process.execPath, [cli, 'run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', s.journal, '--out', s.root, '--key', s.key, '--recorder', 'recorder', '--json', '--recorder-stopped'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const [command, ...args] = sealCommand([cli, 'run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', s.journal, '--out', s.root, '--key', s.key, '--recorder', 'recorder', '--json', '--recorder-stopped'])
+  const child = spawn(command!, args, { stdio: ['ignore', 'ignore', 'pipe'] })
   let err = ''
   child.stderr!.on('data', (d: Buffer) => { err += d.toString() })
   const [code] = await once(child, 'close') as [number | null]

@@ -37,6 +37,16 @@ export interface SealerOptions {
   sealed?(channel: Channel, hour: bigint, seconds: number, ok: boolean): void
 }
 
+/**
+ * The command line that runs `pipe` with `args` (the CLI's path first) as the daemon seals: at the lowest
+ * priority, so that receipts wait for no seal, as the seal's three busy threads and the recorder share the
+ * host's cores (bench:record, docs/performance.md). nice(1) lowers every thread the child makes, where
+ * setpriority(2) on its pid would miss those started before the call.
+ */
+export function sealCommand(args: readonly string[]): string[] {
+  return process.platform === 'linux' ? ['nice', '-n', '19', process.execPath, ...args] : [process.execPath, ...args]
+}
+
 export class HourlySealer {
   private timer: NodeJS.Timeout | null = null
   private running: Promise<void> | null = null
@@ -93,11 +103,8 @@ export class HourlySealer {
     ]
     const started = performance.now()
     return new Promise((resolve) => {
-      // At the lowest priority, so that receipts wait for no seal: the seal's three busy threads and the
-      // recorder share the host's cores (bench:record, docs/performance.md). nice(1) lowers every thread the
-      // child makes, where setpriority(2) on its pid would miss those started before the call.
-      const command = process.platform === 'linux' ? ['nice', '-n', '19', process.execPath] : [process.execPath]
-      const child = spawn(command[0]!, [...command.slice(1), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+      const [command, ...commandArgs] = sealCommand(args)
+      const child = spawn(command!, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] })
       let out = ''
       let err = ''
       child.stdout!.on('data', (d: Buffer) => { out += d.toString() })

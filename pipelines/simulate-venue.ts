@@ -5,8 +5,7 @@ import { readInputFile } from '../src/core/input-file.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
-import { parseFaultPlan } from '../src/sim/venue/faults.js'
-import { SIMULATED_VENUES, startVenueSimulator } from '../src/sim/venue/simulator.js'
+import { SIMULATED_VENUES, parseFaultPlan } from '../src/sim/venue/faults.js'
 
 /** A fault plan is a few faults: docs/simulator.md. */
 const FAULT_PLAN_LIMIT = { maxBytes: 2 ** 20, what: 'a fault plan' }
@@ -60,6 +59,8 @@ export const venueSimulatorStage = defineStage({
         throw new UsageError('usage.bad-fault-plan', `--faults: ${err instanceof SyntaxError ? 'not JSON: ' : ''}${(err as Error).message}`, { location: { file: o.faults } })
       }
     }
+    // Loaded here: the simulator's modules (ws) are for this command only, not every command's start-up.
+    const { startVenueSimulator } = await import('../src/sim/venue/simulator.js')
     const sim = await startVenueSimulator({
       port: o.port, seed: o.seed, rate: o.rate, instruments: o.instruments.split(','), timeScale: o.timeScale,
       pingIntervalMs: o.pingIntervalMs, pongTimeoutMs: o.pongTimeoutMs, keepTruth: false,

@@ -27,7 +27,7 @@
  * What is asserted comes from the journal and the kills, not from timing: how long a start or a seal
  * takes on a loaded machine changes where the kills fall, not what must hold.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, stat, truncate } from 'node:fs/promises'
@@ -43,7 +43,7 @@ import { formatTime, parseTime } from '../src/formats/record/time.js'
 import { REPLICAS, eventTime, type JournalEvent, type Replica } from '../src/formats/record/types.js'
 import { seededRandom } from '../src/sim/random.js'
 import { startVenueSimulator, type VenueSimulator } from '../src/sim/venue/simulator.js'
-import { CLI, cliEnv, runCli } from './built-cli.js'
+import { runCli, spawnCli } from './built-cli.js'
 
 
 const RECORDER = 'crash'
@@ -172,7 +172,7 @@ class Daemon {
 
   constructor(args: string[]) {
     // Its own process group, so that a kill can take its seal-hour child with it, and leftovers be found.
-    this.child = spawn(process.execPath, [CLI, ...args], { env: cliEnv(), stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    this.child = spawnCli(args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
     this.child.stderr!.on('data', (d: Buffer) => {
       this.tail = (this.tail + d.toString()).slice(-4000)
       this.stderr += d.toString()

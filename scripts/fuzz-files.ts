@@ -23,7 +23,7 @@ import { pathToFileURL } from 'node:url'
 import { newSigningKey, writeJwksFile, writePrivateJwkFile } from '../src/formats/record/keys/keys.js'
 import { LIFE, antRecord, patternRecord, ruleRecord, writeJsonl } from '../src/sim/pack-records.js'
 import { seededRandom } from '../src/sim/random.js'
-import { CLI, REPO, cliEnv, runCli } from './built-cli.js'
+import { REPO, runCli, spawnCli } from './built-cli.js'
 
 export { REPO }
 
@@ -312,11 +312,11 @@ const MAX_OUTPUT_BYTES = 16 * 2 ** 20
 export function runCase(args: string[], o: { cwd: string; env?: Record<string, string>; stdin?: string; limits: Limits }): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; wallS: number; rssMb: number; killed?: string }> {
   return new Promise((resolve, reject) => {
     const rssFile = join(o.cwd, `.fuzz-rss-${process.pid}-${runs++}`)
-    const child = spawn(process.execPath, ['--import', pathToFileURL(RSS_HOOK).href, CLI, ...args], {
+    const child = spawnCli(args, {
       cwd: o.cwd,
-      env: cliEnv({ ...o.env, PIPE_FUZZ_RSS: rssFile }),
+      env: { ...o.env, PIPE_FUZZ_RSS: rssFile },
       stdio: [o.stdin !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    })
+    }, ['--import', pathToFileURL(RSS_HOOK).href])
     const started = performance.now()
     let peakKb = 0
     let killed: string | undefined
@@ -340,7 +340,7 @@ export function runCase(args: string[], o: { cwd: string; env?: Record<string, s
       feeder.on('error', () => undefined)
       child.on('close', () => feeder.kill('SIGKILL'))
     }
-    // `env` execs node, so the child's pid is node's: its /proc status gives the peak so far.
+    // env(1) execs node, so the child's pid is node's: its /proc status gives the peak so far.
     const poll = setInterval(() => {
       try {
         const status = readFileSync(`/proc/${child.pid}/status`, 'utf8')

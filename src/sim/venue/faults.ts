@@ -5,6 +5,9 @@
  */
 import { z } from 'zod'
 
+/** Venues the simulator speaks. */
+export const SIMULATED_VENUES = ['binance'] as const
+
 /** Stream names the simulator serves: `<symbol>@trade`, `<symbol>@depth@100ms`, `<symbol>@depth`. */
 export const STREAM_NAME = /^[a-z0-9]+@(trade|depth@100ms|depth)$/
 

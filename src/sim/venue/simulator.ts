@@ -19,9 +19,6 @@ import { COMBINED, Instrument, MICROSECONDS, eventText, type MarketEvent, type M
 import { parseFaultPlan, type Fault, type FaultPlanInput } from './faults.js'
 import { openTruth, type Truth, type TruthRecord } from './truth.js'
 
-/** Venues the simulator speaks. */
-export const SIMULATED_VENUES = ['binance'] as const
-
 export interface VenueSimulatorOptions {
   /** Default 0: any free port. The server listens on 127.0.0.1 only. */
   port?: number

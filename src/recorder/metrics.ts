@@ -31,7 +31,12 @@ export class RecorderMetrics {
   readonly backlogPauses = new Counter({ name: 'pipe_recorder_journal_backlog_pauses_total', help: 'Times reading from the venue paused because the journal was behind', labelNames: ['channel'] as const, registers: [this.registry] })
   readonly sealSeconds = new Histogram({ name: 'pipe_recorder_seal_seconds', help: 'Time to seal an hour', labelNames: ['channel', 'ok'] as const, buckets: [1, 5, 15, 30, 60, 120, 300, 600], registers: [this.registry] })
   readonly lastSealed = new Gauge({ name: 'pipe_recorder_last_sealed_hour_seconds', help: 'Start of the last hour sealed, Unix seconds', labelNames: ['channel'] as const, registers: [this.registry] })
-  readonly clockBound = new Gauge({ name: 'pipe_recorder_clock_error_bound_seconds', help: 'The clock error bound of the latest receipt that had one', labelNames: ['replica'] as const, registers: [this.registry] })
+  /** Each replica's latest receipt bound in ns, read when scraped rather than set per frame. */
+  readonly latestBoundNs = new Map<Replica, bigint>()
+  readonly clockBound = new Gauge({
+    name: 'pipe_recorder_clock_error_bound_seconds', help: 'The clock error bound of the latest receipt that had one', labelNames: ['replica'] as const, registers: [this.registry],
+    collect: () => { for (const [replica, ns] of this.latestBoundNs) this.clockBound.set({ replica }, Number(ns) / 1e9) },
+  })
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'pipe_recorder_' })

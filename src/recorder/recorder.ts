@@ -185,7 +185,7 @@ export class Recorder {
             log('error', 'journal append failed', { channel, error: err.message })
           },
         )
-        if (event.kind === 'frame' && event.clockErrorBound !== undefined) m.clockBound.set({ replica: event.replica }, Number(event.clockErrorBound) / 1e9)
+        if (event.kind === 'frame' && event.clockErrorBound !== undefined) m.latestBoundNs.set(event.replica, event.clockErrorBound)
       },
       log: (level, msg, fields) => log(level, msg, fields),
       frame: (replica, ch, bytes, withheld) => {

@@ -16,3 +16,21 @@ export function fmt8(units: number): string {
   const i = Math.floor(units / 1e8)
   return i + '.' + String(units - i * 1e8 + 1e8).slice(1)
 }
+
+/**
+ * One depth update's changes to one side of a book (`side` 0: bids below `mid`, 1: asks above it): one to
+ * three levels within `span` ticks of the mid set to a new size in lots, or removed; each change noted in
+ * `changed` (0: removed). Draws from `rand` in a fixed order, so a seed makes the same book.
+ */
+export function moveBookSide(levels: Map<number, number>, changed: Map<number, number>, side: 0 | 1, mid: number, span: number, lot: number, rand: () => number): void {
+  const n = 1 + Math.floor(rand() * 3)
+  for (let j = 0; j < n; j++) {
+    const x = rand()
+    const off = 1 + Math.floor(x * x * span)
+    const p = side === 0 ? mid - off : mid + off
+    const size = rand() < 0.15 ? 0 : lot * (1 + Math.floor(rand() * 3000))
+    if (size === 0) levels.delete(p)
+    else levels.set(p, size)
+    changed.set(p, size)
+  }
+}

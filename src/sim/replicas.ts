@@ -50,7 +50,7 @@ import { receiptClock, type TimeDaemonSample } from '../formats/record/clock.js'
 import type { ChecksumMismatchEvent, FrameEvent, JournalEvent, Replica, SequenceBreakEvent } from '../formats/record/types.js'
 import type { SequenceState, SequenceVerdict } from '../venues/adapter.js'
 import { binanceSequence, wrapBinanceDepthSnapshot } from '../venues/binance.js'
-import { BINANCE_INSTRUMENTS, fmt8, type InstrumentSpec } from './binance-instruments.js'
+import { BINANCE_INSTRUMENTS, fmt8, moveBookSide, type InstrumentSpec } from './binance-instruments.js'
 import { hash32, seededRandom } from './random.js'
 
 export interface SimReconnect { kind: 'reconnect'; replica: Replica; at: bigint; closeCode?: number; pauseNs?: bigint }
@@ -518,19 +518,7 @@ class Sim {
       for (const p of book.asks.keys()) if (p <= book.mid) { book.asks.delete(p); changes[1]!.set(p, 0) }
     }
     const span = this.snapshotDepth * 2
-    for (let side = 0; side < 2; side++) {
-      const levels = side === 0 ? book.bids : book.asks
-      const n = 1 + Math.floor(vr() * 3)
-      for (let j = 0; j < n; j++) {
-        const x = vr()
-        const off = 1 + Math.floor(x * x * span)
-        const p = side === 0 ? book.mid - off : book.mid + off
-        const size = vr() < 0.15 ? 0 : spec.lot * (1 + Math.floor(vr() * 3000))
-        if (size === 0) levels.delete(p)
-        else levels.set(p, size)
-        changes[side]!.set(p, size)
-      }
-    }
+    for (const side of [0, 1] as const) moveBookSide(side === 0 ? book.bids : book.asks, changes[side]!, side, book.mid, span, spec.lot, vr)
     const U = this.ids[ins]! + 1 + (this.gaps.length ? this.gapSkip(ins, v) : 0)
     const u = U + changes[0]!.size + changes[1]!.size + Math.floor(vr() * 20) - 1
     this.ids[ins] = u

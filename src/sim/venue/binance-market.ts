@@ -12,7 +12,7 @@
  * Texts are built as Binance writes them (the plain trade of src/venues/binance.ts), only when a
  * connection wants them, in one of four variants: raw or combined stream, milliseconds or microseconds.
  */
-import { BINANCE_INSTRUMENTS, fmt8, type InstrumentSpec } from '../binance-instruments.js'
+import { BINANCE_INSTRUMENTS, fmt8, moveBookSide, type InstrumentSpec } from '../binance-instruments.js'
 import { hash32, seededRandom } from '../random.js'
 
 /** Bit 0: combined stream (`{"stream":..,"data":..}`); bit 1: times in microseconds (`?timeUnit=microsecond`). */
@@ -130,19 +130,10 @@ export class Instrument {
       this.mid += 1
       for (const p of this.asks.keys()) if (p <= this.mid) { this.asks.delete(p); askChanges.set(p, 0) }
     }
-    for (let side = 0; side < 2; side++) {
+    for (const side of [0, 1] as const) {
       const levels = side === 0 ? this.bids : this.asks
       const changed = side === 0 ? bidChanges : askChanges
-      const n = 1 + Math.floor(r() * 3)
-      for (let j = 0; j < n; j++) {
-        const x = r()
-        const off = 1 + Math.floor(x * x * BOOK_SPAN)
-        const p = side === 0 ? this.mid - off : this.mid + off
-        const size = r() < 0.15 ? 0 : spec.lot * (1 + Math.floor(r() * 3000))
-        if (size === 0) levels.delete(p)
-        else levels.set(p, size)
-        changed.set(p, size)
-      }
+      moveBookSide(levels, changed, side, this.mid, BOOK_SPAN, spec.lot, r)
       // Levels the mid has drifted far from leave, so the book stays small.
       if (move < 0.05 || move > 0.95) {
         for (const p of levels.keys()) if (Math.abs(p - this.mid) > 2 * BOOK_SPAN) { levels.delete(p); changed.set(p, 0) }

@@ -5,8 +5,10 @@
  * and the two cores are shared as on a recorder host: simulator on one, receiver on the other.
  *
  * Phase 1, throughput. The simulator floods BENCH_FRAMES trades (default 300,000, BTCUSDT and ETHUSDT in
- * turn) to each of two connections as fast as the sockets take them (`flood()`, docs/simulator.md). The
- * receivers take turns, BENCH_ROUNDS times each (default 3):
+ * turn) to each of two connections as fast as the sockets take them (`flood()`, docs/simulator.md), in two
+ * ways: batched (each connection's 512 frames in one write: the receiver is the limit) and each frame sent
+ * by itself (`ws.send` a frame, as a plain ws server sends: the sender shares the cores and is the limit,
+ * as a venue's pace is). The receivers take turns, BENCH_ROUNDS times each (default 3) for each sender:
  * - record: the daemon's `Recorder` (src/recorder/recorder.ts): replicas a and b, the trades channel, the
  *   `--clock none` clock, each channel's journal in a temporary directory with the daemon's durability
  *   (group commit, fsync every 200 ms), no sealing;
@@ -27,9 +29,11 @@
  *
  * The last line is machine-readable:
  *   record frames-per-s F p99-us L ratio-vs-bare R peak-rss-mb M
- * F = the recorder's best round, frames/s per replica; L = p99 receive-to-journal-write in µs at the steady
- * rate, the worse of without and while sealing; R = F / the bare client's best round; M = the recorder's
- * highest peak RSS over all its runs.
+ * F = the recorder's best round with the batched sender, frames/s per replica; L = p99 receive-to-journal-write
+ * in µs at the steady rate, the worse of without and while sealing; R = the recorder's best round over the
+ * bare client's with each frame sent by itself (the baseline issue 25 states: a plain ws server and two
+ * discarding clients); M = the recorder's highest peak RSS over all its runs. The ratio with the batched
+ * sender, and each receiver's CPU a frame, are printed above it.
  *
  * Environment: BENCH_FRAMES, BENCH_ROUNDS, BENCH_STEADY_RATE, BENCH_STEADY_SECONDS, BENCH_SEAL_FRAMES,
  * BENCH_RECEIVER_NODE_ARGS (extra node flags for the receivers, e.g. --cpu-prof).
@@ -149,12 +153,17 @@ async function receiver(mode: 'record' | 'bare', wsUrl: string, restUrl: string,
     // p99. The histogram still observes every frame, so the daemon's per-frame cost is all there.
     const histogram = recorder.metrics.journalWrite
     let before = 0
-    ;(recorder.metrics as unknown as { journalWrite: { observe(labels: { channel: string }, seconds: number): void } }).journalWrite = {
-      observe(labels: { channel: string }, seconds: number) {
-        histogram.observe(labels, seconds)
-        const now = performance.now()
-        if (measure) measure.add(now - seconds * 1000, now, seconds * 1e6)
-        else before++
+    ;(recorder.metrics as unknown as { journalWrite: { labels(labels: { channel: string }): { observe(seconds: number): void } } }).journalWrite = {
+      labels(labels: { channel: string }) {
+        const child = histogram.labels(labels)
+        return {
+          observe(seconds: number) {
+            child.observe(seconds)
+            const now = performance.now()
+            if (measure) measure.add(now - seconds * 1000, now, seconds * 1e6)
+            else before++
+          },
+        }
       },
     }
     await recorder.start()
@@ -269,7 +278,10 @@ class Receiver {
   }
 }
 
-interface Round { mode: 'record' | 'bare'; perReplica: number; w: Window; rssMb: number }
+interface Round { mode: 'record' | 'bare'; sender: 'batched' | 'each'; perReplica: number; w: Window; rssMb: number }
+
+/** The receiver's CPU a frame, µs. */
+const cpuPerFrame = (w: Window) => (w.cpuSeconds * 1e6 / w.frames).toFixed(1)
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ')
@@ -285,18 +297,20 @@ async function main(): Promise<void> {
     const sim = await startVenueSimulator({ instruments: INSTRUMENTS, clock: () => start, keepTruth: false })
     const rounds: Round[] = []
     for (let r = 0; r < ROUNDS; r++) {
-      for (const mode of ['bare', 'record'] as const) {
-        const journal = join(dir, `journal-${r}-${mode}`)
-        const rx = new Receiver(mode, sim, journal)
-        await rx.next('ready')
-        rx.send({ cmd: 'measure', frames: FRAMES * REPLICAS.length })
-        const [w, flood] = await Promise.all([rx.next('window'), sim.flood(FRAMES)])
-        const { rssMb } = await rx.stop()
-        await rm(journal, { recursive: true, force: true })
-        const round: Round = { mode, perReplica: w.frames / REPLICAS.length / w.seconds, w, rssMb }
-        rounds.push(round)
-        const latency = w.p99 !== undefined ? `; receive-to-journal-write p50 ${fmt(w.p50!)} µs, p99 ${fmt(w.p99)} µs, max ${fmt(w.max!)} µs` : ''
-        console.log(`round ${r + 1} ${mode.padEnd(6)} ${fmt(round.perReplica)} frames/s per replica (${fmt(w.frames / REPLICAS.length)} each in ${w.seconds.toFixed(2)} s); CPU receiver ${w.cpuSeconds.toFixed(1)} s, simulator ${flood.cpuSeconds.toFixed(1)} s; peak RSS ${rssMb.toFixed(0)} MB${latency}`)
+      for (const sender of ['batched', 'each'] as const) {
+        for (const mode of ['bare', 'record'] as const) {
+          const journal = join(dir, `journal-${r}-${sender}-${mode}`)
+          const rx = new Receiver(mode, sim, journal)
+          await rx.next('ready')
+          rx.send({ cmd: 'measure', frames: FRAMES * REPLICAS.length })
+          const [w, flood] = await Promise.all([rx.next('window'), sim.flood(FRAMES, { sendEach: sender === 'each' })])
+          const { rssMb } = await rx.stop()
+          await rm(journal, { recursive: true, force: true })
+          const round: Round = { mode, sender, perReplica: w.frames / REPLICAS.length / w.seconds, w, rssMb }
+          rounds.push(round)
+          const latency = w.p99 !== undefined ? `; receive-to-journal-write p50 ${fmt(w.p50!)} µs, p99 ${fmt(w.p99)} µs, max ${fmt(w.max!)} µs` : ''
+          console.log(`round ${r + 1} ${sender.padEnd(7)} ${mode.padEnd(6)} ${fmt(round.perReplica)} frames/s per replica (${fmt(w.frames / REPLICAS.length)} each in ${w.seconds.toFixed(2)} s); CPU receiver ${w.cpuSeconds.toFixed(1)} s (${cpuPerFrame(w)} µs a frame), simulator ${flood.cpuSeconds.toFixed(1)} s; peak RSS ${rssMb.toFixed(0)} MB${latency}`)
+        }
       }
     }
     await sim.close()
@@ -319,14 +333,18 @@ async function main(): Promise<void> {
     console.log(`steady, no seal:    ${rate(idle)} frames/s per replica for ${idle.seconds.toFixed(1)} s; receive-to-journal-write p50 ${fmt(idle.p50!)} µs, p99 ${fmt(idle.p99!)} µs, max ${fmt(idle.max!)} µs; CPU ${idle.cpuSeconds.toFixed(1)} s`)
     console.log(`steady, sealing:    ${rate(sealing)} frames/s per replica for ${sealing.seconds.toFixed(1)} s (seal-hour ${sealSeconds.toFixed(1)} s, ${fmt(SEAL_FRAMES)} frames × 2 replicas); p50 ${fmt(sealing.p50!)} µs, p99 ${fmt(sealing.p99!)} µs, max ${fmt(sealing.max!)} µs; CPU ${sealing.cpuSeconds.toFixed(1)} s; peak RSS ${steadyRss.toFixed(0)} MB`)
 
-    const best = (mode: Round['mode']) => rounds.filter((x) => x.mode === mode).reduce((a, b) => (b.perReplica > a.perReplica ? b : a))
-    const rec = best('record')
-    const bare = best('bare')
+    const best = (mode: Round['mode'], sender: Round['sender']) => rounds.filter((x) => x.mode === mode && x.sender === sender).reduce((a, b) => (b.perReplica > a.perReplica ? b : a))
+    const rec = best('record', 'batched')
+    const bare = best('bare', 'batched')
+    const recEach = best('record', 'each')
+    const bareEach = best('bare', 'each')
     const peakRss = Math.max(steadyRss, ...rounds.filter((x) => x.mode === 'record').map((x) => x.rssMb))
     const p99 = Math.max(idle.p99!, sealing.p99!)
-    console.log(`record (best of ${ROUNDS}): ${fmt(rec.perReplica)} frames/s per replica, p50 ${fmt(rec.w.p50!)} µs, p99 ${fmt(rec.w.p99!)} µs under the flood; bare client (best): ${fmt(bare.perReplica)} frames/s per replica, peak RSS ${Math.max(...rounds.filter((x) => x.mode === 'bare').map((x) => x.rssMb)).toFixed(0)} MB`)
+    console.log(`batched sender (best of ${ROUNDS}): record ${fmt(rec.perReplica)} frames/s per replica (p50 ${fmt(rec.w.p50!)} µs, p99 ${fmt(rec.w.p99!)} µs), bare client ${fmt(bare.perReplica)}: ratio ${(rec.perReplica / bare.perReplica).toFixed(3)}; receiver CPU ${cpuPerFrame(rec.w)} µs a frame against ${cpuPerFrame(bare.w)}`)
+    console.log(`each frame sent by itself (best of ${ROUNDS}): record ${fmt(recEach.perReplica)} frames/s per replica, bare client ${fmt(bareEach.perReplica)}: ratio ${(recEach.perReplica / bareEach.perReplica).toFixed(3)}`)
+    console.log(`peak RSS: record ${peakRss.toFixed(0)} MB, bare client ${Math.max(...rounds.filter((x) => x.mode === 'bare').map((x) => x.rssMb)).toFixed(0)} MB`)
     console.log(`load average (1, 5, 15 min): ${loadAtStart} at start, ${load()} at end`)
-    console.log(`record frames-per-s ${Math.round(rec.perReplica)} p99-us ${Math.round(p99)} ratio-vs-bare ${(rec.perReplica / bare.perReplica).toFixed(3)} peak-rss-mb ${peakRss.toFixed(0)}`)
+    console.log(`record frames-per-s ${Math.round(rec.perReplica)} p99-us ${Math.round(p99)} ratio-vs-bare ${(recEach.perReplica / bareEach.perReplica).toFixed(3)} peak-rss-mb ${peakRss.toFixed(0)}`)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }

@@ -4,8 +4,8 @@
  * own files in each channel's journal); one replica alone runs on a host of its own.
  *
  * Durability (docs/recorder.md): a frame is queued for its journal file the moment it is received, written
- * with the records queued beside it (group commit), and fsynced within `fsyncIntervalMs` (default 200 ms)
- * of the write. A crash of the process loses nothing written; a power loss loses at most the last interval,
+ * with the records received in the same turn of the event loop, and fsynced within `fsyncIntervalMs`
+ * (default 200 ms) of the write. A crash of the process loses nothing written; a power loss loses at most the last interval,
  * and the journal reader reports the torn tail the loss leaves. A disk that refuses writes is journaled as
  * `destination-unavailable` once writing works again, with how many events were lost.
  */
@@ -140,6 +140,9 @@ export class Recorder {
     const tallies = new Map<Replica, FrameTally>()
     const limit = this.o.journalBacklogBytes ?? 2 ** 20
     const connections = () => this.connections.filter((x) => x.channel === channel).map((x) => x.c)
+    const journalWrite = m.journalWrite.labels({ channel })
+    // The events of one write settle together: one callback a write rather than one a frame.
+    const writes = new Map<Promise<void>, { received: number[]; bytes: number }>()
     let backlog = 0
     let paused = false
     // A slow disk may pause reading many times a second: the log says so at most once a minute, the metric every time.
@@ -174,17 +177,28 @@ export class Recorder {
             pauseLogged = true
           }
         }
-        journal.append(event).then(
-          () => {
-            if (event.kind === 'frame') m.journalWrite.observe({ channel }, (performance.now() - received) / 1000)
-            settled(bytes)
-          },
-          // record-loss: appends resolve even when the disk refuses them; anything else is a bug to report.
-          (err: Error) => {
-            settled(bytes)
-            log('error', 'journal append failed', { channel, error: err.message })
-          },
-        )
+        const written = journal.append(event)
+        let write = writes.get(written)
+        if (write === undefined) {
+          const w = { received: [] as number[], bytes: 0 }
+          writes.set(written, (write = w))
+          written.then(
+            () => {
+              writes.delete(written)
+              const now = performance.now()
+              for (const r of w.received) journalWrite.observe((now - r) / 1000)
+              settled(w.bytes)
+            },
+            // record-loss: appends resolve even when the disk refuses them; anything else is a bug to report.
+            (err: Error) => {
+              writes.delete(written)
+              settled(w.bytes)
+              log('error', 'journal append failed', { channel, error: err.message })
+            },
+          )
+        }
+        if (event.kind === 'frame') write.received.push(received)
+        write.bytes += bytes
         if (event.kind === 'frame' && event.clockErrorBound !== undefined) m.latestBoundNs.set(event.replica, event.clockErrorBound)
       },
       log: (level, msg, fields) => log(level, msg, fields),

@@ -532,6 +532,45 @@ t.test('every fault kind on both channels: the sealed hours state exactly what t
   t.same(run.logLines.filter((l) => /"level":"error"/.test(l)), [], 'no error logged')
 })
 
+t.test('serverShutdown: the recorder opens the successor when the venue announces it, and closes the old connection before the venue does', async (t) => {
+  const scale = 60
+  const start = HOUR_14 + 56 * MIN
+  /** Simulated ms after the start: each replica of each channel is told once, a second apart (1 s real) from the start and each other. */
+  const notices = { a: 60_000, b: 120_000 }
+  const closeAfterMs = 40_000
+  const plan: FaultPlanInput['faults'] = (['a', 'b'] as const).map((replica) => ({ kind: 'server-shutdown', at: notices[replica], replica, closeAfterMs }))
+  const run = await recordAndSeal(t, 'server-shutdown', { startMs: start, scale, plans: { trades: plan, book: plan } })
+  t.same(run.sealedHour15, [0, 0], 'hour 15 sealed on both channels')
+  t.equal(run.verify.status, 0, `verify passes: ${run.verify.stdout.slice(0, 600)}`)
+  for (const channel of CHANNELS) {
+    const truth = new TruthOf(run.sims[channel].truth)
+    const faults = truth.records.filter((r): r is Fault => r.kind === 'fault')
+    t.same(faults.map((f) => f.applied), [true, true], `${channel}: the venue told both replicas`)
+    const m = await manifestOf(run.root, channel, '14')
+    for (const replica of ['a', 'b'] as const) {
+      const told = faults.find((f) => 'replica' in f.fault && f.fault.replica === replica)!
+      const closeAtUs = told.detail['closeAtUs'] as number
+      const conns = truth.connections(replica)
+      const old = conns.find((c) => c.conn === (told.detail['conns'] as string[])[0])!
+      const successor = conns[conns.indexOf(old) + 1]
+      t.match(old.close, { by: 'client', code: 1000, reason: 'replaced before the venue announced a server shutdown' }, `${channel} ${replica}: the recorder closed the old connection`)
+      t.ok(old.close!.simTimeUs < closeAtUs, `${channel} ${replica}: before the venue would have`)
+      t.ok(successor?.subscribedUs !== undefined && successor.subscribedUs <= old.close!.simTimeUs, `${channel} ${replica}: once its successor had subscribed`)
+      t.equal(conns.length, 2, `${channel} ${replica}: one successor, no reconnect`)
+      t.same(m.replicas.find((r) => r.replica === replica)!.reconnect_windows, [], `${channel} ${replica}: no reconnect window`)
+    }
+    t.same([m.sequence_gaps, m.conflicts ?? [], m.unrepresentable_frames ?? []], [[], [], []], `${channel}: the notice is no unrepresentable frame, and the overlap makes no gap or conflict`)
+    t.same(m.completeness, { status: 'partial', reasons: ['recorder_down'] }, `${channel}: partial only for the time before the recorder started`)
+    const all = [...await rawLines(run.root, channel, '14'), ...await rawLines(run.root, channel, '15')]
+    t.equal(all.filter((l) => l.payload.includes('"serverShutdown"')).length, 2, `${channel}: both notices are in the raw file`)
+    const { missed, invented } = rawVersusTruth(truth, all)
+    t.same(missed, [], `${channel}: every frame the venue wrote to a replica is in a raw file with that replica's receipt`)
+    t.same(invented, [], `${channel}: and nothing the venue did not send`)
+  }
+  t.equal(run.logLines.filter((l) => l.includes('opening the successor before the venue announced a server shutdown')).length, 4, 'each replica of each channel logged it once')
+  t.same(run.logLines.filter((l) => /"level":"error"/.test(l)), [], 'no error logged')
+})
+
 t.test('the recorder opens the successor before the old connection closes: no reconnect window for its rotation', async (t) => {
   const scale = 120
   const start = HOUR_14 + 58.5 * MIN

@@ -201,6 +201,21 @@ t.test('flood: a fixed number of trades as fast as the clients take them, ids +1
   await sim.close()
 })
 
+t.test('flood, each frame sent by itself: the same frames as in batches', async (t) => {
+  const received: string[][] = []
+  for (const sendEach of [false, true]) {
+    const { sim, a, b } = await twoReplicas(t, {}, ['btcusdt@trade', 'ethusdt@trade'])
+    t.equal((await sim.flood(3001, { sendEach })).frames, 3001)
+    await settle(sim, [a, b])
+    t.same(a.texts, b.texts, `sendEach ${sendEach}: both replicas, byte for byte, in order`)
+    t.equal(sim.truth.filter((r) => r.kind === 'frame' && r.to.includes(a.id)).length, a.texts.length - 1, `sendEach ${sendEach}: the truth lists every frame sent`)
+    received.push(a.texts)
+    await sim.close()
+  }
+  t.equal(received[1]!.length, 3002, 'the acknowledgement and every trade')
+  t.same(received[1], received[0], 'the same texts in the same order either way')
+})
+
 t.test('flood: refused while a fault is pending or a connection is stalled', async (t) => {
   const pending = await twoReplicas(t, { faults: { faults: [{ kind: 'disconnect', at: 60_000, replica: 'a' }] } })
   await t.rejects(pending.sim.flood(10), /a flood does not mix with faults: 1 pending, 0 connections stalled/)

@@ -86,6 +86,17 @@ t.test('responses are control frames', async (t) => {
   t.match(err.kind === 'control' && err.note, /^error response/)
 })
 
+t.test('serverShutdown is a control frame that asks for the successor, in each shape it may come in', async (t) => {
+  const shutdown = { kind: 'control', note: 'serverShutdown: the venue will close this connection', closing: true }
+  for (const channel of ['trades', 'book'] as const) {
+    t.same(classify(channel, '{"event":{"e":"serverShutdown","E":1770123456789}}'), shutdown, `${channel}: as the WebSocket API documents it`)
+    t.same(classify(channel, '{"e":"serverShutdown","E":1770123456789}'), shutdown, `${channel}: bare`)
+    t.same(classify(channel, '{"stream":"btcusdt@trade","data":{"e":"serverShutdown","E":1770123456789}}'), shutdown, `${channel}: in a combined-stream wrapper`)
+  }
+  t.equal(classify('trades', '{"event":{"e":"trade","E":1}}').kind, 'unrepresentable', 'another event under "event" is no notice')
+  t.notOk('closing' in classify('trades', '{"result":null,"id":1}'), 'an acknowledgement closes nothing')
+})
+
 t.test('REST depth snapshot frame -> book_snapshots rows', async (t) => {
   const frame = wrapBinanceDepthSnapshot('BNBBTC', SNAPSHOT_BODY)
   t.equal(frame, '{"rest":"depth","symbol":"BNBBTC","response":' + SNAPSHOT_BODY + '}', 'the body is embedded verbatim')

@@ -69,6 +69,8 @@ export class ReplicaChannel {
   private retry: NodeJS.Timeout | null = null
   private stopped = false
   private paused = false
+  /** Why the successor under way was opened: the close reason of the connection it replaces. */
+  private rotation = ''
 
   constructor(private readonly o: ConnectionOptions) {}
 
@@ -109,7 +111,7 @@ export class ReplicaChannel {
     const c = new VenueConnection(id, this.o, {
       subscribed: () => this.onSubscribed(c),
       ended: (healthy) => this.onEnded(c, healthy),
-      rotate: () => this.onRotate(c),
+      rotate: (why) => this.onRotate(c, why),
     })
     if (this.paused) c.pause()
     return c
@@ -123,13 +125,14 @@ export class ReplicaChannel {
       const old = this.current
       this.current = c
       this.successor = null
-      void old?.close(1000, 'replaced before the venue\'s scheduled disconnect')
+      void old?.close(1000, `replaced before ${this.rotation}`)
     }
   }
 
-  private onRotate(c: VenueConnection): void {
+  private onRotate(c: VenueConnection, why: string): void {
     if (this.stopped || c !== this.current || this.successor) return
-    this.o.sink.log('info', 'opening the successor before the venue\'s scheduled disconnect', { replica: this.o.replica, channel: this.o.channel, connection: c.id })
+    this.o.sink.log('info', `opening the successor before ${why}`, { replica: this.o.replica, channel: this.o.channel, connection: c.id })
+    this.rotation = why
     this.successor = this.open()
   }
 
@@ -157,7 +160,8 @@ export class ReplicaChannel {
 interface Owner {
   subscribed(): void
   ended(healthy: boolean): void
-  rotate(): void
+  /** Open this connection's successor and close it once the successor is subscribed; `why` goes in the close frame. */
+  rotate(why: string): void
 }
 
 /** One websocket connection, from `connecting` to `closed`. */
@@ -192,7 +196,7 @@ class VenueConnection {
     this.ws.on('close', (code: number, reason: Buffer) => this.onClose(code, reason))
     const stallMs = o.stallMs ?? DEFAULTS.stallMs
     this.timers.push(setInterval(() => this.checkStall(stallMs), Math.min(1000, stallMs / 4)))
-    this.timers.push(setTimeout(() => this.owner.rotate(), o.rotateAfterMs ?? DEFAULTS.rotateAfterMs))
+    this.timers.push(setTimeout(() => this.owner.rotate('the venue\'s scheduled disconnect'), o.rotateAfterMs ?? DEFAULTS.rotateAfterMs))
     for (const t of this.timers) t.unref()
   }
 
@@ -272,6 +276,11 @@ class VenueConnection {
   /** The venue's sequences on this connection: a break is journaled after the frame that shows it. */
   private track(data: Buffer, binary: boolean, receiveTime: bigint): void {
     const c = this.o.venue.classify(this.o.channel, data, binary)
+    if (c.kind === 'control' && c.closing) {
+      this.o.sink.log('info', 'the venue announced it will close the connection', { replica: this.o.replica, channel: this.o.channel, connection: this.id, note: c.note })
+      this.owner.rotate('the venue announced a server shutdown')
+      return
+    }
     const spans = c.kind === 'rows' ? c.sequences : c.kind === 'unrepresentable' ? (c.sequences ?? []) : []
     for (const span of spans) {
       const key = `${span.sequence}:${span.instrument}`

@@ -76,8 +76,12 @@ export type UnrepresentableCode =
   | 'time'
 
 export type FrameClass =
-  /** A control message: acknowledgement, error response, anything that carries no rows by design. */
-  | { kind: 'control'; note: string }
+  /**
+   * A control message: acknowledgement, error response, anything that carries no rows by design. `closing`:
+   * the venue says it will close this connection soon (Binance's `serverShutdown`): a recorder opens the
+   * connection's successor now, so that the replica stays covered.
+   */
+  | { kind: 'control'; note: string; closing?: true }
   /**
    * A row-carrying frame. `rows` may be empty (e.g. a book update that changes no level). `exchangeTime` is
    * the venue's stated time for the frame, the earliest when it states several, null when it states none.

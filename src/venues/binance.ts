@@ -8,6 +8,8 @@
  * - Frames are JSON text frames. A raw stream (`/ws`) sends the event object; a combined stream
  *   (`/stream`) wraps it as `{"stream":"<symbol>@trade","data":{...}}`. Both are accepted; the stream
  *   name must name the event's symbol (lowercase) and its kind, otherwise the frame is unrepresentable.
+ * - `serverShutdown` (the venue is about to close the connection for maintenance) is a control frame that
+ *   asks the recorder to open the connection's successor now ({@link isServerShutdown} for its shapes).
  * - Responses to requests are control frames: `{"result":null,"id":1}` (SUBSCRIBE acknowledged),
  *   `{"result":[...],"id":3}` (LIST_SUBSCRIPTIONS), `{"error":{"code":2,"msg":"..."},"id":1}`.
  * - A connection of a channel carries only that channel's events and responses, so any other frame
@@ -315,6 +317,7 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
       if ('error' in v) return { kind: 'control', note: `error response: ${JSON.stringify(text.length > 200 ? text.slice(0, 200) : text)}` }
       return { kind: 'control', note: v['result'] === null ? 'request acknowledged' : 'request result' }
     }
+    if (isServerShutdown(v)) return { kind: 'control', note: 'serverShutdown: the venue will close this connection', closing: true }
     let d: JsonObject = v
     let stream: string | null = null
     if ('stream' in v || 'data' in v) {
@@ -351,6 +354,17 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
     if (err instanceof Bad) return { kind: 'unrepresentable', code: err.code, reason: err.message, ...(err.sequences ? { sequences: err.sequences } : {}) }
     throw err
   }
+}
+
+/**
+ * Binance's `serverShutdown` event ("sent when the server is about to shut down, resulting in
+ * disconnection"). Its one documented shape is the WebSocket API's, `{"event":{"e":"serverShutdown","E":..}}`;
+ * the streams' page names the event without showing it, so it is also taken bare and in a combined-stream
+ * wrapper.
+ */
+function isServerShutdown(v: JsonObject): boolean {
+  for (const o of [v, v['event'], v['data']]) if (o !== undefined && isJsonObject(o) && o['e'] === 'serverShutdown') return true
+  return false
 }
 
 const SUBSCRIBE_ID = 1

@@ -80,11 +80,17 @@ export const faultSchema = z.discriminatedUnion('kind', [
     ...when,
     ...target,
   }),
+  z.strictObject({
+    kind: z.literal('server-shutdown').describe('the venue announces a server shutdown (a serverShutdown event), then closes the connection'),
+    ...when,
+    ...target,
+    closeAfterMs: z.number().min(0).default(600_000).describe('simulated milliseconds from the notice to the close (code 1001, empty reason)'),
+  }),
 ]).superRefine((f, ctx) => {
   if ((f.at === undefined) === (f.afterFrames === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of at and afterFrames', path: ['at'] })
   if (f.kind === 'gap') return
   const targets = (f.replica === undefined ? 0 : 1) + (f.connection === undefined ? 0 : 1)
-  const optional = f.kind === 'unrepresentable' || f.kind === 'scheduled-disconnect'
+  const optional = f.kind === 'unrepresentable' || f.kind === 'scheduled-disconnect' || f.kind === 'server-shutdown'
   if (targets > 1 || (targets === 0 && !optional)) {
     ctx.addIssue({ code: 'custom', message: optional ? 'give at most one of replica and connection (none: every connection)' : 'give exactly one of replica and connection', path: ['replica'] })
   }

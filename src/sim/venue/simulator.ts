@@ -77,9 +77,18 @@ export interface VenueSimulator {
    * streams take them, and resolves once all are written (docs/simulator.md, "Flood"). Refused while faults
    * of the plan are pending or a connection is stalled.
    */
-  flood(frames: number): Promise<FloodResult>
+  flood(frames: number, options?: FloodOptions): Promise<FloodResult>
   /** Closes every connection (1001) and the server, and finishes the truth file. */
   close(): Promise<void>
+}
+
+export interface FloodOptions {
+  /**
+   * Each frame sent by itself (`ws.send`: its own frame header and socket write), as a plain ws server
+   * sends, rather than a batch's frames in one write. Slower: the sender's pace, not the receiver's, is
+   * then the limit.
+   */
+  sendEach?: boolean
 }
 
 export interface FloodResult {
@@ -459,7 +468,7 @@ class Simulator implements VenueSimulator {
     this.faultDone(armed, true, detail)
   }
 
-  async flood(frames: number): Promise<FloodResult> {
+  async flood(frames: number, options: FloodOptions = {}): Promise<FloodResult> {
     if (!(Number.isSafeInteger(frames) && frames > 0)) throw new RangeError('a flood is a positive whole number of frames')
     const stalled = [...this.conns].filter((c) => c.stall !== null).length
     if (this.pendingFaults.size !== 0 || stalled !== 0) throw new RangeError(`a flood does not mix with faults: ${this.pendingFaults.size} pending, ${stalled} connections stalled`)
@@ -481,11 +490,12 @@ class Simulator implements VenueSimulator {
           const subs = stream.subs[v]!
           if (subs.length === 0) continue
           const text = eventText(ev, stream.name, v)
-          const frame = frameHead(text.length) + text
+          const frame = options.sendEach ? '' : frameHead(text.length) + text
           const to: string[] | null = this.recording ? [] : null
           for (const conn of subs) {
             if (conn.ws.readyState !== WebSocket.OPEN) continue
-            out.set(conn, (out.get(conn) ?? '') + frame)
+            if (options.sendEach) conn.ws.send(text)
+            else out.set(conn, (out.get(conn) ?? '') + frame)
             this.stats.framesSent++
             to?.push(conn.id)
           }
@@ -493,11 +503,9 @@ class Simulator implements VenueSimulator {
         }
       }
       const full: Promise<void>[] = []
-      for (const [conn, batch] of out) {
-        // Frame texts are ASCII: Latin-1 writes the headers' bytes and the texts as they are.
-        conn.socket.write(Buffer.from(batch, 'latin1'))
-        if (conn.socket.writableLength > FLOOD_HIGH_WATER) full.push(drained(conn.socket))
-      }
+      // Frame texts are ASCII: Latin-1 writes the headers' bytes and the texts as they are.
+      for (const [conn, batch] of out) conn.socket.write(Buffer.from(batch, 'latin1'))
+      for (const conn of this.conns) if (conn.socket.writableLength > FLOOD_HIGH_WATER) full.push(drained(conn.socket))
       out.clear()
       this.truthSink.flush()
       // Without a full socket the loop still yields, so that pings, requests and closes are served.
@@ -540,11 +548,19 @@ class Simulator implements VenueSimulator {
         this.at(untilUs, () => this.endStall(conn))
         return this.faultDone(armed, true, { conn: conn.id, untilUs, then: fault.then })
       }
-      case 'scheduled-disconnect': {
+      case 'scheduled-disconnect': case 'server-shutdown': {
         const targets = fault.replica === undefined && fault.connection === undefined ? [...this.conns].filter((c) => c.open) : [this.target(fault)].filter((c) => c !== undefined)
         if (targets.length === 0) return this.faultDone(armed, false, { why: 'no open connection is its target' })
-        for (const c of targets) this.closeConnection(c, 1001, '', 'scheduled')
-        return this.faultDone(armed, true, { conns: targets.map((c) => c.id), code: 1001, reason: '' })
+        if (fault.kind === 'scheduled-disconnect') {
+          for (const c of targets) this.closeConnection(c, 1001, '', 'scheduled')
+          return this.faultDone(armed, true, { conns: targets.map((c) => c.id), code: 1001, reason: '' })
+        }
+        // The one shape Binance documents for the event (WebSocket API, "Connection events"); its streams'
+        // page names the event without showing it.
+        for (const c of targets) this.reply(c, { event: { e: 'serverShutdown', E: Math.floor(this.clockUs / 1000) } })
+        const closeAtUs = this.clockUs + Math.round(fault.closeAfterMs * 1000)
+        this.at(closeAtUs, () => { for (const c of targets) if (c.open) this.closeConnection(c, 1001, '', 'server shutdown') })
+        return this.faultDone(armed, true, { conns: targets.map((c) => c.id), closeAtUs })
       }
     }
   }

@@ -181,6 +181,44 @@ t.test('after hours of downtime the daemon\'s sealer seals every hour in between
   t.equal(v.status, 0, `the chain verifies: ${v.stdout}${v.stderr}`)
 })
 
+t.test('a seal that gets no CPU at nice 19 is stopped and run again at the daemon\'s priority', { skip: process.platform === 'linux' ? false : 'nice and /proc are Linux\'s' }, async (t) => {
+  const journal = join(dir, 'starved-journal', 'trades')
+  const root = join(dir, 'starved-root')
+  const H14 = BigInt(Date.UTC(2026, 9, 3, 14)) * 1_000_000n
+  const S = 1_000_000_000n
+  await buildJournal(journal, byTime(REPLICAS.flatMap((r): JournalEvent[] => [
+    { kind: 'recorder-start', replica: r, time: H14, heartbeatIntervalNs: S },
+    ...connect(r, `${r}-1`, H14 + S),
+    { kind: 'heartbeat', replica: r, time: H14 + 3_600n * S },
+  ])))
+  const logged: string[] = []
+  const sealed: boolean[] = []
+  const sealer = new HourlySealer({
+    cli: CLI, venue: 'binance', channels: ['trades'], journalsOf: () => [journal], root, key: keyFile, keys: keysFile, recorder: 'rec-1',
+    now: () => H14 + 3_600n * S + 60n * S, log: (_level, msg, fields) => { logged.push(msg + (fields?.['stderr'] ? ` (${String(fields['stderr'])})` : '')) }, sealed: (_c, _h, _s, ok) => { sealed.push(ok) },
+    starvedWindowMs: 500,
+  })
+  // The seal is stopped (SIGSTOP) as soon as it starts: to the sealer it is a seal that gets no CPU at all.
+  const stopped: number[] = []
+  const catcher = setInterval(() => {
+    const found = spawnSync('pgrep', ['-P', String(process.pid), '-f', 'seal-hour'], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).map(Number)
+    for (const pid of found) {
+      if (stopped.length > 0) continue
+      stopped.push(pid)
+      process.kill(pid, 'SIGSTOP')
+    }
+  }, 5)
+  t.teardown(() => clearInterval(catcher))
+  await sealer.sealDue()
+  clearInterval(catcher)
+  t.equal(stopped.length, 1, 'the first seal was caught and stopped')
+  t.ok(logged.includes('the seal got too little CPU at nice 19; sealing the hour again at the daemon\'s priority'), logged.join('; '))
+  t.same(sealed, [true], 'the hour sealed once, by the second run')
+  t.equal(spawnSync('ps', ['-p', String(stopped[0])]).status, 1, 'the starved seal is gone')
+  const v = spawnSync(process.execPath, [CLI, 'run', 'verify', '--root', root, '--keys', keysFile], { encoding: 'utf8', env: childEnv() })
+  t.equal(v.status, 0, `the chain verifies: ${v.stdout}${v.stderr}`)
+})
+
 t.test('pipe run record: records, reports its health and metrics, and stops on SIGTERM with exit 0', async (t) => {
   const sim = await startVenueSimulator({ seed: 3, instruments: ['BTCUSDT'], rate: 50 })
   t.teardown(() => sim.close())

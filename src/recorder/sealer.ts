@@ -11,6 +11,7 @@
  * fsync interval), and the heartbeat that shows the recorder passed the hour (docs/recorder.md).
  */
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { HOUR_NS, hourName, listJournalFiles, locateJournalReplicas } from '../formats/record/journal/journal.js'
 import { chainHours } from '../formats/record/seal/seal.js'
 import type { Channel } from '../formats/record/types.js'
@@ -30,6 +31,8 @@ export interface SealerOptions {
   graceMs?: number
   /** How often the sealer looks for hours to seal (default 10 s). */
   everyMs?: number
+  /** How long a seal may have too little CPU at nice 19 before it is run again at normal priority (default 30 s). */
+  starvedWindowMs?: number
   /** The real-time clock, ns since the epoch. */
   now(): bigint
   log: Logger
@@ -41,14 +44,36 @@ export interface SealerOptions {
  * The command line that runs `pipe` with `args` (the CLI's path first) as the daemon seals: at the lowest
  * priority, so that receipts wait for no seal, as the seal's three busy threads and the recorder share the
  * host's cores (bench:record, docs/performance.md: p99 receive-to-write while sealing 0.36 ms at nice 19,
- * 0.8-1.2 ms at nice 10). The price is on a host whose cores other work keeps busy: there a seal gets a
- * fortieth of a core against each busy process, and hours are sealed late (never skipped: the sealer
- * catches up). A recorder host is meant for recording (docs/recorder.md). nice(1) lowers every thread the
- * child makes, where setpriority(2) on its pid would miss those started before the call.
+ * 0.8-1.2 ms at nice 10). nice(1) lowers every thread the child makes, where setpriority(2) on its pid would
+ * miss those started before the call. `yielding` false: at the daemon's own priority (see STARVED).
  */
-export function sealCommand(args: readonly string[]): string[] {
-  return process.platform === 'linux' ? ['nice', '-n', '19', process.execPath, ...args] : [process.execPath, ...args]
+export function sealCommand(args: readonly string[], yielding = true): string[] {
+  return yielding && process.platform === 'linux' ? ['nice', '-n', '19', process.execPath, ...args] : [process.execPath, ...args]
 }
+
+/**
+ * A seal at nice 19 gets a fortieth of a core against each busy process: on a host that other work keeps
+ * busy it could wait for hours. One that has had less than `share` of a core over the last `windowMs` is
+ * stopped (a seal is crash-safe: nothing of it stays) and run again at the daemon's priority, which an
+ * unprivileged process cannot raise a child back to otherwise. A seal that computes, or waits on a disk, as
+ * fast as the host lets it at nice 19 is left alone unless it waits that long.
+ */
+const STARVED = { share: 0.1, windowMs: 30_000 }
+
+/** The CPU time a Linux process has used, in seconds, from /proc (user and system, every thread); null when unknown. */
+function cpuSecondsOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    // The command name may hold spaces and parentheses: the fields counted from after its last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+  } catch {
+    return null
+  }
+}
+
+/** USER_HZ: the unit of /proc's CPU times, 100 on every Linux architecture Node runs on. */
+const TICKS_PER_SECOND = 100
 
 export class HourlySealer {
   private timer: NodeJS.Timeout | null = null
@@ -65,6 +90,26 @@ export class HourlySealer {
     tick()
     this.timer = setInterval(tick, this.o.everyMs ?? 10_000)
     this.timer.unref()
+  }
+
+  /** Calls `starving` once the process `pid` has had less than STARVED.share of a core over STARVED.windowMs. */
+  private watchStarvation(pid: number, starving: () => void): NodeJS.Timeout | null {
+    const windowMs = this.o.starvedWindowMs ?? STARVED.windowMs
+    const samples: { at: number; cpu: number }[] = []
+    const timer = setInterval(() => {
+      const cpu = cpuSecondsOf(pid)
+      if (cpu === null) return
+      const at = performance.now()
+      samples.push({ at, cpu })
+      while (samples.length > 1 && at - samples[1]!.at >= windowMs) samples.shift()
+      const first = samples[0]!
+      if (at - first.at >= windowMs && (cpu - first.cpu) * 1000 < STARVED.share * (at - first.at)) {
+        clearInterval(timer)
+        starving()
+      }
+    }, Math.max(50, windowMs / 10))
+    timer.unref()
+    return timer
   }
 
   /** Stops looking for hours; a seal under way is let finish (it is crash-safe, but a finished one is not redone). */
@@ -98,7 +143,7 @@ export class HourlySealer {
     return first
   }
 
-  private seal(channel: Channel, hour: bigint): Promise<boolean> {
+  private seal(channel: Channel, hour: bigint, yielding = true): Promise<boolean> {
     const args = [
       this.o.cli, 'run', 'seal-hour', '--venue', this.o.venue, '--channel', channel, '--hour', hourName(hour),
       ...this.o.journalsOf(channel).flatMap((dir) => ['--journal', dir]), '--out', this.o.root, '--key', this.o.key, '--recorder', this.o.recorder, '--json',
@@ -106,14 +151,23 @@ export class HourlySealer {
     ]
     const started = performance.now()
     return new Promise((resolve) => {
-      const [command, ...commandArgs] = sealCommand(args)
+      const [command, ...commandArgs] = sealCommand(args, yielding)
       const child = spawn(command!, commandArgs, { stdio: ['ignore', 'pipe', 'pipe'] })
       let out = ''
       let err = ''
+      let starved = false
+      // nice(1) execs node in place: the child's pid is the seal's.
+      const watch = yielding && child.pid !== undefined ? this.watchStarvation(child.pid, () => { starved = true; child.kill('SIGKILL') }) : null
       child.stdout!.on('data', (d: Buffer) => { out += d.toString() })
       child.stderr!.on('data', (d: Buffer) => { err += d.toString() })
       child.on('close', (code) => {
+        if (watch) clearInterval(watch)
         const seconds = (performance.now() - started) / 1000
+        if (starved && !this.stopped) {
+          this.o.log('warn', 'the seal got too little CPU at nice 19; sealing the hour again at the daemon\'s priority', { channel, hour: hourName(hour), seconds: Number(seconds.toFixed(3)) })
+          resolve(this.seal(channel, hour, false))
+          return
+        }
         const ok = code === 0
         this.o.sealed?.(channel, hour, seconds, ok)
         if (ok) {

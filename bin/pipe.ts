@@ -13,6 +13,8 @@ import { failedRun, runPipeline, runStageList, type RunSettings } from '../src/c
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
 import type { StageUse } from '../src/core/stage.js'
 import { registry } from '../pipelines/registry.js'
+import { CHANNEL_TABLES } from '../src/formats/record/types.js'
+import { getVenue, venueNames } from '../src/venues/index.js'
 
 const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'max-findings', 'help', 'version'])
 
@@ -184,6 +186,22 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
   process.stdout.write([headline, ...pk.describePublisherKey(key)].join('\n') + '\n')
 }
 
+/** `pipe list venues`: each venue's channels with their tables, streams and sequence rules, its checksum and endpoints. */
+function venueList(): string {
+  const out: string[] = []
+  for (const name of venueNames()) {
+    const v = getVenue(name)
+    out.push(`${name}: ${v.about?.summary ?? '(registered without a description)'}`)
+    for (const channel of v.channels) {
+      const c = v.about?.channels[channel]
+      const tables = CHANNEL_TABLES[channel].length > 0 ? CHANNEL_TABLES[channel].join(', ') : 'none: kept in the raw file'
+      out.push(`  ${channel}: tables ${tables}`, ...(c ? [`    streams: ${c.streams}`, `    sequence: ${c.sequence}`] : []))
+    }
+    if (v.about) out.push(`  checksum: ${v.about.checksum ?? 'none sent by the venue'}`, `  endpoints: ${v.about.endpoints.join(', ')}`)
+  }
+  return out.join('\n') + '\n'
+}
+
 async function main(argv: string[]): Promise<number> {
   let exitCode = 0
   const runTarget = argv[0] === 'run' ? runTargetOf(argv.slice(1)) : undefined
@@ -192,8 +210,9 @@ async function main(argv: string[]): Promise<number> {
   await yargs(argv)
     .scriptName('pipe')
     .parserConfiguration({ 'camel-case-expansion': false, 'parse-numbers': false, 'parse-positional-numbers': false })
-    .command('list', 'List the pipelines', () => {}, () => {
-      for (const p of registry.pipelines()) process.stdout.write(`${p.name.padEnd(16)} ${p.summary}\n`)
+    .command('list [what]', 'List the pipelines, or with `venues` the venues recorded', (y) => y.positional('what', { type: 'string', choices: ['pipelines', 'venues'], default: 'pipelines' }), (args) => {
+      if (args.what === 'venues') process.stdout.write(venueList())
+      else for (const p of registry.pipelines()) process.stdout.write(`${p.name.padEnd(16)} ${p.summary}\n`)
     })
     .command('stages', 'List the stages a pipeline can be built from', () => {}, () => {
       for (const s of registry.stages()) process.stdout.write(`${s.name.padEnd(18)} ${s.kind.padEnd(9)} ${(s.takes + ' -> ' + s.gives).padEnd(20)} ${s.summary}\n`)

@@ -12,6 +12,19 @@ const run = (args: string[], input?: string | Buffer) => spawnSync(process.execP
 const dir = mkdtempSync(join(tmpdir(), 'pipe-cli-'))
 t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 
+t.test('list venues: each venue\'s channels with their tables, streams and sequence rules, its checksum and endpoints', async (t) => {
+  const out = run(['list', 'venues'])
+  t.equal(out.status, 0, out.stderr)
+  const block = (name: string) => out.stdout.split(/^(?=\S)/m).find((b) => b.startsWith(`${name}:`)) ?? ''
+  t.match(block('binance'), /^ {2}book: tables book_snapshots, book_deltas\n {4}streams: <symbol>@depth@100ms.*\n {4}sequence: U = previous u \+ 1/m)
+  const usdm = block('binance-usdm')
+  for (const channel of ['trades', 'book', 'funding', 'liquidations']) t.match(usdm, new RegExp(`^  ${channel}: tables `, 'm'), `binance-usdm ${channel}`)
+  t.match(usdm, /^ {2}funding: tables none: kept in the raw file$/m)
+  t.match(usdm, /sequence: pu = previous u/)
+  t.match(usdm, /^ {2}endpoints: wss:\/\/fstream\.binance\.com\/public\/stream, wss:\/\/fstream\.binance\.com\/market\/stream, https:\/\/fapi\.binance\.com\/fapi\/v1\/depth$/m)
+  t.equal(run(['list', 'nope']).status, 2, 'an unknown list is a usage error')
+})
+
 t.test('list, stages and describe read the registry and the schemas', async (t) => {
   const list = run(['list'])
   t.equal(list.status, 0)

@@ -16,7 +16,7 @@ import { request as httpsRequest } from 'node:https'
 import WebSocket from 'ws'
 import { VERSION } from '../core/version.js'
 import type { Channel, JournalEvent, Replica } from '../formats/record/types.js'
-import type { SequenceState, VenueAdapter } from '../venues/adapter.js'
+import type { FrameClass, SequenceState, VenueAdapter } from '../venues/adapter.js'
 import type { RecorderClock } from './clock/index.js'
 
 /** The clock a connection stamps frames with (./clock): now, and the fields of a receipt read then. */
@@ -30,6 +30,7 @@ export interface ConnectionSink {
   frame?(replica: Replica, channel: Channel, bytes: number, withheld: boolean): void
   reconnect?(replica: Replica, channel: Channel): void
   gap?(replica: Replica, channel: Channel, instrument: string): void
+  checksumFailure?(replica: Replica, channel: Channel, instrument: string): void
   state?(replica: Replica, channel: Channel, subscribed: boolean): void
 }
 
@@ -170,6 +171,8 @@ class VenueConnection {
   private readonly ws: WebSocket
   private readonly plan
   private readonly sequences = new Map<string, SequenceState>()
+  /** The venue's book checksums are recomputed on this connection's own books (venues that send them). */
+  private readonly books: unknown
   /** Instruments whose book waits for a snapshot: it is fetched once per wait. */
   private readonly snapshotWanted = new Set<string>()
   private readonly snapshotsInFlight = new Set<string>()
@@ -186,6 +189,7 @@ class VenueConnection {
   constructor(readonly id: string, private readonly o: ConnectionOptions, private readonly owner: Owner) {
     this.closed = new Promise((r) => (this.resolveClosed = r))
     this.plan = o.venue.connect(o.channel, o.instruments)
+    this.books = o.venue.books?.create()
     this.event({ kind: 'connecting', replica: o.replica, connection: id, time: o.clock.now().receiveTime })
     // X-Pipe-Replica names the replica to a venue simulator (docs/simulator.md); a venue ignores it.
     this.ws = new WebSocket(this.plan.url, { perMessageDeflate: false, maxPayload: o.maxPayload ?? DEFAULTS.maxPayload, handshakeTimeout: 10_000, headers: { 'User-Agent': `pipe/${VERSION}`, 'X-Pipe-Replica': o.replica } })
@@ -194,7 +198,8 @@ class VenueConnection {
     this.ws.on('ping', () => { this.lastActivity = performance.now() })
     this.ws.on('error', (err) => this.onError(err))
     this.ws.on('close', (code: number, reason: Buffer) => this.onClose(code, reason))
-    const stallMs = o.stallMs ?? DEFAULTS.stallMs
+    // A venue that may be silent longer (a quiet stream between its pings) gets that, and a fifth more.
+    const stallMs = Math.max(o.stallMs ?? DEFAULTS.stallMs, (this.plan.silenceMs ?? 0) * 1.2)
     this.timers.push(setInterval(() => this.checkStall(stallMs), Math.min(1000, stallMs / 4)))
     this.timers.push(setTimeout(() => this.owner.rotate('the venue\'s scheduled disconnect'), o.rotateAfterMs ?? DEFAULTS.rotateAfterMs))
     for (const t of this.timers) t.unref()
@@ -240,6 +245,12 @@ class VenueConnection {
     // Paused before it opened, when pausing the socket is not yet possible.
     if (this.paused) this.ws.pause()
     this.event({ kind: 'open', replica: this.o.replica, connection: this.id, time: this.time() })
+    const keepAlive = this.plan.keepAlive
+    if (keepAlive) {
+      const ping = setInterval(() => { if (this.ws.readyState === WebSocket.OPEN && !this.paused) this.ws.send(keepAlive.text) }, keepAlive.everyMs)
+      ping.unref()
+      this.timers.push(ping)
+    }
     for (const text of this.plan.send) this.ws.send(text)
     if (this.plan.send.length === 0) this.onSubscribed(this.time())
   }
@@ -261,6 +272,8 @@ class VenueConnection {
     const withheld = 'withheld' in clock
     this.event({ kind: 'frame', replica: this.o.replica, connection: this.id, receiveTime, payload: data, binary, ...(withheld ? {} : { clockOffset: clock.clockOffset, clockErrorBound: clock.clockErrorBound }) })
     this.o.sink.frame?.(this.o.replica, this.o.channel, data.byteLength, withheld)
+    const answer = this.plan.respond?.(data)
+    if (answer != null && this.ws.readyState === WebSocket.OPEN) this.ws.send(answer)
     if (!this.subscribed) {
       const answer = this.plan.answers(data)
       if (answer === 'subscribed') this.onSubscribed(receiveTime)
@@ -281,7 +294,8 @@ class VenueConnection {
       this.owner.rotate('the venue announced a server shutdown')
       return
     }
-    const spans = c.kind === 'rows' ? c.sequences : c.kind === 'unrepresentable' ? (c.sequences ?? []) : []
+    if (c.kind === 'rows' && this.o.venue.books && (c.table === 'book_snapshots' || c.table === 'book_deltas')) this.checkBooks(c, data, receiveTime)
+    const spans = c.kind === 'rows' || c.kind === 'data' ? c.sequences : c.kind === 'unrepresentable' ? (c.sequences ?? []) : []
     for (const span of spans) {
       const key = `${span.sequence}:${span.instrument}`
       const v = this.o.venue.sequence(this.sequences.get(key), span)
@@ -295,6 +309,25 @@ class VenueConnection {
       }
       // The snapshot is fetched once an update has come, so that it can join the update stream.
       if (span.sequence === 'book' && !span.snapshot && this.snapshotWanted.has(span.instrument)) this.fetchSnapshot(span.instrument)
+    }
+  }
+
+  /**
+   * Recomputes the venue's checksums on this connection's books. A mismatch is journaled after the frame
+   * that shows it, the instrument's book is forgotten, and the venue is asked to send it anew (or, when it
+   * cannot be, the connection is replaced): what follows is checked against a book built again.
+   */
+  private checkBooks(c: Extract<FrameClass, { kind: 'rows' }>, data: Buffer, receiveTime: bigint): void {
+    const books = this.o.venue.books!
+    for (const check of books.apply(this.books, c, data)) {
+      if (check.expected === check.computed) continue
+      this.event({ kind: 'checksum-mismatch', replica: this.o.replica, connection: this.id, time: receiveTime, instrument: check.instrument, expected: check.expected, computed: check.computed })
+      this.o.sink.checksumFailure?.(this.o.replica, this.o.channel, check.instrument)
+      books.reset(this.books, check.instrument)
+      const resync = this.plan.resync?.(check.instrument)
+      this.o.sink.log('warn', resync ? 'book checksum mismatch; asking the venue for the book again' : 'book checksum mismatch; replacing the connection', { replica: this.o.replica, channel: this.o.channel, connection: this.id, instrument: check.instrument, expected: check.expected, computed: check.computed })
+      if (!resync) return this.ws.terminate()
+      for (const text of resync) this.ws.send(text)
     }
   }
 

@@ -211,6 +211,7 @@ export class Recorder {
       },
       reconnect: (replica, ch) => m.reconnects.inc(labels(replica, ch)),
       gap: (replica, ch, instrument) => m.gaps.inc({ replica, channel: ch, instrument }),
+      checksumFailure: (replica, ch, instrument) => m.checksumFailures.inc({ replica, channel: ch, instrument }),
       state: (replica, ch, up) => m.subscribed.set(labels(replica, ch), up ? 1 : 0),
     }
   }

@@ -38,6 +38,12 @@ export interface SequenceSpan {
   first: bigint
   last: bigint
   snapshot: boolean
+  /**
+   * The last id before this frame, as the venue states it, for venues whose ids are not dense (Binance
+   * USD-M `pu`, OKX `prevSeqId`, Deribit `prev_change_id`): the frame continues the sequence when it equals
+   * the previous frame's `last`.
+   */
+  previous?: bigint
 }
 
 /** State of one sequence (one instrument, one connection) after the frames seen so far. */
@@ -65,6 +71,20 @@ export type SequenceVerdict =
    */
   | { verdict: 'snapshot-behind'; state: SequenceState }
 
+/**
+ * The rule of ids that count up by one (Binance's trade ids, its futures' aggregate ids, Kraken's trade ids):
+ * a frame continues the sequence when its first id is the last one's + 1; one at or below the last id is
+ * stale; anything after a hole is a gap, after the last id and before the frame's first.
+ */
+export function consecutiveIds(prev: SequenceState | undefined, span: SequenceSpan): SequenceVerdict {
+  const t = span.last
+  if (prev === undefined) return { verdict: 'start', state: { last: t, streamFirst: span.first } }
+  if (t <= prev.last) return { verdict: 'stale', state: prev }
+  const state: SequenceState = { last: t, streamFirst: prev.streamFirst ?? span.first }
+  if (span.first === prev.last + 1n) return { verdict: 'next', state }
+  return { verdict: 'gap', afterId: prev.last.toString(), beforeId: span.first.toString(), state }
+}
+
 export type UnrepresentableCode =
   /** The text frame is not UTF-8, or the payload is not JSON (or a binary frame where the venue sends text). */
   | 'not-json'
@@ -87,6 +107,11 @@ export type FrameClass =
    * the venue's stated time for the frame, the earliest when it states several, null when it states none.
    */
   | { kind: 'rows'; table: TableName; rows: ParsedRow[]; exchangeTime: bigint | null; sequences: SequenceSpan[] }
+  /**
+   * Market data of a channel the format keeps in the raw file only (v1: `funding`, `liquidations`): no
+   * rows, nothing unrepresentable; its stated time and its place in the venue's sequences still count.
+   */
+  | { kind: 'data'; exchangeTime: bigint | null; sequences: SequenceSpan[] }
   /** No rows: the frame is kept in the raw file only, and the hour is `partial` (`unrepresentable_value`). */
   /** `sequences` when the frame's sequence ids parsed although the rest did not: it still counts for gaps. */
   | { kind: 'unrepresentable'; code: UnrepresentableCode; reason: string; sequences?: SequenceSpan[] }
@@ -102,11 +127,55 @@ export interface ConnectPlan {
    * A plan that sends nothing is subscribed when it opens.
    */
   answers(payload: Uint8Array): 'subscribed' | 'refused' | null
+  /**
+   * For a venue that wants pings from its clients (OKX: the text `ping` within 30 s of silence): the text
+   * sent every `everyMs` while the connection is open. Venues that ping their clients (Binance) need none:
+   * the websocket library answers protocol pings.
+   */
+  keepAlive?: { everyMs: number; text: string }
+  /**
+   * The longest a healthy connection may carry nothing, not even a ping (a quiet stream between the venue's
+   * pings): the recorder takes no longer silence for a stall. Default: the recorder's stall time.
+   */
+  silenceMs?: number
+  /** A frame the venue wants answered (Deribit's `test_request`): the text to send back, or null for none. */
+  respond?(payload: Uint8Array): string | null
+  /**
+   * The frames that make the venue send `instrument`'s book anew on this connection (after a checksum
+   * mismatch: unsubscribe and subscribe again). Without it the connection is replaced.
+   */
+  resync?(instrument: string): string[]
 }
 
 /** The REST request a book channel needs per instrument and connection (Binance: the depth snapshot). */
 export interface SnapshotRequest {
   url: string
+}
+
+/** A book checksum a venue sent, and the one recomputed from the connection's own copy of the book. */
+export interface ChecksumCheck {
+  instrument: string
+  /** As the venue wrote it. */
+  expected: string
+  /** Written as the venue writes it, so that equal checksums are equal strings. */
+  computed: string
+}
+
+/**
+ * For a venue that sends book checksums: the books of one connection, kept from its book frames, against
+ * which each checksum is recomputed. `S` is the adapter's own state (one per connection, every instrument).
+ */
+export interface VenueBooks<S = unknown> {
+  /** The books of a new connection: empty. */
+  create(): S
+  /**
+   * Applies one frame of the book channel, as {@link VenueAdapter.classify} read it (a snapshot resets its
+   * instrument's book), and returns the checksums it carries with their recomputed values, in the order
+   * they stand in the frame. A frame that carries none returns []. Never throws on a frame's content.
+   */
+  apply(books: S, frame: Extract<FrameClass, { kind: 'rows' }>, payload: Uint8Array): ChecksumCheck[]
+  /** Forgets one instrument's book (after a mismatch, until its next snapshot). */
+  reset(books: S, instrument: string): void
 }
 
 export interface VenueAdapter {
@@ -134,6 +203,22 @@ export interface VenueAdapter {
    * receive time at which it held the complete body.
    */
   wrapSnapshot(channel: Channel, instrument: string, body: string): string
+  /** Present when the venue sends book checksums: how a recorder recomputes them. */
+  readonly books?: VenueBooks
+  /** What `pipe list venues` says of the venue. */
+  readonly about?: VenueAbout
+}
+
+/** A venue as `pipe list venues` describes it. */
+export interface VenueAbout {
+  /** One line: the venue and its market. */
+  summary: string
+  /** Per channel served: the streams subscribed, and the sequence rule checked (or what cannot be). */
+  channels: Partial<Record<Channel, { streams: string; sequence: string }>>
+  /** The book checksum recomputed on each replica's book, or null when the venue sends none. */
+  checksum: string | null
+  /** The endpoints used unless told otherwise. */
+  endpoints: string[]
 }
 
 // ---------------------------------------------------------------------------------------------------

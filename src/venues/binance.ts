@@ -43,12 +43,20 @@
  *   first applied one satisfies `U <= L + 1 <= u` ({@link binanceBookSequence}).
  */
 import type { Channel } from '../formats/record/types.js'
-import { isDecimal38Text } from '../formats/record/decimal.js'
 import {
-  decodeUtf8, isJsonObject, JsonNumber, JsonReadError, readJson,
+  consecutiveIds, decodeUtf8, isJsonObject, JsonReadError, readJson,
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
   type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
+import {
+  Bad, decimal, digitsBelow, isServerShutdown, levels, MAX_STREAMS, parseSnapshot, subscribeAnswer, SUBSCRIBE_ID, symbol,
+  timeNs, timeUnit, uint, withSpan, type TimeUnit,
+} from './binance-common.js'
+
+import { wrapBinanceDepthSnapshot } from './binance-common.js'
+import { isDecimal38Text } from '../formats/record/decimal.js'
+
+export { wrapBinanceDepthSnapshot }
 
 export interface BinanceSpotOptions {
   /** Unit of `E` and `T`: `ms` (default) or `us` (connection opened with `timeUnit=microsecond`). */
@@ -63,94 +71,10 @@ export interface BinanceSpotOptions {
   combined?: boolean
 }
 
-const INT64_MAX = (1n << 63n) - 1n
 
-/** Whether canonical decimal integer text `a` (no sign, no leading zero) is below `b`'s value. */
-function digitsBelow(a: string, b: string): boolean {
-  return a.length !== b.length ? a.length < b.length : a < b
-}
-
-/** The unit of E and T: nanoseconds per unit, and the most units that fit int64 nanoseconds, as text. */
-interface TimeUnit { readonly mult: bigint; readonly maxUnitsText: string }
-const timeUnit = (mult: bigint): TimeUnit => ({ mult, maxUnitsText: (INT64_MAX / mult).toString() })
-const UINT_RE = /^(0|[1-9][0-9]*)$/
-/** Binance allows 1024 streams per connection. */
-const MAX_STREAMS = 1024
-
-class Bad extends Error {
-  /** The frame's place in its venue sequence, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-/** Runs `parse`; a Bad it throws carries `span`, since the frame's sequence ids parsed before it failed. */
-function withSpan<T>(span: SequenceSpan, parse: () => T): T {
-  try {
-    return parse()
-  } catch (err) {
-    if (err instanceof Bad) err.sequences = [span]
-    throw err
-  }
-}
-
-function uint(o: JsonObject, key: string, what: string): JsonNumber {
-  const v = o[key]
-  if (!(v instanceof JsonNumber)) throw new Bad('structure', `${what}: ${key} is ${v === undefined ? 'missing' : 'not a number'}`)
-  if (!UINT_RE.test(v.text)) throw new Bad('structure', `${what}: ${key} is not a non-negative integer (${v.text})`)
-  return v
-}
-
-function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${v === undefined ? 'missing' : 'not a string'}`)
-  return v
-}
-
-function decimal(v: JsonValue | undefined, what: string): string {
-  if (typeof v !== 'string') throw new Bad('structure', `${what} is ${v === undefined ? 'missing' : 'not a string'}`)
-  if (!isDecimal38Text(v)) throw new Bad('decimal', `${what} ${JSON.stringify(v)} is not a decimal DECIMAL(38, 18) holds exactly`)
-  return v
-}
-
-function levels(o: JsonObject, key: string, what: string, side: 'bid' | 'ask', instrument: string, exchangeTime: bigint | null, rows: ParsedRow[]): void {
-  const v = o[key]
-  if (!Array.isArray(v)) throw new Bad('structure', `${what}: ${key} is ${v === undefined ? 'missing' : 'not an array'}`)
-  for (let i = 0; i < v.length; i++) {
-    const level = v[i]
-    if (!Array.isArray(level) || level.length !== 2) throw new Bad('structure', `${what}: ${key}[${i}] is not a [price, quantity] pair`)
-    const price = decimal(level[0], `${what}: ${key}[${i}] price`)
-    const size = decimal(level[1], `${what}: ${key}[${i}] quantity`)
-    rows.push({ instrument, trade_id: null, side, price, size, exchange_time: exchangeTime })
-  }
-}
-
-/** Exact text of a (validated) event-time integer in nanoseconds. */
-function timeNs(n: JsonNumber, mult: bigint, what: string): bigint {
-  const ns = BigInt(n.text) * mult
-  if (ns > INT64_MAX) throw new Bad('time', `${what}: time ${n.text} does not fit int64 nanoseconds`)
-  return ns
-}
-
-function symbol(o: JsonObject, what: string): string {
-  const s = str(o, 's', what)
-  if (s === '') throw new Bad('structure', `${what}: s is empty`)
-  return s
-}
-
-/** The frame text recording a REST depth snapshot of `symbol`: `body` is embedded verbatim. */
-export function wrapBinanceDepthSnapshot(symbol: string, body: string): string {
-  return '{"rest":"depth","symbol":' + JSON.stringify(symbol) + ',"response":' + body + '}'
-}
 
 /** Binance spot trade ids: each trade of a symbol has the previous id + 1. */
-export function binanceTradeSequence(prev: SequenceState | undefined, span: SequenceSpan): SequenceVerdict {
-  const t = span.last
-  if (prev === undefined) return { verdict: 'start', state: { last: t, streamFirst: span.first } }
-  if (t <= prev.last) return { verdict: 'stale', state: prev }
-  const state: SequenceState = { last: t, streamFirst: prev.streamFirst ?? span.first }
-  if (span.first === prev.last + 1n) return { verdict: 'next', state }
-  return { verdict: 'gap', afterId: prev.last.toString(), beforeId: span.first.toString(), state }
-}
+export const binanceTradeSequence = consecutiveIds
 
 /**
  * Binance spot depth: an update `U..u` continues when `U == prev_u + 1` (more exactly, when
@@ -223,22 +147,6 @@ function parseDepthUpdate(d: JsonObject, mult: bigint): FrameClass {
   return { kind: 'rows', table: 'book_deltas', rows, exchangeTime, sequences: [span] }
 }
 
-function parseSnapshot(w: JsonObject): FrameClass {
-  const what = 'depth snapshot'
-  for (const k of Object.keys(w)) {
-    if (k !== 'rest' && k !== 'symbol' && k !== 'response') throw new Bad('structure', `${what}: unknown wrapper key ${JSON.stringify(k)}`)
-  }
-  if (w['rest'] !== 'depth') throw new Bad('structure', `${what}: rest is not "depth"`)
-  const sym = w['symbol']
-  if (typeof sym !== 'string' || sym === '') throw new Bad('structure', `${what}: symbol is missing or not a non-empty string`)
-  const r = w['response']
-  if (!isJsonObject(r)) throw new Bad('structure', `${what}: response is not an object`)
-  const L = BigInt(uint(r, 'lastUpdateId', what).text)
-  const rows: ParsedRow[] = []
-  levels(r, 'bids', what, 'bid', sym, null, rows)
-  levels(r, 'asks', what, 'ask', sym, null, rows)
-  return { kind: 'rows', table: 'book_snapshots', rows, exchangeTime: null, sequences: [{ sequence: 'book', instrument: sym, first: L, last: L, snapshot: true }] }
-}
 
 /**
  * A raw-stream trade exactly as Binance writes it: no whitespace, no escapes, the documented keys once each
@@ -356,35 +264,6 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
   }
 }
 
-/**
- * Binance's `serverShutdown` event ("sent when the server is about to shut down, resulting in
- * disconnection"). Its one documented shape is the WebSocket API's, `{"event":{"e":"serverShutdown","E":..}}`;
- * the streams' page names the event without showing it, so it is also taken bare and in a combined-stream
- * wrapper.
- */
-function isServerShutdown(v: JsonObject): boolean {
-  for (const o of [v, v['event'], v['data']]) if (o !== undefined && isJsonObject(o) && o['e'] === 'serverShutdown') return true
-  return false
-}
-
-const SUBSCRIBE_ID = 1
-
-/** Binance answers a request with `{"result":null,"id":N}`, or `{"error":{...},"id":N}` when it refuses it. */
-function subscribeAnswer(payload: Uint8Array): 'subscribed' | 'refused' | null {
-  // Replies are short; a market-data frame is not parsed here.
-  if (payload.byteLength > 1024) return null
-  const text = decodeUtf8(payload)
-  if (text === null || !text.includes('"id"')) return null
-  let v: JsonValue
-  try {
-    v = readJson(text)
-  } catch {
-    return null
-  }
-  if (!isJsonObject(v) || !(v['id'] instanceof JsonNumber) || v['id'].text !== String(SUBSCRIBE_ID)) return null
-  if ('error' in v) return 'refused'
-  return 'result' in v && v['result'] === null ? 'subscribed' : null
-}
 
 /** A Binance spot adapter. */
 export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAdapter {
@@ -399,6 +278,16 @@ export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAd
   return {
     name: 'binance',
     channels,
+    about: {
+      summary: 'Binance spot',
+      channels: {
+        trades: { streams: '<symbol>@trade', sequence: 'trade id t: +1 per trade of a symbol' },
+        book: { streams: '<symbol>@depth@100ms, and GET /api/v3/depth after each subscription and gap', sequence: 'U = previous u + 1; the snapshot joined by U <= lastUpdateId + 1 <= u' },
+      },
+      checksum: null,
+      // The recorder subscribes through the combined streams (venueAt); the registry's instance reads both shapes.
+      endpoints: [`${wsBase}/stream`, `${restBase}/api/v3/depth`],
+    },
     classify(channel, payload, binary) {
       check(channel)
       return classifyBinance(channel, payload, binary, unit)

@@ -4,10 +4,13 @@
  */
 import type { VenueAdapter } from './adapter.js'
 import { binanceSpot, createBinanceSpotAdapter } from './binance.js'
+import { binanceUsdm, createBinanceUsdmAdapter } from './binance-usdm.js'
+import { createKrakenAdapter, kraken } from './kraken.js'
+import { createOkxAdapter, okx } from './okx.js'
 
 export type { VenueAdapter } from './adapter.js'
 
-const adapters = new Map<string, VenueAdapter>([[binanceSpot.name, binanceSpot]])
+const adapters = new Map<string, VenueAdapter>([binanceSpot, binanceUsdm, kraken, okx].map((a) => [a.name, a]))
 
 /** The adapter registered under `name`, or undefined. */
 export function findVenue(name: string): VenueAdapter | undefined {
@@ -45,6 +48,11 @@ export interface VenueEndpoints {
  * Binance is recorded through its combined streams, whose every payload names the stream it belongs to.
  */
 export function venueAt(name: string, endpoints: VenueEndpoints): VenueAdapter {
-  if (name === binanceSpot.name) return createBinanceSpotAdapter({ combined: true, ...(endpoints.ws ? { wsBase: endpoints.ws } : {}), ...(endpoints.rest ? { restBase: endpoints.rest } : {}) })
-  throw new RangeError(`no recorder for venue ${JSON.stringify(name)}; it records: ${binanceSpot.name}`)
+  const at = { ...(endpoints.ws ? { wsBase: endpoints.ws } : {}), ...(endpoints.rest ? { restBase: endpoints.rest } : {}) }
+  if (name === binanceSpot.name) return createBinanceSpotAdapter({ combined: true, ...at })
+  if (name === binanceUsdm.name) return createBinanceUsdmAdapter(at)
+  // One Kraken adapter a recorder: its connections share the instrument precisions its checksums need.
+  if (name === kraken.name) return createKrakenAdapter(endpoints.ws ? { wsBase: endpoints.ws } : {})
+  if (name === okx.name) return createOkxAdapter(endpoints.ws ? { wsBase: endpoints.ws } : {})
+  throw new RangeError(`no recorder for venue ${JSON.stringify(name)}; it records: ${venueNames().join(', ')}`)
 }

@@ -196,7 +196,7 @@ export class HourFrames {
     if (spans) for (const span of spans) this.sequences.add(span, inHour)
     if (!inHour) return undefined
     const rawIndex = this.raw.lines
-    this.raw.write(cls.kind === 'rows' ? cls.exchangeTime : null, frame.tail)
+    this.raw.write(cls.kind === 'rows' || cls.kind === 'data' ? cls.exchangeTime : null, frame.tail)
     if (cls.kind === 'unrepresentable') this.unrepresentable.push(rawIndex)
     if (cls.kind === 'rows') {
       const cutter = this.cutters.get(cls.table)

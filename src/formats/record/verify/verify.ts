@@ -592,7 +592,7 @@ export function frameCarriesTrade(venue: string, channel: Channel, payload: Uint
   const adapter = findVenue(venue)
   if (adapter && adapter.channels.includes(channel)) {
     const c = adapter.classify(channel, payload, binary)
-    if (c.kind !== 'rows') return { ok: false, detail: `the ${venue} adapter reads the frame as ${c.kind === 'control' ? 'a control message' : `unrepresentable (${c.reason})`}, with no trade` }
+    if (c.kind !== 'rows') return { ok: false, detail: `the ${venue} adapter reads the frame as ${c.kind === 'control' ? 'a control message' : c.kind === 'data' ? 'data kept raw' : `unrepresentable (${c.reason})`}, with no trade` }
     if (c.rows.some((row) => row.trade_id === tradeId && row.instrument === instrument)) return { ok: true, detail: '' }
     const ids = c.rows.map((row) => `${row.instrument}/${row.trade_id ?? 'null'}`).join(', ')
     return { ok: false, detail: `the frame's trades are ${ids || 'none'}` }

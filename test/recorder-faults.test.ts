@@ -21,7 +21,8 @@ import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { decompress } from 'zstd-napi'
 import { childEnv } from './helpers/io.js'
-import { hourName, hourStart as hourStartNs, readJournalRange } from '../src/formats/record/journal/journal.js'
+import { sealRest } from './helpers/seal-rest.js'
+import { hourName, readJournalRange } from '../src/formats/record/journal/journal.js'
 import { newSigningKey, writeJwksFile, writePrivateJwkFile } from '../src/formats/record/keys/keys.js'
 import { COMPLETENESS_REASONS, type CompletenessReason, type HourlyManifest } from '../src/formats/record/manifest.js'
 import { parseTime } from '../src/formats/record/time.js'
@@ -94,7 +95,7 @@ interface Run {
   /** When the test stopped the recorder, on its clock. */
   stoppedAt: bigint
   /** Exit codes of sealing hour 15 of each channel, and of `pipe run verify` on the root. */
-  /** Exit codes of sealing hour 15 and every later hour journaled, by channel: the first failure's, or 0. */
+  /** By channel: the first failed seal's exit code, 0 when hour 15 and every later hour journaled are sealed, -1 when hour 15 is not. */
   sealedHour15: (number | null)[]
   /** Hour 15 and the later hours journaled (a loaded machine's daemon may have run on past hour 15). */
   laterHours: bigint[]
@@ -132,18 +133,10 @@ async function recordAndSeal(t: Test, name: string, o: {
   const stoppedAt = clock.now().receiveTime
   await recorder.stop()
   await Promise.all([sims.trades.close(), sims.book.close()])
-  // On a loaded machine the daemon may seal hour 14 late, when the simulated clock is hours further on:
-  // every hour from 15 to the last journaled is sealed, the last as a stopped recorder's.
-  const last = hourStartNs(clock.now().receiveTime)
-  const laterHours: bigint[] = []
-  for (let h = msToNs(HOUR_14) + HOUR_NS; h <= last; h += HOUR_NS) laterHours.push(h)
-  const sealed = await Promise.all(CHANNELS.map(async (channel) => {
-    for (const h of laterHours) {
-      const r = await runCli(['run', 'seal-hour', '--venue', 'binance', '--channel', channel, '--hour', hourName(h), '--journal', join(journal, channel), '--out', root, '--key', keyFile, '--recorder', 'rec-1', ...(h === last ? ['--recorder-stopped'] : [])])
-      if (r.status !== 0) return r.status
-    }
-    return 0
-  }))
+  // The hours the daemon left, hour 15 at least (test/helpers/seal-rest.ts).
+  const rest = await Promise.all(CHANNELS.map((channel) => sealRest(CLI, { root, journal: join(journal, channel), venue: 'binance', channel, recorder: 'rec-1', key: keyFile })))
+  const sealed = rest.map((r) => r.statuses.find((x) => x !== 0) ?? (r.hours.includes(msToNs(HOUR_14) + HOUR_NS) ? 0 : -1))
+  const laterHours = rest[0]!.hours.filter((h) => h > msToNs(HOUR_14))
   const verify = await runCli(['run', 'verify', '--root', root, '--keys', keysFile, '--json'])
   return { sims, root, journal, logLines, stoppedAt, sealedHour15: sealed, laterHours, verify }
 }

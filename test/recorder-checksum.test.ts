@@ -3,8 +3,9 @@
  * server (written here from Kraken's documented messages) sends the book's snapshot, a good update and then
  * an update whose checksum does not match. The recorder journals every frame, journals the mismatch with
  * both values, forgets the book, asks for it again (unsubscribe, subscribe), and checks the new book; its
- * text pings keep the connection alive. The sealer's side (checksum_failures in the manifest) is
- * test/seal.test.ts's.
+ * text pings keep the connection alive. Then an OKX server whose book skips update ids: the venue has no REST
+ * snapshot, so the recorder asks for the book again on the connection, once until it comes. The sealer's side
+ * (checksum_failures and sequence_gaps in the manifest) is test/seal.test.ts's.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -16,6 +17,7 @@ import type { JournalEvent } from '../src/formats/record/types.js'
 import { NoneClock } from '../src/recorder/clock/none-clock.js'
 import { Recorder } from '../src/recorder/recorder.js'
 import { createKrakenAdapter } from '../src/venues/kraken.js'
+import { createOkxAdapter } from '../src/venues/okx.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'pipe-recorder-checksum-'))
 t.teardown(() => rm(dir, { recursive: true, force: true }))
@@ -58,8 +60,9 @@ t.test('a checksum that does not match: journaled with both values, the book ask
       }
       if (m.params?.channel === 'book') {
         send(ws, ack('book', m.req_id!))
-        // A resubscription (after the two first requests) gets the book anew.
-        if (received.filter((r) => r.channel === 'book' && r.method === 'subscribe').length > 1) for (const text of [SNAPSHOT, GOOD_UPDATE]) send(ws, text)
+        // A resubscription gets the book anew: the first one's goes wrong again, the second one's does not.
+        const round = received.filter((r) => r.channel === 'book' && r.method === 'subscribe').length
+        if (round > 1) for (const text of round === 2 ? [SNAPSHOT, GOOD_UPDATE, BAD_UPDATE] : [SNAPSHOT, GOOD_UPDATE]) send(ws, text)
       }
     })
   })
@@ -74,24 +77,74 @@ t.test('a checksum that does not match: journaled with both values, the book ask
   })
   await recorder.start()
   const until = Date.now() + 20_000
-  while (sent.filter((s) => s === GOOD_UPDATE).length < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+  while (sent.filter((s) => s === GOOD_UPDATE).length < 3 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
   // The second good update's frame reaches the journal after it is sent.
   await new Promise((r) => setTimeout(r, 200))
   await recorder.stop()
   await clock.stop()
 
   t.same(received.slice(0, 2), [{ method: 'subscribe', channel: 'book', req_id: 1 }, { method: 'subscribe', channel: 'instrument', req_id: 2 }], 'the book, then the instrument channel for the precisions')
-  t.same(received.filter((r) => r.method !== 'ping').slice(2), [{ method: 'unsubscribe', channel: 'book', req_id: 3 }, { method: 'subscribe', channel: 'book', req_id: 4 }], 'after the mismatch: the book asked for again, and nothing else')
+  const resync = [{ method: 'unsubscribe', channel: 'book', req_id: 3 }, { method: 'subscribe', channel: 'book', req_id: 4 }]
+  t.same(received.filter((r) => r.method !== 'ping').slice(2), [...resync, ...resync], 'after each mismatch: the book asked for again, once, and nothing else')
 
   const events: JournalEvent[] = []
   for await (const b of readJournalRange(join(journal, 'book'), {})) events.push(...b.events)
   const mismatches = events.filter((e): e is Extract<JournalEvent, { kind: 'checksum-mismatch' }> => e.kind === 'checksum-mismatch')
-  t.equal(mismatches.length, 1, 'one mismatch: the resent book checks')
-  t.match(mismatches[0], { instrument: 'MATIC/USD', expected: '12345', computed: '2114181697' }, 'the venue\'s value and the recomputed one (the good update\'s: the corrupt update changed the same level)')
+  t.equal(mismatches.length, 2, 'two mismatches: the third book checks')
+  for (const m of mismatches) t.match(m, { instrument: 'MATIC/USD', expected: '12345', computed: '2114181697' }, 'the venue\'s value and the recomputed one (the good update\'s: the corrupt update changed the same level)')
   const frames = events.filter((e): e is Extract<JournalEvent, { kind: 'frame' }> => e.kind === 'frame').map((e) => Buffer.from(e.payload).toString('utf8'))
-  t.same(frames.filter((f) => f.includes('"channel":"book","type"') || f.includes('"channel":"instrument","type"')), [INSTRUMENT, SNAPSHOT, GOOD_UPDATE, BAD_UPDATE, SNAPSHOT, GOOD_UPDATE], 'every frame journaled, the corrupt one too')
-  const badAt = events.findIndex((e) => e.kind === 'frame' && Buffer.from(e.payload).toString('utf8') === BAD_UPDATE)
-  t.equal(events[badAt + 1]?.kind, 'checksum-mismatch', 'the mismatch journaled right after the frame that shows it')
-  t.equal((await recorder.metrics.checksumFailures.get()).values.reduce((n, v) => n + v.value, 0), 1, 'pipe_recorder_checksum_failures_total')
-  t.ok(logs.some((l) => l.level === 'warn' && l.msg === 'book checksum mismatch; asking the venue for the book again'))
+  t.same(frames.filter((f) => f.includes('"channel":"book","type"') || f.includes('"channel":"instrument","type"')), [INSTRUMENT, SNAPSHOT, GOOD_UPDATE, BAD_UPDATE, SNAPSHOT, GOOD_UPDATE, BAD_UPDATE, SNAPSHOT, GOOD_UPDATE], 'every frame journaled, the corrupt ones too')
+  const after = events.flatMap((e, i) => (e.kind === 'frame' && Buffer.from(e.payload).toString('utf8') === BAD_UPDATE ? [events[i + 1]?.kind] : []))
+  t.same(after, ['checksum-mismatch', 'checksum-mismatch'], 'each mismatch journaled right after the frame that shows it')
+  t.equal((await recorder.metrics.checksumFailures.get()).values.reduce((n, v) => n + v.value, 0), 2, 'pipe_recorder_checksum_failures_total')
+  const warning = ['book checksum mismatch', 'asking the venue for the book again']
+  t.same(logs.filter((l) => l.level === 'warn').map((l) => l.msg), [...warning, ...warning])
+})
+
+// OKX API v5, WS / Order book channel: the push examples (levels trimmed), whose seqId/prevSeqId chain a book.
+const OKX_LEVELS = '"asks":[["8476.98","415","0","13"]],"bids":[["8476.97","256","0","12"]]'
+const okxBook = (action: 'snapshot' | 'update', prev: number, seq: number) => `{"arg":{"channel":"books","instId":"BTC-USDT"},"action":"${action}","data":[{${OKX_LEVELS},"ts":"1597026383085","checksum":0,"prevSeqId":${prev},"seqId":${seq}}]}`
+
+t.test('a gap in a book sequence, on a venue with no REST snapshot: journaled, and the book asked for again once', async (t) => {
+  const received: { op: string; channel?: string }[] = []
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  await new Promise((r) => wss.once('listening', r))
+  t.teardown(() => new Promise((r) => wss.close(r)))
+  let subscriptions = 0
+  wss.on('connection', (ws) => {
+    ws.on('message', (data) => {
+      if (String(data) === 'ping') return ws.send('pong')
+      const m = JSON.parse(String(data)) as { id: string; op: string; args: { channel: string; instId: string }[] }
+      received.push({ op: m.op, channel: m.args[0]?.channel })
+      ws.send(JSON.stringify({ id: m.id, event: m.op, arg: m.args[0], connId: 'a4d3ae55' }))
+      if (m.op !== 'subscribe') return
+      // The first book skips from 101 to 104, twice (one resync, not two); the one resent after it is whole.
+      const first = ++subscriptions === 1
+      const pushes = first
+        ? [okxBook('snapshot', -1, 100), okxBook('update', 100, 101), okxBook('update', 103, 104), okxBook('update', 106, 107)]
+        : [okxBook('snapshot', -1, 200), okxBook('update', 200, 201)]
+      for (const p of pushes) ws.send(p)
+    })
+  })
+  const journal = join(dir, 'okx-journal')
+  const clock = new NoneClock()
+  await clock.start()
+  const logs: string[] = []
+  const recorder = new Recorder({
+    venue: createOkxAdapter({ wsBase: `ws://127.0.0.1:${(wss.address() as { port: number }).port}` }), instruments: ['BTC-USDT'], channels: ['book'], replicas: ['a'], journal, clock,
+    log: (level, msg) => { if (level !== 'info') logs.push(msg) },
+  })
+  await recorder.start()
+  const until = Date.now() + 20_000
+  while (subscriptions < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 20))
+  await new Promise((r) => setTimeout(r, 200))
+  await recorder.stop()
+  await clock.stop()
+
+  t.same(received, [{ op: 'subscribe', channel: 'books' }, { op: 'unsubscribe', channel: 'books' }, { op: 'subscribe', channel: 'books' }], 'one resync for the two breaks before the book came again')
+  const events: JournalEvent[] = []
+  for await (const b of readJournalRange(join(journal, 'book'), {})) events.push(...b.events)
+  const breaks = events.filter((e): e is Extract<JournalEvent, { kind: 'sequence-break' }> => e.kind === 'sequence-break')
+  t.same(breaks.map((e) => [e.instrument, e.afterId, e.beforeId]), [['BTC-USDT', '101', '104'], ['BTC-USDT', '104', '107']], 'both breaks journaled')
+  t.same(logs, ['asking the venue for the book again'])
 })

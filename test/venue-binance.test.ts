@@ -238,7 +238,7 @@ t.test('connect, snapshot request, registry', async (t) => {
   t.equal(createBinanceSpotAdapter({ combined: true }).connect('book', ['BTCUSDT']).url, 'wss://data-stream.binance.vision/stream')
   t.equal(venueAt('binance', {}).connect('trades', ['BTCUSDT']).url, 'wss://data-stream.binance.vision/stream', 'the recorder subscribes through the combined streams')
   t.same(venueAt('binance', { ws: 'ws://127.0.0.1:9', rest: 'http://127.0.0.1:9' }).snapshotRequest('book', 'ETHUSDT'), { url: 'http://127.0.0.1:9/api/v3/depth?symbol=ETHUSDT&limit=1000' }, 'at the endpoints it is given')
-  t.throws(() => venueAt('nasdaq', {}), /no recorder for venue "nasdaq"; it records: binance, binance-usdm, kraken, okx/)
+  t.throws(() => venueAt('nasdaq', {}), /no recorder for venue "nasdaq"; it records: binance, binance-usdm, bybit, bybit-inverse, bybit-spot, coinbase, deribit, kraken, okx/)
   t.throws(() => binanceSpot.connect('trades', []), RangeError)
   t.throws(() => binanceSpot.connect('trades', Array.from({ length: 1025 }, (_, i) => `S${i}`)), RangeError)
   t.throws(() => binanceSpot.connect('liquidations', ['BTCUSDT']), RangeError)
@@ -248,8 +248,8 @@ t.test('connect, snapshot request, registry', async (t) => {
   t.same(binanceSpot.channels, ['trades', 'book'])
   t.equal(getVenue('binance'), binanceSpot)
   t.equal(findVenue('nasdaq'), undefined)
-  t.throws(() => getVenue('nasdaq'), /unknown venue "nasdaq"; known: binance, binance-usdm, kraken, okx/)
-  t.same(venueNames(), ['binance', 'binance-usdm', 'kraken', 'okx'])
+  t.throws(() => getVenue('nasdaq'), /unknown venue "nasdaq"; known: binance, binance-usdm, bybit, bybit-inverse, bybit-spot, coinbase, deribit, kraken, okx/)
+  t.same(venueNames(), ['binance', 'binance-usdm', 'bybit', 'bybit-inverse', 'bybit-spot', 'coinbase', 'deribit', 'kraken', 'okx'])
 })
 
 t.test('an unrepresentable trade still states its place in the trade sequence', async (t) => {

@@ -175,6 +175,8 @@ class VenueConnection {
   private readonly books: unknown
   /** Instruments whose book waits for a snapshot: it is fetched once per wait. */
   private readonly snapshotWanted = new Set<string>()
+  /** Instruments whose book the venue was asked to resend on this connection, until its snapshot comes. */
+  private readonly resyncing = new Set<string>()
   private readonly snapshotsInFlight = new Set<string>()
   private lastActivity = performance.now()
   private readonly openedAt = performance.now()
@@ -294,6 +296,8 @@ class VenueConnection {
       this.owner.rotate('the venue announced a server shutdown')
       return
     }
+    // A book resent: it may be asked for again. (Not every venue numbers its books: the rows name them.)
+    if (c.kind === 'rows' && c.table === 'book_snapshots' && this.resyncing.size > 0) for (const row of c.rows) this.resyncing.delete(row.instrument)
     if (c.kind === 'rows' && this.o.venue.books && (c.table === 'book_snapshots' || c.table === 'book_deltas')) this.checkBooks(c, data, receiveTime)
     const spans = c.kind === 'rows' || c.kind === 'data' ? c.sequences : c.kind === 'unrepresentable' ? (c.sequences ?? []) : []
     for (const span of spans) {
@@ -303,7 +307,7 @@ class VenueConnection {
       if (v.verdict === 'gap') {
         this.event({ kind: 'sequence-break', replica: this.o.replica, connection: this.id, time: receiveTime, instrument: span.instrument, afterId: v.afterId, beforeId: v.beforeId })
         this.o.sink.gap?.(this.o.replica, this.o.channel, span.instrument)
-        if (span.sequence === 'book') this.snapshotWanted.add(span.instrument)
+        if (span.sequence === 'book') this.renewBook(span.instrument, 'a gap in the book\'s sequence')
       } else if (v.verdict === 'snapshot-behind') {
         this.snapshotWanted.add(span.instrument)
       }
@@ -324,11 +328,33 @@ class VenueConnection {
       this.event({ kind: 'checksum-mismatch', replica: this.o.replica, connection: this.id, time: receiveTime, instrument: check.instrument, expected: check.expected, computed: check.computed })
       this.o.sink.checksumFailure?.(this.o.replica, this.o.channel, check.instrument)
       books.reset(this.books, check.instrument)
-      const resync = this.plan.resync?.(check.instrument)
-      this.o.sink.log('warn', resync ? 'book checksum mismatch; asking the venue for the book again' : 'book checksum mismatch; replacing the connection', { replica: this.o.replica, channel: this.o.channel, connection: this.id, instrument: check.instrument, expected: check.expected, computed: check.computed })
-      if (!resync) return this.ws.terminate()
-      for (const text of resync) this.ws.send(text)
+      this.o.sink.log('warn', 'book checksum mismatch', { replica: this.o.replica, channel: this.o.channel, connection: this.id, instrument: check.instrument, expected: check.expected, computed: check.computed })
+      this.renewBook(check.instrument, 'a checksum mismatch')
     }
+  }
+
+  /**
+   * Gets a book that can no longer be trusted sent anew: by the venue's REST snapshot (fetched with the next
+   * update), else by the frames that make the venue resend it on this connection (once until its snapshot
+   * comes), else, and for a sequence that spans the whole connection (no one instrument's), by replacing the
+   * connection, whose subscription brings every book anew.
+   */
+  private renewBook(instrument: string, why: string): void {
+    const fields = { replica: this.o.replica, channel: this.o.channel, connection: this.id, instrument, why }
+    if (this.o.venue.snapshotRequest(this.o.channel, instrument) !== null) {
+      this.snapshotWanted.add(instrument)
+      return
+    }
+    const resync = this.o.instruments.includes(instrument) ? this.plan.resync?.(instrument) : undefined
+    if (resync === undefined) {
+      this.o.sink.log('warn', 'the book cannot be asked for again on this connection; replacing it', fields)
+      this.ws.terminate()
+      return
+    }
+    if (this.resyncing.has(instrument)) return
+    this.resyncing.add(instrument)
+    this.o.sink.log('warn', 'asking the venue for the book again', fields)
+    for (const text of resync) this.ws.send(text)
   }
 
   private fetchSnapshot(instrument: string): void {

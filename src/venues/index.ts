@@ -5,12 +5,15 @@
 import type { VenueAdapter } from './adapter.js'
 import { binanceSpot, createBinanceSpotAdapter } from './binance.js'
 import { binanceUsdm, createBinanceUsdmAdapter } from './binance-usdm.js'
+import { bybit, bybitInverse, bybitSpot, createBybitAdapter, type BybitOptions } from './bybit.js'
+import { coinbase, createCoinbaseAdapter } from './coinbase.js'
+import { createDeribitAdapter, deribit } from './deribit.js'
 import { createKrakenAdapter, kraken } from './kraken.js'
 import { createOkxAdapter, okx } from './okx.js'
 
 export type { VenueAdapter } from './adapter.js'
 
-const adapters = new Map<string, VenueAdapter>([binanceSpot, binanceUsdm, kraken, okx].map((a) => [a.name, a]))
+const adapters = new Map<string, VenueAdapter>([binanceSpot, binanceUsdm, bybit, bybitInverse, bybitSpot, coinbase, deribit, kraken, okx].map((a) => [a.name, a]))
 
 /** The adapter registered under `name`, or undefined. */
 export function findVenue(name: string): VenueAdapter | undefined {
@@ -49,10 +52,15 @@ export interface VenueEndpoints {
  */
 export function venueAt(name: string, endpoints: VenueEndpoints): VenueAdapter {
   const at = { ...(endpoints.ws ? { wsBase: endpoints.ws } : {}), ...(endpoints.rest ? { restBase: endpoints.rest } : {}) }
+  const ws = endpoints.ws ? { wsBase: endpoints.ws } : {}
+  const bybitCategory: Record<string, BybitOptions['category']> = { [bybit.name]: 'linear', [bybitSpot.name]: 'spot', [bybitInverse.name]: 'inverse' }
   if (name === binanceSpot.name) return createBinanceSpotAdapter({ combined: true, ...at })
   if (name === binanceUsdm.name) return createBinanceUsdmAdapter(at)
   // One Kraken adapter a recorder: its connections share the instrument precisions its checksums need.
-  if (name === kraken.name) return createKrakenAdapter(endpoints.ws ? { wsBase: endpoints.ws } : {})
-  if (name === okx.name) return createOkxAdapter(endpoints.ws ? { wsBase: endpoints.ws } : {})
+  if (name === kraken.name) return createKrakenAdapter(ws)
+  if (name === okx.name) return createOkxAdapter(ws)
+  if (name === coinbase.name) return createCoinbaseAdapter(ws)
+  if (name === deribit.name) return createDeribitAdapter(ws)
+  if (name in bybitCategory) return createBybitAdapter({ ...ws, category: bybitCategory[name]! })
   throw new RangeError(`no recorder for venue ${JSON.stringify(name)}; it records: ${venueNames().join(', ')}`)
 }

@@ -207,6 +207,13 @@ export interface VenueAdapter {
   readonly books?: VenueBooks
   /** What `pipe list venues` says of the venue. */
   readonly about?: VenueAbout
+  /**
+   * The instrument name of spans that count a whole connection's messages rather than one instrument's
+   * (Coinbase's `sequence_num`: `*`). Such a count restarts with each connection and is no venue sequence two
+   * connections share: the recorder judges it live, connection by connection, and the sealer states the
+   * breaks it journaled rather than judging the spans across connections and replicas.
+   */
+  readonly connectionWide?: string
 }
 
 /** A venue as `pipe list venues` describes it. */

@@ -363,6 +363,7 @@ export function createCoinbaseAdapter(opts: CoinbaseOptions = {}): VenueAdapter 
   return {
     name: 'coinbase',
     channels: ['trades', 'book'] as const,
+    connectionWide: COINBASE_CONNECTION_WIDE,
     about: {
       summary: 'Coinbase Advanced Trade (public market-data websocket): spot',
       channels: {

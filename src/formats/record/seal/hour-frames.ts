@@ -193,7 +193,8 @@ export class HourFrames {
   frame(frame: PackedFrame, inHour: boolean): Promise<void> | undefined {
     const cls = this.venue.classify(this.channel, frame.payload, frame.binary)
     const spans = cls.kind === 'control' ? undefined : cls.sequences
-    if (spans) for (const span of spans) this.sequences.add(span, inHour)
+    // A connection-wide count is judged by the recorder, per connection (seal.ts states its breaks).
+    if (spans) for (const span of spans) if (span.instrument !== this.venue.connectionWide) this.sequences.add(span, inHour)
     if (!inHour) return undefined
     const rawIndex = this.raw.lines
     this.raw.write(cls.kind === 'rows' || cls.kind === 'data' ? cls.exchangeTime : null, frame.tail)

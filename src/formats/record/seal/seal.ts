@@ -12,7 +12,7 @@ import { signDetached } from '../keys/jws.js'
 import type { PrivateSigningJwk } from '../keys/keys.js'
 import {
   COMPLETENESS_REASONS, FORMAT_VERSION, MANIFEST_LIMIT, RAW_FILE_NAME, dayDir, manifestBytes,
-  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary,
+  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary, type SequenceGap,
 } from '../manifest.js'
 import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
 import { HourFramesWriter } from './hour-frames.js'
@@ -237,6 +237,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
   const frames = HourFramesWriter.open({ dir, venue: o.venue.name, ...(o.venue.module ? { venueModule: o.venue.module } : {}), channel: o.channel, createdBy: o.createdBy })
   const stats = new HourStats()
   const checksumFailures: ChecksumFailure[] = []
+  const connectionGaps: SequenceGap[] = []
   const problems = { torn: false, corrupt: false }
   let waitFor: Promise<void> | undefined
   /** The hour's start and end as orders of the pairing, once it has had its first receipt. */
@@ -287,6 +288,10 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
         if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
           checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
         }
+        // Breaks in a count of one connection's messages: the recorder's own, journaled as it saw them.
+        if (e.kind === 'sequence-break' && e.instrument === o.venue.connectionWide && t >= start && t < end && !isRestated(e)) {
+          connectionGaps.push({ instrument: e.instrument, after_id: e.afterId, before_id: e.beforeId })
+        }
       }
     }
     pairing.flush()
@@ -308,7 +313,8 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
     if (uncovered.reconnect) reasons.add('reconnect')
     if (uncovered.down) reasons.add('recorder_down')
     if (uncovered.destination) reasons.add('destination_unavailable')
-    if (written.sequenceGaps.length > 0) reasons.add('sequence_gap')
+    const sequenceGaps = [...written.sequenceGaps, ...connectionGaps]
+    if (sequenceGaps.length > 0) reasons.add('sequence_gap')
     if (checksumFailures.length > 0) reasons.add('checksum_failure')
     if (stats.offsetUnknown) reasons.add('clock_offset_unknown')
     if (problems.torn) reasons.add('journal_torn')
@@ -335,7 +341,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       interval: { start_time: formatTime(start), end_time: formatTime(end) },
       files: written.files,
       ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(pairing.timeOf(stats.earliest)), latest: formatTime(pairing.timeOf(stats.latest)) } } : {}),
-      sequence_gaps: written.sequenceGaps,
+      sequence_gaps: sequenceGaps,
       checksum_failures: checksumFailures.sort((x, y) => (x.receive_time < y.receive_time ? -1 : x.receive_time > y.receive_time ? 1 : 0)),
       ...(written.unrepresentable.length > 0 ? { unrepresentable_frames: written.unrepresentable } : {}),
       replicas,

@@ -125,7 +125,7 @@ async function recordAndSeal(t: Test, name: string, o: {
     timeScale: o.scale, heartbeatMs: 1000 * o.scale, backoffMs: { first: 50, max: 200 },
     ...(o.stallMs !== undefined ? { stallMs: o.stallMs } : {}),
     ...(o.rotateAfterMs !== undefined ? { rotateAfterMs: o.rotateAfterMs } : {}),
-    seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, everyMs: 200, graceMs: 2 * MIN },
+    seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, everyMs: 200, graceMs: 2 * MIN, starvedWindowMs: 5_000 },
   })
   await recorder.start()
   t.teardown(() => recorder.stop())

@@ -77,7 +77,7 @@ t.test('two replicas record through faults; the sealed hours state exactly what 
     venue: createBinanceSpotAdapter({ wsBase: sim.wsUrl, restBase: sim.restUrl }), instruments: ['BTCUSDT', 'ETHUSDT'], channels: ['trades'], replicas: ['a', 'b'],
     journal, clock, log: jsonLogger({ write: (l: string) => { logLines.push(l); return true } } as never), timeScale: SCALE, heartbeatMs: 1000 * SCALE,
     backoffMs: { first: 50, max: 200 },
-    seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, everyMs: 200, graceMs: 60_000 },
+    seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, everyMs: 200, graceMs: 60_000, starvedWindowMs: 5_000 },
   })
   await recorder.start()
   t.teardown(() => recorder.stop())
@@ -145,7 +145,7 @@ t.test('one replica a host: the daemon recording replica a seals each hour with 
   }
   // Host b only records; host a records and seals from its own journal and b's (here read in place, as a copy would be).
   const b = new Recorder({ ...common, replicas: ['b'], journal: hostB })
-  const a = new Recorder({ ...common, replicas: ['a'], journal: hostA, seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, peerJournals: [hostB], everyMs: 200, graceMs: 60_000 } })
+  const a = new Recorder({ ...common, replicas: ['a'], journal: hostA, seal: { root, key: keyFile, keys: keysFile, recorder: 'rec-1', cli: CLI, peerJournals: [hostB], everyMs: 200, graceMs: 60_000, starvedWindowMs: 5_000 } })
   await Promise.all([b.start(), a.start()])
   t.teardown(() => Promise.all([a.stop(), b.stop()]))
   await waitFor('hour 14 sealed', () => existsSync(join(hourDir(root, '14'), 'manifest.json')), 60_000)

@@ -31,7 +31,7 @@ export interface RecorderOptions {
    * Sealing: where the hours go, the key, the CLI that seals them, and the journals of replicas recording on
    * other hosts, copied here (each laid out as `journal` is). Without it the daemon only records.
    */
-  seal?: { root: string; key: string; keys?: string; recorder: string; cli: string; peerJournals?: readonly string[]; graceMs?: number; everyMs?: number }
+  seal?: { root: string; key: string; keys?: string; recorder: string; cli: string; peerJournals?: readonly string[]; graceMs?: number; everyMs?: number; starvedWindowMs?: number }
   metricsPort?: number
   heartbeatMs?: number
   fsyncIntervalMs?: number
@@ -94,6 +94,7 @@ export class Recorder {
         cli: seal.cli, venue: o.venue.name, channels: o.channels, journalsOf: (ch) => [o.journal, ...(seal.peerJournals ?? [])].map((dir) => Recorder.journalOf(dir, ch)),
         root: seal.root, key: seal.key, ...(seal.keys ? { keys: seal.keys } : {}), recorder: seal.recorder,
         ...(seal.graceMs !== undefined ? { graceMs: seal.graceMs } : {}), ...(seal.everyMs !== undefined ? { everyMs: seal.everyMs } : {}),
+        ...(seal.starvedWindowMs !== undefined ? { starvedWindowMs: seal.starvedWindowMs } : {}),
         now: () => o.clock.now().receiveTime, log: o.log,
         sealed: (channel, hour, seconds, ok) => {
           this.metrics.sealSeconds.observe({ channel, ok: String(ok) }, seconds)

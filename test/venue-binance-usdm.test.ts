@@ -60,6 +60,7 @@ t.test('funding and liquidations are kept raw: data with their stated time, noth
   t.same(classify('funding', combined('btcusdt@markPrice', MARK_PRICE)), { kind: 'data', exchangeTime: 1562305380000n * MS, sequences: [] })
   t.same(classify('liquidations', combined('btcusdt@forceOrder', FORCE_ORDER)), { kind: 'data', exchangeTime: 1568014460891n * MS, sequences: [] }, 'the earlier of E and the order\'s T')
   t.same(classify('liquidations', FORCE_ORDER).kind, 'data', 'raw stream')
+  t.same(classify('funding', MARK_PRICE.replace('"r":"0.00038167","T":1562306400000', '"r":"","T":0')).kind, 'data', 'a delivery contract: no funding rate, no funding time')
 })
 
 t.test('frames off the documented structure are unrepresentable, with the reason; none throws', async (t) => {
@@ -71,7 +72,7 @@ t.test('frames off the documented structure are unrepresentable, with the reason
     ['book', DEPTH.replace('"pu":149,', ''), 'structure', /pu is missing/],
     ['book', DEPTH.replace('"pu":149', '"pu":157'), 'structure', /pu 157 is not before U 157/],
     ['book', DEPTH.replace('"T":123456788,', ''), 'structure', /T is missing/],
-    ['funding', MARK_PRICE.replace('"r":"0.00038167"', '"r":""'), 'decimal', /markPriceUpdate: r/],
+    ['funding', MARK_PRICE.replace('"r":"0.00038167"', '"r":"3.8e-4"'), 'decimal', /markPriceUpdate: r/],
     ['liquidations', FORCE_ORDER.replace('"S":"SELL"', '"S":"sell"'), 'structure', /o.S is "sell"/],
     ['liquidations', FORCE_ORDER.replace(/"o":\{.*\}\}$/, '"o":[]}'), 'structure', /o is not an object/],
     ['funding', '{"e":"markPriceUpdate"', 'not-json', /not JSON/],

@@ -22,7 +22,8 @@
  *   ("How to manage a local order book correctly"). After a REST snapshot with `lastUpdateId` L, updates with
  *   `u < L` are dropped and the first one applied has `U <= L <= u`. exchange_time is the earlier of `E` and
  *   `T`. The snapshot (`GET /fapi/v1/depth`) is journaled as spot's is, `{"rest":"depth",..}`.
- * - Funding: `{"e":"markPriceUpdate","E","s","p","i","P","r","T"}`; liquidations:
+ * - Funding: `{"e":"markPriceUpdate","E","s","p","i","P","r","T"}` (a delivery contract's `r` is empty and its
+ *   `T` 0: no funding, as the COIN-M page documents it); liquidations:
  *   `{"e":"forceOrder","E","o":{"s","S","o","f","q","p","ap","X","l","z","T"}}`. The record format keeps both
  *   raw; the adapter checks the documented fields and states `E` (liquidations: the earlier of `E` and the
  *   order's `T`) as exchange_time. The liquidation stream is a sample, at most the latest order per symbol
@@ -112,7 +113,9 @@ function parseDepthUpdate(d: JsonObject): FrameClass {
 function parseMarkPrice(d: JsonObject): FrameClass {
   const what = 'markPriceUpdate'
   symbol(d, what)
-  for (const k of ['p', 'i', 'P', 'r']) decimal(d[k], `${what}: ${k}`)
+  for (const k of ['p', 'i', 'P']) decimal(d[k], `${what}: ${k}`)
+  // A delivery (quarterly) contract has no funding: its rate is written empty (and its next funding time 0).
+  if (d['r'] !== '') decimal(d['r'], `${what}: r`)
   uint(d, 'T', what)
   return { kind: 'data', exchangeTime: timeNs(uint(d, 'E', what), MS, `${what}: E`), sequences: [] }
 }

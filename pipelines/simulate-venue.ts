@@ -14,15 +14,15 @@ const options = z.object({
   venue: z.string().default('binance').describe(`the venue to simulate: ${SIMULATED_VENUES.join(', ')}`),
   port: z.number().int().min(0).max(65535).default(0).describe('the port on 127.0.0.1; 0 takes any free one'),
   seed: z.number().int().default(1).describe('the same seed and options make the same frames'),
-  rate: z.number().positive().max(1_000_000).default(10).describe('trades per simulated second on each <symbol>@trade stream'),
-  instruments: z.string().regex(/^[A-Z0-9]{1,20}(,[A-Z0-9]{1,20})*$/, 'must be Binance spot symbols separated by commas: BTCUSDT,ETHUSDT').default('BTCUSDT,ETHUSDT')
+  rate: z.number().positive().max(1_000_000).default(10).describe('trades per simulated second on each <symbol>@trade stream (binance-usdm: aggregates on <symbol>@aggTrade)'),
+  instruments: z.string().regex(/^[A-Z0-9]{1,20}(,[A-Z0-9]{1,20})*$/, 'must be Binance symbols separated by commas: BTCUSDT,ETHUSDT').default('BTCUSDT,ETHUSDT')
     .describe('the symbols, separated by commas'),
   timeScale: z.number().positive().default(1).describe('simulated seconds per real second'),
   start: z.string().optional().describe('the simulated time at start, RFC 3339 (default now)'),
   faults: z.string().min(1).optional().describe('a fault plan, JSON (docs/simulator.md)'),
   truth: z.string().min(1).optional().describe('write what was sent to which connection, and every fault, to this new file (JSON lines)'),
-  pingIntervalMs: z.number().positive().default(20_000).describe('real milliseconds between the server\'s pings'),
-  pongTimeoutMs: z.number().positive().default(60_000).describe('real milliseconds a ping may go unanswered before the connection is dropped'),
+  pingIntervalMs: z.number().positive().optional().describe('real milliseconds between the server\'s pings (default Binance\'s: 20,000 on spot, 180,000 on binance-usdm)'),
+  pongTimeoutMs: z.number().positive().optional().describe('real milliseconds a ping may go unanswered before the connection is dropped (default Binance\'s: 60,000 on spot, 600,000 on binance-usdm)'),
 })
 
 /**
@@ -40,7 +40,8 @@ export const venueSimulatorStage = defineStage({
   stopsOnRequest: true,
   options,
   async create(o, ctx) {
-    if (!(SIMULATED_VENUES as readonly string[]).includes(o.venue)) {
+    const venue = SIMULATED_VENUES.find((v) => v === o.venue)
+    if (venue === undefined) {
       throw new UsageError('usage.unknown-venue', `--venue: no simulator for "${o.venue}"; the venues known: ${SIMULATED_VENUES.join(', ')}`)
     }
     let startTime: number | undefined
@@ -62,8 +63,9 @@ export const venueSimulatorStage = defineStage({
     // Loaded here: the simulator's modules (ws) are for this command only, not every command's start-up.
     const { startVenueSimulator } = await import('../src/sim/venue/simulator.js')
     const sim = await startVenueSimulator({
-      port: o.port, seed: o.seed, rate: o.rate, instruments: o.instruments.split(','), timeScale: o.timeScale,
-      pingIntervalMs: o.pingIntervalMs, pongTimeoutMs: o.pongTimeoutMs, keepTruth: false,
+      venue, port: o.port, seed: o.seed, rate: o.rate, instruments: o.instruments.split(','), timeScale: o.timeScale, keepTruth: false,
+      ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
+      ...(o.pongTimeoutMs !== undefined ? { pongTimeoutMs: o.pongTimeoutMs } : {}),
       ...(startTime !== undefined ? { startTime } : {}),
       ...(faults !== undefined ? { faults } : {}),
       ...(o.truth !== undefined ? { truthFile: o.truth } : {}),
@@ -89,10 +91,10 @@ export const venueSimulatorStage = defineStage({
   },
 })
 
-/** `pipe run simulate-venue --venue binance --port 0 [--seed N] [--rate N] [--faults PLAN.json] [--truth FILE] ...`. */
+/** `pipe run simulate-venue --venue binance|binance-usdm --port 0 [--seed N] [--rate N] [--faults PLAN.json] [--truth FILE] ...`. */
 export const simulateVenuePipeline = definePipeline({
   name: 'simulate-venue',
-  summary: 'Serve a simulated Binance spot venue on 127.0.0.1 (websocket streams, REST depth snapshots, a fault plan, the truth of what was sent) until stopped',
+  summary: 'Serve a simulated Binance venue, spot or USD-M futures, on 127.0.0.1 (websocket streams, REST depth snapshots, a fault plan, the truth of what was sent) until stopped',
   options,
   stages(o) {
     return [

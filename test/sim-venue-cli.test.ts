@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { WebSocket } from 'ws'
 import { binanceSpot, createBinanceSpotAdapter } from '../src/venues/binance.js'
+import { createBinanceUsdmAdapter } from '../src/venues/binance-usdm.js'
 import { childEnv } from './helpers/io.js'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
@@ -65,9 +66,39 @@ t.test('pipe run simulate-venue prints its URLs, serves, and exits 0 within 2 s 
   t.equal(records.at(-1)!.why, 'shutdown', 'and ends with the close at shutdown')
 })
 
+t.test('pipe run simulate-venue --venue binance-usdm serves futures: aggregates on /market, the snapshot on /fapi/v1/depth', async (t) => {
+  const child = spawn(process.execPath, [cli, 'run', 'simulate-venue', '--venue', 'binance-usdm', '--port', '0', '--rate', '200', '--seed', '3'], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { child.kill('SIGKILL') })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => { stderr += d })
+  const lines: string[] = []
+  createInterface({ input: child.stdout }).on('line', (l) => lines.push(l))
+  for (let i = 0; i < 500 && lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10))
+  if (lines.length < 2) return void t.fail(`no URLs printed; stderr: ${stderr}`)
+  const adapter = createBinanceUsdmAdapter({ wsBase: lines[0]!.slice(3), restBase: lines[1]!.slice(5) })
+  const plan = adapter.connect('trades', ['BTCUSDT'])
+  t.match(plan.url, /\/market\/stream$/)
+  const ws = new WebSocket(plan.url)
+  const texts: string[] = []
+  ws.on('message', (d) => texts.push(d.toString()))
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject) })
+  ws.send(plan.send[0]!)
+  for (let i = 0; i < 500 && texts.length < 30; i++) await new Promise((r) => setTimeout(r, 10))
+  t.equal(texts[0], '{"result":null,"id":1}')
+  t.ok(texts.length >= 30, 'aggregates flow')
+  t.same(texts.slice(1).filter((x) => adapter.classify('trades', Buffer.from(x), false).kind !== 'rows'), [], 'and classify')
+  const snapshot = await fetch(adapter.snapshotRequest('book', 'BTCUSDT')!.url)
+  t.equal(snapshot.status, 200)
+  t.match(await snapshot.text(), /^\{"lastUpdateId":\d+,"E":\d+,"T":\d+,"bids":\[\["\d+\.\d+","\d+\.\d+"\]/)
+  child.kill('SIGTERM')
+  t.equal(await exited, 0, 'a clean stop')
+  t.equal(stderr, '')
+})
+
 t.test('an unknown venue is a usage error naming the venues known', async (t) => {
   const r = spawnSync(process.execPath, [cli, 'run', 'simulate-venue', '--venue', 'kraken'], { encoding: 'utf8', timeout: 60_000, env: childEnv() })
   t.equal(r.status, 2)
-  t.match(r.stderr, /no simulator for "kraken"; the venues known: binance/)
+  t.match(r.stderr, /no simulator for "kraken"; the venues known: binance, binance-usdm/)
   t.equal(r.stdout, '', 'no URLs')
 })

@@ -10,6 +10,7 @@ import { faultPlanSchema, type FaultPlanInput } from '../src/sim/venue/faults.js
 import type { TruthRecord } from '../src/sim/venue/truth.js'
 import type { FrameClass, SequenceSpan, SequenceState, SequenceVerdict } from '../src/venues/adapter.js'
 import { binanceSpot, createBinanceSpotAdapter } from '../src/venues/binance.js'
+import { binanceUsdm, createBinanceUsdmAdapter } from '../src/venues/binance-usdm.js'
 import { Registry } from '../src/core/registry.js'
 import { runPipeline } from '../src/core/runner.js'
 import type { StageDef } from '../src/core/stage.js'
@@ -91,21 +92,25 @@ const payloadOf = (text: string): Record<string, unknown> => JSON.parse(text) as
 const trades = (texts: string[], symbol = 'BTCUSDT') => texts.filter((x) => x.startsWith('{"e":"trade"') && x.includes(`"s":"${symbol}"`))
 const depths = (texts: string[], symbol = 'BTCUSDT') => texts.filter((x) => x.startsWith('{"e":"depthUpdate"') && x.includes(`"s":"${symbol}"`))
 
-/** Binance's sequence rules over one connection's frames, per sequence and instrument; keeps the verdicts other than `next`. */
+/**
+ * Binance's sequence rules over one connection's frames, per sequence and instrument (and, given `streamOf`,
+ * per stream: futures' `@depth@100ms` and `@depth` of a symbol are two chains); keeps the verdicts other than `next`.
+ */
 class Sequences {
   readonly states = new Map<string, SequenceState>()
   readonly verdicts: (SequenceVerdict & { span: SequenceSpan })[] = []
-  feed(span: SequenceSpan): SequenceVerdict {
-    const key = `${span.sequence}:${span.instrument}`
-    const v = binanceSpot.sequence(this.states.get(key), span)
+  constructor(private readonly adapter = binanceSpot, private readonly classifyText = classify, private readonly streamOf: (text: string) => string = () => '') {}
+  feed(span: SequenceSpan, stream = ''): SequenceVerdict {
+    const key = `${span.sequence}:${span.instrument}${stream}`
+    const v = this.adapter.sequence(this.states.get(key), span)
     this.states.set(key, v.state)
     if (v.verdict !== 'next') this.verdicts.push({ ...v, span })
     return v
   }
   feedTexts(texts: string[]): FrameClass[] {
     return texts.map((text) => {
-      const c = classify(text)
-      for (const span of c.kind === 'rows' ? c.sequences : c.kind === 'unrepresentable' ? c.sequences ?? [] : []) this.feed(span)
+      const c = this.classifyText(text)
+      for (const span of c.kind === 'rows' ? c.sequences : c.kind === 'unrepresentable' ? c.sequences ?? [] : []) this.feed(span, this.streamOf(text))
       return c
     })
   }
@@ -574,6 +579,304 @@ t.test('docs/simulator.md shows the fault plan\'s JSON Schema as the code define
   t.same(JSON.parse(block![1]!), z.toJSONSchema(faultPlanSchema, { io: 'input' }))
   const example = /<!-- fault-plan-example -->\n```json\n([\s\S]*?)\n```/.exec(doc)
   t.ok(faultPlanSchema.safeParse(JSON.parse(example![1]!)).success, 'the example plan is valid')
+})
+
+// ---------------------------------------------------------------------------------------------------
+// USD-M futures
+
+const usdm = createBinanceUsdmAdapter()
+const MARKET = ['btcusdt@aggTrade', 'btcusdt@markPrice', 'btcusdt@forceOrder', 'ethusdt@aggTrade', 'ethusdt@markPrice', 'ethusdt@forceOrder']
+const PUBLIC = ['btcusdt@depth@100ms', 'btcusdt@depth', 'ethusdt@depth@100ms', 'ethusdt@depth']
+type UsdmChannel = 'trades' | 'book' | 'funding' | 'liquidations'
+const usdmChannelOf = (text: string): UsdmChannel =>
+  text.includes('"e":"depthUpdate"') || text.startsWith('{"rest"') ? 'book' : text.includes('"e":"aggTrade"') ? 'trades' : text.includes('"e":"markPriceUpdate"') ? 'funding' : 'liquidations'
+/**
+ * The adapter's reading of a text. It records `<symbol>@depth@100ms` and checks a combined stream's name
+ * against it, so a `<symbol>@depth` frame is read unwrapped, as its raw stream sends it.
+ */
+const classifyUsdm = (text: string): FrameClass => {
+  const unwrapped = /^\{"stream":"[a-z0-9]+@depth","data":/.test(text) ? text.slice(text.indexOf(',"data":') + 8, -1) : text
+  return usdm.classify(usdmChannelOf(text), Buffer.from(unwrapped), false)
+}
+/** The payload of a text, unwrapped from a combined stream's `{"stream","data"}`. */
+const dataOf = (text: string): Record<string, unknown> => {
+  const v = payloadOf(text)
+  return 'data' in v ? v.data as Record<string, unknown> : v
+}
+const streamOfText = (text: string): string => text.startsWith('{"stream":"') ? text.slice(11, text.indexOf('"', 11)) : ''
+const usdmSequences = () => new Sequences(binanceUsdm, classifyUsdm, streamOfText)
+/** The texts of one stream, by its combined wrapper. */
+const onStream = (texts: string[], stream: string) => texts.filter((x) => x.startsWith(`{"stream":"${stream}"`))
+
+async function startUsdm(t: Test, options: VenueSimulatorOptions = {}) {
+  const clock = manualClock(START)
+  const sim = await startVenueSimulator({ venue: 'binance-usdm', clock: clock.now, rate: 50, ...options })
+  t.teardown(() => sim.close())
+  return { sim, clock }
+}
+
+t.test('USD-M futures: depth on /public, aggregates, mark prices and liquidations on /market; a stream asked of the other endpoint carries nothing', async (t) => {
+  const { sim, clock } = await startUsdm(t, { rate: 5 })
+  const market = await connect(sim, '/market/stream?replica=m')
+  const pub = await connect(sim, '/public/stream?replica=p')
+  const raw = await connect(sim, '/public/ws/btcusdt@depth@100ms?timeUnit=microsecond')
+  const unrouted = await connect(sim, '/ws/btcusdt@depth@100ms/btcusdt@aggTrade')
+  await subscribe(market, [...MARKET, 'btcusdt@depth@100ms'])
+  await subscribe(pub, [...PUBLIC, 'btcusdt@aggTrade'])
+  advance(sim, clock, 5 * 60_000, 200)
+  await settle(sim, [market, pub, raw, unrouted])
+  const streams = (c: Client) => [...new Set(c.texts.slice(1).map(streamOfText))].sort()
+  t.same(streams(market), [...MARKET].sort(), '/market: aggregates, mark prices and liquidations of both symbols, no depth')
+  t.same(streams(pub), [...PUBLIC].sort(), '/public: depth, no aggregates')
+  const kinds = (c: Client) => c.texts.slice(1).map((x) => classifyUsdm(x).kind)
+  t.same(kinds(market).filter((k, i) => (k === 'data') !== /@(markPrice|forceOrder)"/.test(market.texts[i + 1]!)), [], 'the adapter reads aggregates as rows, mark prices and liquidations as data kept raw')
+  t.same(kinds(pub).filter((k) => k !== 'rows'), [], 'and depth updates as rows')
+  t.ok(onStream(market.texts, 'btcusdt@markPrice').length >= 99, 'a mark price every 3 s')
+  t.ok(onStream(market.texts, 'btcusdt@forceOrder').length + onStream(market.texts, 'ethusdt@forceOrder').length >= 5, 'liquidations now and then')
+  t.ok(raw.texts.length > 2000 && raw.texts.every((x) => x.startsWith('{"e":"depthUpdate","E":1791036') && x.includes('"s":"BTCUSDT"')), '/public/ws/<stream>: raw, in milliseconds (futures has no timeUnit)')
+  t.same(unrouted.texts, raw.texts, 'a path without /public or /market is the public endpoint\'s: depth flows, aggregates do not')
+  market.ws.send(JSON.stringify({ method: 'LIST_SUBSCRIPTIONS', id: 9 }))
+  await until(() => market.texts.some((x) => x.endsWith('"id":9}')), 'the list')
+  t.ok(market.texts.find((x) => x.endsWith('"id":9}'))!.includes('"btcusdt@depth@100ms"'), 'the silent subscription is listed, as Binance accepts it')
+  t.match(sim.truth[0], { kind: 'start', venue: 'binance-usdm' })
+  for (const [path, status] of [['/private/ws', 404], ['/fapi/ws', 404], ['/market', 404], ['/market/ws/BTCUSDT@aggTrade', 400], ['/public/stream?streams=btcusdt@depth!', 400]] as const) {
+    const ws = new WebSocket(sim.wsUrl + path)
+    const [err] = await once(ws, 'error') as [Error]
+    t.match(err.message, new RegExp(`Unexpected server response: ${status}`), `${path} refused`)
+  }
+})
+
+t.test('USD-M ids: aggregate ids +1 with holes in f..l that are no gap; depth ids the engine\'s, pu the symbol\'s previous u', async (t) => {
+  const { sim, clock } = await startUsdm(t)
+  const market = await connect(sim, '/market/stream?replica=m')
+  const pub = await connect(sim, '/public/stream?replica=p')
+  await subscribe(market, ['btcusdt@aggTrade', 'ethusdt@aggTrade'])
+  await subscribe(pub, PUBLIC)
+  advance(sim, clock, 30_000)
+  await settle(sim, [market, pub])
+  const seq = usdmSequences()
+  seq.feedTexts(market.texts.slice(1))
+  seq.feedTexts(pub.texts.slice(1))
+  t.same(seq.breaks(), [], 'the adapter sees no gap: neither in the aggregates, whose f..l have holes, nor in the depth chains')
+  t.equal(seq.verdicts.length, 2 + 4, 'six chains started: two symbols\' aggregates, @depth@100ms and @depth')
+  for (const symbol of ['BTCUSDT', 'ETHUSDT']) {
+    const aggs = onStream(market.texts, `${symbol.toLowerCase()}@aggTrade`).map((x) => dataOf(x) as { a: number; f: number; l: number; T: number; E: number })
+    t.ok(aggs.length >= 1490, `${symbol}: some 1,500 aggregates (50 a second)`)
+    t.same(aggs.filter((x, i) => i > 0 && x.a !== aggs[i - 1]!.a + 1), [], `${symbol}: a +1 per aggregate`)
+    t.same(aggs.filter((x) => x.l - x.f < 0 || x.l - x.f > 2 || x.T > x.E), [], `${symbol}: each covers 1 to 3 trades, T no later than E`)
+    const holes = aggs.filter((x, i) => i > 0 && x.f !== aggs[i - 1]!.l + 1)
+    t.ok(holes.length >= 20 && holes.every((x) => x.f > aggs[aggs.indexOf(x) - 1]!.l + 1), `${symbol}: now and then trade ids left out between aggregates (${holes.length})`)
+
+    const depth = onStream(pub.texts, `${symbol.toLowerCase()}@depth@100ms`).map((x) => dataOf(x) as { U: number; u: number; pu: number; E: number; T: number })
+    t.ok(depth.length >= 299, `${symbol}: an update every 100 ms`)
+    t.same(depth.filter((x, i) => i > 0 && x.pu !== depth[i - 1]!.u), [], `${symbol}: pu is the previous update's u`)
+    t.same(depth.filter((x) => !(x.U > x.pu + 1 && x.u >= x.U)), [], `${symbol}: U is never pu + 1: the engine's ids went to other symbols between`)
+    t.same(depth.filter((x) => !(x.T <= x.E && x.E - x.T < 5)), [], `${symbol}: T a little before E`)
+    const agg = onStream(pub.texts, `${symbol.toLowerCase()}@depth`).map((x) => dataOf(x) as { U: number; u: number; pu: number; E: number })
+    t.ok(agg.length >= 99, `${symbol}: @depth every 300 ms (250 ms in whole 100 ms updates)`)
+    t.same(agg.map((x, i) => [x.U, x.u, x.pu]).slice(1), agg.slice(1).map((x) => {
+      const parts = depth.filter((d) => d.u > agg[agg.indexOf(x) - 1]!.u && d.u <= x.u)
+      return [parts[0]!.U, parts.at(-1)!.u, agg[agg.indexOf(x) - 1]!.u]
+    }), `${symbol}: @depth gathers the updates since the last: U the first's, u the last's, pu the previous frame's u`)
+  }
+  // In the order the venue made them, the depth updates of both symbols take disjoint, rising ranges of one engine's ids.
+  const made = sim.truth.filter((r) => r.kind === 'frame' && r.stream.endsWith('@depth@100ms')).map((r) => dataOf((r as { text: string }).text) as { U: number; u: number })
+  t.same(made.filter((x, i) => i > 0 && x.U <= made[i - 1]!.u), [], 'update ids are shared by the symbols: each update\'s U is above the last u of any symbol')
+})
+
+t.test('USD-M mark prices every 3 simulated seconds, liquidations at most one a second and a few a minute, from the seed', async (t) => {
+  const run = async (seed: number) => {
+    const { sim, clock } = await startUsdm(t, { seed, rate: 1 })
+    const c = await connect(sim, '/market/stream?replica=m')
+    await subscribe(c, MARKET.filter((s) => !s.endsWith('@aggTrade')))
+    advance(sim, clock, 10 * 60_000, 500)
+    await settle(sim, [c])
+    await sim.close()
+    return c.texts.slice(1)
+  }
+  const texts = await run(7)
+  for (const symbol of ['btcusdt', 'ethusdt']) {
+    const marks = onStream(texts, `${symbol}@markPrice`).map((x) => dataOf(x) as { E: number; T: number; p: string; r: string })
+    t.ok(marks.length >= 199 && marks.length <= 200, `${symbol}: 200 mark prices in 10 minutes (${marks.length})`)
+    t.same(marks.slice(1).map((x, i) => x.E - marks[i]!.E).filter((d) => d !== 3000), [], `${symbol}: exactly 3 s apart`)
+    t.same(marks.filter((x) => x.T % (8 * 3_600_000) !== 0 || x.T <= x.E || x.T - x.E > 8 * 3_600_000), [], `${symbol}: T the next funding time (00, 08, 16 UTC)`)
+    t.ok(marks.every((x) => /^\d+\.\d{8}$/.test(x.p) && /^-?0\.\d{8}$/.test(x.r)), `${symbol}: prices and rates with 8 decimals`)
+    const liq = onStream(texts, `${symbol}@forceOrder`).map((x) => dataOf(x) as { E: number; o: { T: number; S: string; p: string; ap: string; q: string; z: string } })
+    t.ok(liq.length >= 5 && liq.length <= 80, `${symbol}: a few liquidations a minute (${liq.length} in 10)`)
+    t.same(liq.slice(1).map((x, i) => x.E - liq[i]!.E).filter((d) => d < 1000 || d % 1000 !== 0), [], `${symbol}: at most one a second, on the stream's 1 s beat`)
+    t.same(liq.filter((x) => !(x.o.T <= x.E && x.E - x.o.T < 1000)), [], `${symbol}: o.T in the second before E`)
+    t.same(liq.filter((x) => (x.o.S === 'SELL' ? Number(x.o.ap) < Number(x.o.p) : Number(x.o.ap) > Number(x.o.p)) || x.o.q !== x.o.z), [], `${symbol}: filled at its limit or better`)
+  }
+  t.same(await run(7), texts, 'the same seed, the same frames')
+  t.not((await run(8)).join('\n'), texts.join('\n'), 'another seed, others')
+})
+
+t.test('USD-M REST snapshot: /fapi/v1/depth joins the depth stream by pu, and the updates after it rebuild the venue\'s book', async (t) => {
+  const { sim, clock } = await startUsdm(t)
+  const adapter = createBinanceUsdmAdapter({ wsBase: sim.wsUrl, restBase: sim.restUrl })
+  const plan = adapter.connect('book', ['BTCUSDT'])
+  t.equal(plan.url, `${sim.wsUrl}/public/stream`)
+  const client = await connect(sim, plan.url.slice(sim.wsUrl.length))
+  client.ws.send(plan.send[0]!)
+  await until(() => client.texts.length === 1, 'the acknowledgement')
+  advance(sim, clock, 1000)
+  const fetchSnapshot = async () => {
+    const res = await fetch(adapter.snapshotRequest('book', 'BTCUSDT')!.url)
+    t.equal(res.status, 200)
+    t.equal(res.headers.get('content-type'), 'application/json;charset=UTF-8')
+    return res.text()
+  }
+  const body = await fetchSnapshot()
+  await settle(sim, [client])
+  const seq = usdmSequences()
+  seq.feedTexts(client.texts)
+  const snap = adapter.classify('book', Buffer.from(adapter.wrapSnapshot('book', 'BTCUSDT', body)), false)
+  if (snap.kind !== 'rows') throw new Error('the snapshot does not classify as rows')
+  t.equal(seq.feed(snap.sequences[0]!, 'btcusdt@depth@100ms').verdict, 'snapshot', 'the snapshot joins (not snapshot-behind)')
+  const s = payloadOf(body) as { lastUpdateId: number; E: number; T: number; bids: [string, string][] }
+  const lastSent = dataOf(client.texts.at(-1)!) as { u: number; T: number }
+  t.equal(s.lastUpdateId, lastSent.u, 'lastUpdateId is the last u sent')
+  t.same([s.E, s.T], [START + 1000, lastSent.T], 'E the time of the answer, T the last update\'s')
+  t.match(body, /^\{"lastUpdateId":\d+,"E":\d+,"T":\d+,"bids":\[\["\d+\.\d{2}","\d+\.\d{5}"\]/, 'prices and quantities with the tick\'s and lot\'s decimals')
+
+  type Side = Map<string, string>
+  const parse = (text: string) => {
+    const v = payloadOf(text) as { bids: [string, string][]; asks: [string, string][] }
+    return { bids: new Map(v.bids) as Side, asks: new Map(v.asks) as Side }
+  }
+  const book = parse(body)
+  const before = client.texts.length
+  advance(sim, clock, 2000)
+  await settle(sim, [client])
+  const after = client.texts.slice(before)
+  t.equal((dataOf(after[0]!) as { pu: number }).pu, s.lastUpdateId, 'the first update after it has pu == lastUpdateId')
+  for (const x of after) {
+    t.equal(seq.feed((classifyUsdm(x) as Extract<FrameClass, { kind: 'rows' }>).sequences[0]!, 'btcusdt@depth@100ms').verdict, 'next')
+    const d = dataOf(x) as { b: [string, string][]; a: [string, string][] }
+    for (const [levels, side] of [[d.b, book.bids], [d.a, book.asks]] as const) {
+      for (const [p, q] of levels) if (Number(q) === 0) side.delete(p); else side.set(p, q)
+    }
+  }
+  const later = parse(await fetchSnapshot())
+  const sorted = (m: Side, desc: boolean) => [...m].sort((x, y) => (desc ? Number(y[0]) - Number(x[0]) : Number(x[0]) - Number(y[0])))
+  t.same(sorted(book.bids, true), sorted(later.bids, true), 'bids')
+  t.same(sorted(book.asks, false), sorted(later.asks, false), 'asks')
+  const limited = payloadOf(await (await fetch(`${sim.restUrl}/fapi/v1/depth?symbol=ETHUSDT&limit=5`)).text()) as { bids: unknown[]; asks: unknown[] }
+  t.same([limited.bids.length, limited.asks.length], [5, 5], 'limit')
+  const refusals: [string, number, string][] = [
+    ['/fapi/v1/depth?symbol=NOPE', 400, '{"code":-1121,"msg":"Invalid symbol."}'],
+    ['/fapi/v1/depth', 400, '{"code":-1102,"msg":"Mandatory parameter \'symbol\' was not sent, was empty/null, or malformed."}'],
+    ['/api/v3/depth?symbol=BTCUSDT', 404, '{"code":-1000,"msg":"The simulator serves GET /fapi/v1/depth only."}'],
+  ]
+  for (const [path, status, text] of refusals) {
+    const res = await fetch(sim.restUrl + path)
+    t.same([res.status, await res.text()], [status, text], path)
+  }
+})
+
+t.test('USD-M faults: each kind on the futures streams', async (t) => {
+  const { sim, clock } = await startUsdm(t, { rate: 10, faults: { faults: [
+    { kind: 'gap', at: 500, stream: 'btcusdt@aggTrade', count: 3 },
+    { kind: 'gap', at: 700, stream: 'ethusdt@depth@100ms', count: 2 },
+    { kind: 'gap', at: 900, stream: 'btcusdt@depth', count: 1 },
+    { kind: 'conflict', at: 1100, replica: 'b', stream: 'ethusdt@aggTrade' },
+    { kind: 'conflict', at: 1200, replica: 'a', stream: 'btcusdt@aggTrade', replace: true },
+    { kind: 'only-one', at: 1300, replica: 'a', stream: 'btcusdt@markPrice' },
+    { kind: 'unrepresentable', at: 1400, stream: 'ethusdt@markPrice', variant: 'price-number' },
+    { kind: 'unrepresentable', at: 1500, replica: 'b', stream: 'btcusdt@aggTrade', variant: 'missing-field' },
+    { kind: 'unrepresentable', at: 1600, replica: 'pa', stream: 'btcusdt@depth@100ms', variant: 'truncated' },
+    { kind: 'unrepresentable', at: 100, stream: 'ethusdt@forceOrder', variant: 'missing-field' },
+    { kind: 'only-one', at: 1800, replica: 'pb', stream: 'ethusdt@depth@100ms' },
+    { kind: 'stall', at: 2000, replica: 'b', durationMs: 1000, then: 'resume' },
+    { kind: 'stall', at: 2000, replica: 'pb', durationMs: 1000, then: 'drop' },
+    { kind: 'disconnect', at: 5000, replica: 'pa', code: 4000, reason: 'test' },
+    { kind: 'stall', at: 5000, replica: 'a', durationMs: 500, then: 'close', code: 4001, reason: 'stalled' },
+    { kind: 'server-shutdown', at: 6000, replica: 'b', closeAfterMs: 1000 },
+    { kind: 'scheduled-disconnect', at: 60_000 },
+    { kind: 'gap', at: 100, stream: 'btcusdt@trade' },
+  ] } })
+  const a = await connect(sim, '/market/stream?replica=a')
+  const b = await connect(sim, '/market/stream?replica=b')
+  const c = await connect(sim, '/market/ws/btcusdt@forceOrder/ethusdt@forceOrder?replica=c')
+  const pa = await connect(sim, '/public/stream?replica=pa')
+  const pb = await connect(sim, '/public/stream?replica=pb')
+  for (const m of [a, b]) await subscribe(m, MARKET)
+  for (const p of [pa, pb]) await subscribe(p, PUBLIC)
+  advance(sim, clock, 61_000, 100)
+  await settle(sim, [a, b, c, pa, pb])
+  const f = faultRecords(sim)
+  const byIndex = (i: number) => f.find((r) => r.index === i)!
+  t.same(f.filter((r) => !r.applied).map((r) => r.index), [17], 'every fault applied but the one naming a spot stream')
+  t.match(byIndex(17).detail.why, /serves no stream btcusdt@trade/)
+
+  // Gaps: the ids dropped never come, and the adapter sees each gap around them.
+  const dropped = (i: number) => byIndex(i).detail.dropped as { first: number; last: number }[]
+  const gapAround = (seq: Sequences, instrument: string, d: { first: number; last: number }[]) =>
+    seq.verdicts.filter((v) => v.verdict === 'gap' && v.span.instrument === instrument && BigInt(v.afterId) < d[0]!.first && BigInt(v.beforeId) > d.at(-1)!.last).length
+  const seqs = new Map([a, b, pa, pb].map((x) => {
+    const s = usdmSequences()
+    s.feedTexts(x.texts.filter((y) => y.startsWith('{"stream"')))
+    return [x, s]
+  }))
+  const trades = dropped(0)
+  t.same(seqs.get(a)!.breaks(), [`gap trades:BTCUSDT after ${trades[0]!.first - 1} before ${trades[2]!.last + 1}`], 'a: the aggregates dropped, and no other break (conflict, only-one)')
+  t.same(seqs.get(b)!.breaks().filter((x) => x.startsWith('gap')), seqs.get(a)!.breaks(), 'b: the same gap, and none for a conflict, an aggregate without q or a stall that resumed')
+  for (const p of [pa, pb]) {
+    t.equal(gapAround(seqs.get(p)!, 'ETHUSDT', dropped(1)), 1, `${p.id}: the depth updates dropped are a gap by pu`)
+    t.equal(gapAround(seqs.get(p)!, 'BTCUSDT', dropped(2)), 1, `${p.id}: so is the @depth frame dropped`)
+  }
+  for (const [i, stream] of [[0, 'btcusdt@aggTrade'], [1, 'ethusdt@depth@100ms']] as const) {
+    const ids = new Set(sim.truth.filter((r) => r.kind === 'frame' && r.stream === stream).map((r) => { const d = dataOf((r as { text: string }).text); return (d.a ?? d.U) as number }))
+    t.ok(dropped(i).every((x) => !ids.has(x.first)), `no dropped id of ${stream} was sent`)
+  }
+  const gaps = (x: Client) => seqs.get(x)!.verdicts.filter((v) => v.verdict === 'gap').length
+  t.equal(gaps(pa), 4, 'pa: the two gaps, the update only pb got, and the one truncated')
+  t.equal(gaps(pb), 6, 'pb: the two gaps, and one on each of its four streams after the stall that dropped frames')
+
+  const conflict = byIndex(3)
+  const dup = b.texts.filter((x) => x.includes(`"a":${conflict.detail.first},`))
+  t.same(dup, [conflict.detail.original, conflict.detail.text], 'conflict: b has the aggregate twice')
+  const [c0, c1] = dup.map(classifyUsdm) as Extract<FrameClass, { kind: 'rows' }>[]
+  t.ok(c0!.rows[0]!.trade_id === c1!.rows[0]!.trade_id && c0!.rows[0]!.price !== c1!.rows[0]!.price, 'the same aggregate id, another price')
+  const replaced = byIndex(4)
+  t.ok(a.texts.includes(replaced.detail.text as string) && !a.texts.includes(replaced.detail.original as string), 'replace: a has only the altered aggregate')
+  t.ok(b.texts.includes(replaced.detail.original as string), 'b the true one')
+
+  t.same(byIndex(5).detail.withheldFrom, [b.id], 'only-one: a mark price to a alone')
+  t.ok(a.texts.includes(byIndex(5).detail.text as string) && !b.texts.includes(byIndex(5).detail.text as string))
+  t.equal(byIndex(5).detail.first, undefined, 'mark prices carry no ids')
+  t.ok(pb.texts.includes(byIndex(10).detail.text as string) && !pa.texts.includes(byIndex(10).detail.text as string), 'only-one: a depth update to pb alone')
+
+  const bad = [6, 7, 8, 9].map((i) => byIndex(i).detail.text as string)
+  t.match(bad[0], /"p":\d+\.\d{8},/, 'price-number: the mark price as a JSON number')
+  t.notMatch(bad[1], /"q":/, 'missing-field: an aggregate without q')
+  t.notMatch(bad[3], /"q":/, 'missing-field: a liquidation without o.q')
+  t.same(bad.map((x) => classifyUsdm(x).kind), ['unrepresentable', 'unrepresentable', 'unrepresentable', 'unrepresentable'], 'the adapter finds each unrepresentable')
+  t.match(classifyUsdm(bad[1]!), { code: 'structure', sequences: [{ sequence: 'trades' }] }, 'an aggregate without q still holds its place in the sequence')
+  t.match(classifyUsdm(bad[2]!), { code: 'not-json' })
+  // An untargeted fault's text in the truth is the raw one; the combined connections get it wrapped.
+  const wrapped = (text: string, stream: string) => `{"stream":"${stream}","data":${text}}`
+  t.ok(a.texts.includes(wrapped(bad[0]!, 'ethusdt@markPrice')) && b.texts.includes(wrapped(bad[0]!, 'ethusdt@markPrice')), 'to every subscriber')
+  t.ok(b.texts.includes(bad[1]!) && !a.texts.some((x) => x.includes(`"a":${byIndex(7).detail.first},`) && !x.includes('"q":')), 'or to the target only')
+  t.ok(pa.texts.includes(bad[2]!) && !pb.texts.includes(bad[2]!))
+  t.ok(c.texts.includes(bad[3]!), 'a liquidation without q, to the raw connection as to the others')
+
+  t.same(await pa.closed, { code: 4000, reason: 'test' }, 'disconnect')
+  t.same(await a.closed, { code: 4001, reason: 'stalled' }, 'stall, then close')
+  t.match(b.texts.find((x) => x.includes('serverShutdown')), /^\{"event":\{"e":"serverShutdown","E":\d+\}\}$/, 'server-shutdown: the notice')
+  t.match(classifyUsdm(b.texts.find((x) => x.includes('serverShutdown'))!), { kind: 'control', closing: true })
+  t.same(await b.closed, { code: 1001, reason: '' }, 'then the close')
+  t.same(await pb.closed, { code: 1001, reason: '' }, 'scheduled-disconnect')
+  t.same(await c.closed, { code: 1001, reason: '' })
+  t.same(byIndex(16).detail.conns, [c.id, pb.id])
+  const late = sim.truth.filter((r) => r.kind === 'frame' && r.sentUs !== undefined)
+  t.ok(late.length > 0 && late.every((r) => r.kind === 'frame' && r.to[0] === b.id), 'the stall that resumed sent b its frames late')
+  for (const x of [a, b, c, pa, pb]) t.equal(x.texts.length, sentTo(sim, x.id), `${x.id}: every text the truth lists as sent arrived`)
+
+  await t.rejects(startVenueSimulator({ venue: 'binance-usdm', faults: { faults: [{ kind: 'gap', at: 1, stream: 'btcusdt@markPrice' }] } }), /faults\[0\]\.stream: a gap skips ids/)
+  await t.rejects(startVenueSimulator({ venue: 'binance-usdm', faults: { faults: [{ kind: 'conflict', at: 1, replica: 'a', stream: 'btcusdt@forceOrder' }] } }), /a conflict is a trade/)
+  await t.rejects(startVenueSimulator({ venue: 'binance-usdm', instruments: ['BTC-USDT'] }), /not a Binance USD-M symbol/)
+  await t.rejects(startVenueSimulator({ venue: 'kraken' as 'binance' }), /no simulator for venue "kraken"; the venues known: binance, binance-usdm/)
 })
 
 // ---------------------------------------------------------------------------------------------------

@@ -11,6 +11,9 @@
  *
  * Texts are built as Binance writes them (the plain trade of src/venues/binance.ts), only when a
  * connection wants them, in one of four variants: raw or combined stream, milliseconds or microseconds.
+ *
+ * USD-M futures (binance-usdm-market.ts) extend {@link Instrument}: the same book, price walk and random
+ * streams, with the futures' ids, events and texts on top. The event types of both are here.
  */
 import { BINANCE_INSTRUMENTS, fmt8, moveBookSide, type InstrumentSpec } from '../binance-instruments.js'
 import { hash32, seededRandom } from '../random.js'
@@ -49,11 +52,62 @@ export interface DepthEvent {
   /** Changed levels: tick index -> quantity in units of 1e-8 (0 removes the level). */
   bids: Map<number, number>
   asks: Map<number, number>
+  /** USD-M futures only: the symbol's previous `u` on this stream (`pu`), and the transaction time (`T`), epoch microseconds. */
+  pu?: number
+  tradeUs?: number
 }
 
-export type MarketEvent = TradeEvent | DepthEvent
+/** A USD-M aggregate trade: aggregate id `a` (`id`), the trade ids it covers (`f`..`l`), the fills' price and taking side. */
+export interface AggTradeEvent {
+  kind: 'aggTrade'
+  ins: Instrument
+  us: number
+  id: number
+  first: number
+  last: number
+  price: number
+  qty: number
+  buyerMaker: boolean
+  tradeUs: number
+}
 
-function hashText(s: string): number {
+/** A USD-M `markPriceUpdate`: prices and the funding rate in units of 1e-8, the next funding time in epoch milliseconds. */
+export interface MarkPriceEvent {
+  kind: 'markPrice'
+  ins: Instrument
+  us: number
+  mark: number
+  index: number
+  settle: number
+  funding: number
+  nextFundingMs: number
+}
+
+/** A USD-M `forceOrder`: a liquidation order, filled at once (`X` FILLED, `l` = `z` = `q`). */
+export interface ForceOrderEvent {
+  kind: 'forceOrder'
+  ins: Instrument
+  us: number
+  sell: boolean
+  price: number
+  avgPrice: number
+  qty: number
+  /** The order's trade time (`o.T`), epoch microseconds, at most `us`. */
+  tradeUs: number
+}
+
+export type MarketEvent = TradeEvent | DepthEvent | AggTradeEvent | MarkPriceEvent | ForceOrderEvent
+
+/** The venue ids a frame carries (a trade's or aggregate's id, a depth update's `U`..`u`), or null (mark price, liquidations). */
+export function idsOf(ev: MarketEvent): { first: number; last: number } | null {
+  switch (ev.kind) {
+    case 'trade': case 'aggTrade': return { first: ev.id, last: ev.id }
+    case 'depth': return { first: ev.U, last: ev.u }
+    default: return null
+  }
+}
+
+export function hashText(s: string): number {
   return hash32(...Array.from(s, (c) => c.charCodeAt(0)))
 }
 
@@ -64,23 +118,26 @@ export class Instrument {
   /** `<symbol>@depth`: the updates of each second in one frame. */
   readonly depthSecondStream: string
   readonly spec: InstrumentSpec
-  private readonly tradeRand: () => number
-  private readonly bookRand: () => number
+  protected readonly tradeRand: () => number
+  protected readonly bookRand: () => number
   lastTradeId: number
   lastUpdateId: number
-  private price: number
+  /** The last trade's price, units of 1e-8. */
+  protected price: number
   private mid: number
   private readonly bids = new Map<number, number>()
   private readonly asks = new Map<number, number>()
-  /** The current second of `@depth`: its first U and the levels changed so far (last quantity wins). */
-  private secondU = 0
-  private readonly secondBids = new Map<number, number>()
-  private readonly secondAsks = new Map<number, number>()
+  /** The current aggregate of `@depth` (a second on spot): its first U and pu, and the levels changed so far (last quantity wins). */
+  protected secondU = 0
+  protected secondPu = 0
+  protected readonly secondBids = new Map<number, number>()
+  protected readonly secondAsks = new Map<number, number>()
 
-  constructor(readonly symbol: string, seed: number) {
-    if (!/^[A-Z0-9]{1,20}$/.test(symbol)) throw new RangeError(`instrument ${JSON.stringify(symbol)} is not a Binance spot symbol (A-Z, 0-9)`)
+  /** `market` names the symbols in an error; `tradeSuffix` is the trade stream's (`@trade`; futures: `@aggTrade`). */
+  constructor(readonly symbol: string, seed: number, market = 'spot', tradeSuffix = '@trade') {
+    if (!/^[A-Z0-9]{1,20}$/.test(symbol)) throw new RangeError(`instrument ${JSON.stringify(symbol)} is not a Binance ${market} symbol (A-Z, 0-9)`)
     this.lower = symbol.toLowerCase()
-    this.tradeStream = this.lower + '@trade'
+    this.tradeStream = this.lower + tradeSuffix
     this.depthStream = this.lower + '@depth@100ms'
     this.depthSecondStream = this.lower + '@depth'
     const h = hashText(symbol)
@@ -101,6 +158,11 @@ export class Instrument {
     }
   }
 
+  /** The next frame of the instrument's trade stream (spot: a trade), pushed at `us`. */
+  tradeEvent(us: number, spacingUs: number): MarketEvent {
+    return this.nextTrade(us, spacingUs)
+  }
+
   /** The next trade, pushed at `us`; `spacingUs` (the time since the previous one) bounds how far T lies before E. */
   nextTrade(us: number, spacingUs: number): TradeEvent {
     const r = this.tradeRand
@@ -117,6 +179,16 @@ export class Instrument {
 
   /** The next depth update, at `us`: the book moves, and the changed levels are the update. */
   nextDepth(us: number): DepthEvent {
+    const [bidChanges, askChanges] = this.moveBook()
+    const U = this.lastUpdateId + 1
+    const u = U + bidChanges.size + askChanges.size + Math.floor(this.bookRand() * 20) - 1
+    this.lastUpdateId = u
+    this.noteAggregate(U, bidChanges, askChanges)
+    return { kind: 'depth', ins: this, us, U, u, bids: bidChanges, asks: askChanges }
+  }
+
+  /** Moves the book one update's worth: the changed levels, bids and asks (0: removed). */
+  protected moveBook(): [Map<number, number>, Map<number, number>] {
     const r = this.bookRand
     const spec = this.spec
     const bidChanges = new Map<number, number>()
@@ -139,13 +211,17 @@ export class Instrument {
         for (const p of levels.keys()) if (Math.abs(p - this.mid) > 2 * BOOK_SPAN) { levels.delete(p); changed.set(p, 0) }
       }
     }
-    const U = this.lastUpdateId + 1
-    const u = U + bidChanges.size + askChanges.size + Math.floor(r() * 20) - 1
-    this.lastUpdateId = u
-    if (this.secondU === 0) this.secondU = U
-    for (const [p, q] of bidChanges) this.secondBids.set(p, q)
-    for (const [p, q] of askChanges) this.secondAsks.set(p, q)
-    return { kind: 'depth', ins: this, us, U, u, bids: bidChanges, asks: askChanges }
+    return [bidChanges, askChanges]
+  }
+
+  /** Adds an update to the current `@depth` aggregate. */
+  protected noteAggregate(U: number, bids: Map<number, number>, asks: Map<number, number>, pu = 0): void {
+    if (this.secondU === 0) {
+      this.secondU = U
+      this.secondPu = pu
+    }
+    for (const [p, q] of bids) this.secondBids.set(p, q)
+    for (const [p, q] of asks) this.secondAsks.set(p, q)
   }
 
   /** The `@depth` update of the second that ends at `us`: every change since the last one. */
@@ -158,25 +234,34 @@ export class Instrument {
   }
 
   /** The REST depth snapshot body: `{"lastUpdateId":..,"bids":[..],"asks":[..]}`, best `limit` levels a side. */
-  snapshot(limit: number): string {
+  snapshot(limit: number, _nowUs: number): string {
+    return '{"lastUpdateId":' + this.lastUpdateId + ',' + this.bookText(limit, fmt8, fmt8) + '}'
+  }
+
+  /** `"bids":[..],"asks":[..]`: the best `limit` levels a side, prices and quantities written by `price` and `qty`. */
+  protected bookText(limit: number, price: (units: number) => string, qty: (units: number) => string): string {
     const tick = this.spec.tick
     const side = (m: Map<number, number>, desc: boolean): string => {
       const keys = [...m.keys()].sort((x, y) => (desc ? y - x : x - y)).slice(0, limit)
-      return '[' + keys.map((p) => '["' + fmt8(p * tick) + '","' + fmt8(m.get(p)!) + '"]').join(',') + ']'
+      return '[' + keys.map((p) => '["' + price(p * tick) + '","' + qty(m.get(p)!) + '"]').join(',') + ']'
     }
-    return '{"lastUpdateId":' + this.lastUpdateId + ',"bids":' + side(this.bids, true) + ',"asks":' + side(this.asks, false) + '}'
+    return '"bids":' + side(this.bids, true) + ',"asks":' + side(this.asks, false)
   }
 }
 
-/** The text of `ev` on `stream` in `variant`, as Binance writes it, or altered by `mutation`. */
+/** The text of spot's `ev` on `stream` in `variant`, as Binance writes it, or altered by `mutation`. */
 export function eventText(ev: MarketEvent, stream: string, variant: number, mutation?: Mutation): string {
   const micro = (variant & MICROSECONDS) !== 0
-  let payload = ev.kind === 'trade' ? tradeText(ev, micro, mutation) : depthText(ev, micro, mutation)
+  return framed(ev.kind === 'trade' ? tradeText(ev, micro, mutation) : depthText(ev as DepthEvent, micro, mutation), stream, variant, mutation)
+}
+
+/** A payload as sent: wrapped for a combined stream, and cut short when `truncated`. */
+export function framed(payload: string, stream: string, variant: number, mutation: Mutation | undefined): string {
   if (variant & COMBINED) payload = '{"stream":"' + stream + '","data":' + payload + '}'
   return mutation === 'truncated' ? payload.slice(0, -1) : payload
 }
 
-function time(us: number, micro: boolean): number {
+export function time(us: number, micro: boolean): number {
   return micro ? us : Math.floor(us / 1000)
 }
 
@@ -189,20 +274,24 @@ function tradeText(t: TradeEvent, micro: boolean, mutation: Mutation | undefined
 }
 
 function depthText(d: DepthEvent, micro: boolean, mutation: Mutation | undefined): string {
+  const [b, a] = depthLevels(d, mutation, fmt8, fmt8)
+  return '{"e":"depthUpdate","E":' + time(d.us, micro) + ',"s":"' + d.ins.symbol + '","U":' + d.U + ',"u":' + d.u +
+    (mutation === 'missing-field' ? '' : ',"b":' + b) + ',"a":' + a + '}'
+}
+
+/** A depth update's `b` and `a` texts; `price-number` writes the first level's price as a JSON number. */
+export function depthLevels(d: DepthEvent, mutation: Mutation | undefined, price: (units: number) => string, qty: (units: number) => string): [string, string] {
   const tick = d.ins.spec.tick
-  // price-number: the first level's price as a JSON number.
   let bare = mutation === 'price-number'
   const levels = (m: Map<number, number>): string => {
     let out = ''
     for (const [p, q] of m) {
-      const price = bare ? fmt8(p * tick) : '"' + fmt8(p * tick) + '"'
-      out += (out ? ',[' : '[') + price + ',"' + fmt8(q) + '"]'
+      const text = bare ? price(p * tick) : '"' + price(p * tick) + '"'
+      out += (out ? ',[' : '[') + text + ',"' + qty(q) + '"]'
       bare = false
     }
     return '[' + out + ']'
   }
   const b = levels(d.bids)
-  const a = levels(d.asks)
-  return '{"e":"depthUpdate","E":' + time(d.us, micro) + ',"s":"' + d.ins.symbol + '","U":' + d.U + ',"u":' + d.u +
-    (mutation === 'missing-field' ? '' : ',"b":' + b) + ',"a":' + a + '}'
+  return [b, levels(d.asks)]
 }

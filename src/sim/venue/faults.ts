@@ -5,14 +5,21 @@
  */
 import { z } from 'zod'
 
-/** Venues the simulator speaks. */
-export const SIMULATED_VENUES = ['binance'] as const
+/** Venues the simulator speaks: Binance spot, and Binance USD-M futures. */
+export const SIMULATED_VENUES = ['binance', 'binance-usdm'] as const
+export type SimulatedVenue = (typeof SIMULATED_VENUES)[number]
 
-/** Stream names the simulator serves: `<symbol>@trade`, `<symbol>@depth@100ms`, `<symbol>@depth`. */
-export const STREAM_NAME = /^[a-z0-9]+@(trade|depth@100ms|depth)$/
+/**
+ * Stream names the simulator serves: spot's `<symbol>@trade`, `<symbol>@depth@100ms`, `<symbol>@depth`, and
+ * futures' `<symbol>@aggTrade`, `<symbol>@depth@100ms`, `<symbol>@depth`, `<symbol>@markPrice`, `<symbol>@forceOrder`.
+ */
+export const STREAM_NAME = /^[a-z0-9]+@(trade|aggTrade|markPrice|forceOrder|depth@100ms|depth)$/
 
-const stream = z.string().regex(STREAM_NAME, 'must be a stream the simulator serves: <symbol>@trade, <symbol>@depth@100ms or <symbol>@depth (lowercase symbol)')
-  .describe('the stream, as a client subscribes to it (btcusdt@trade)')
+const stream = z.string().regex(STREAM_NAME, 'must be a stream the simulator serves: <symbol>@trade, @depth@100ms or @depth (spot); <symbol>@aggTrade, @depth@100ms, @depth, @markPrice or @forceOrder (USD-M futures); lowercase symbol')
+  .describe('the stream, as a client subscribes to it (btcusdt@trade, btcusdt@aggTrade)')
+
+/** A trade stream: spot's trades, or futures' aggregates. */
+const isTradeStream = (s: string) => s.endsWith('@trade') || s.endsWith('@aggTrade')
 
 /** Close codes a server may put in a close frame (RFC 6455 7.4), and 1006 for "no close frame at all". */
 const closeCode = z.number().int().refine((c) => c === 1006 || (c >= 1000 && c <= 1014 && ![1004, 1005, 1006].includes(c)) || (c >= 3000 && c <= 4999),
@@ -34,8 +41,8 @@ export const faultSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('gap').describe('the venue drops frames: their ids are skipped on every connection'),
     ...when,
-    stream,
-    count: z.number().int().min(1).default(1).describe('frames dropped (trades, or depth updates)'),
+    stream: stream.refine((s) => isTradeStream(s) || s.includes('@depth'), 'a gap skips ids: name a trade, aggTrade or depth stream (markPrice and forceOrder carry none)'),
+    count: z.number().int().min(1).default(1).describe('frames dropped (trades, aggregates, or depth updates)'),
   }),
   z.strictObject({
     kind: z.literal('disconnect').describe('one connection is closed'),
@@ -61,10 +68,10 @@ export const faultSchema = z.discriminatedUnion('kind', [
     stream,
   }),
   z.strictObject({
-    kind: z.literal('conflict').describe('one connection gets a second trade with the same id and another price'),
+    kind: z.literal('conflict').describe('one connection gets a second trade (or aggregate) with the same id and another price'),
     ...when,
     ...target,
-    stream: stream.refine((s) => s.endsWith('@trade'), 'a conflict is a trade: name a <symbol>@trade stream'),
+    stream: stream.refine(isTradeStream, 'a conflict is a trade: name a <symbol>@trade or <symbol>@aggTrade stream'),
     replace: z.boolean().default(false).describe('true: the connection gets only the altered trade, in place of the true one'),
   }),
   z.strictObject({
@@ -73,7 +80,7 @@ export const faultSchema = z.discriminatedUnion('kind', [
     ...target,
     stream,
     variant: z.enum(['price-number', 'missing-field', 'truncated']).default('price-number')
-      .describe('price-number: a price as a JSON number; missing-field: a trade without q, a depth update without b; truncated: the last byte cut (not JSON)'),
+      .describe('price-number: a price as a JSON number; missing-field: a trade or aggregate without q, a depth update without b, a markPriceUpdate without p, a forceOrder without o.q; truncated: the last byte cut (not JSON)'),
   }),
   z.strictObject({
     kind: z.literal('scheduled-disconnect').describe('the 24-hour disconnect, now: close code 1001, empty reason'),

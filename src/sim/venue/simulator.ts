@@ -1,9 +1,11 @@
 /**
- * A Binance spot venue over real sockets, for proving a recorder (docs/simulator.md): an HTTP server on
- * 127.0.0.1 serving websocket streams on `/ws` (raw) and `/stream` (combined), SUBSCRIBE and its friends,
- * Binance's keep-alive, and the REST depth snapshot on `/api/v3/depth`; deterministic seeded data
- * (binance-market.ts) on a clock the caller may inject or speed up; a fault plan (faults.ts); and the
- * truth of what it sent (truth.ts).
+ * A Binance venue over real sockets, for proving a recorder (docs/simulator.md): spot, or USD-M futures
+ * (`venue: 'binance-usdm'`). An HTTP server on 127.0.0.1 serving websocket streams on `/ws` (raw) and
+ * `/stream` (combined) (futures: under `/public` and `/market`), SUBSCRIBE and its friends, Binance's
+ * keep-alive, and the REST depth snapshot on `/api/v3/depth` (futures: `/fapi/v1/depth`); deterministic
+ * seeded data (binance-market.ts, binance-usdm-market.ts) on a clock the caller may inject or speed up; a
+ * fault plan (faults.ts); and the truth of what it sent (truth.ts). What differs between the venues is in
+ * dialects.ts; the rest is one implementation.
  *
  * Lean, because it shares two cores with a recorder at 25,000+ frames/s per replica: a step per timer tick
  * makes every frame due by the clock, builds each frame's text once per variant that has a subscriber,
@@ -15,18 +17,21 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer, type RawData } from 'ws'
-import { COMBINED, Instrument, MICROSECONDS, eventText, type MarketEvent, type Mutation } from './binance-market.js'
-import { parseFaultPlan, type Fault, type FaultPlanInput } from './faults.js'
+import { COMBINED, Instrument, MICROSECONDS, idsOf, type MarketEvent, type Mutation } from './binance-market.js'
+import { DIALECTS, type Dialect } from './dialects.js'
+import { SIMULATED_VENUES, parseFaultPlan, type Fault, type FaultPlanInput, type SimulatedVenue } from './faults.js'
 import { openTruth, type Truth, type TruthRecord } from './truth.js'
 
 export interface VenueSimulatorOptions {
+  /** The venue spoken: `binance` (spot, the default) or `binance-usdm` (USD-M futures). */
+  venue?: SimulatedVenue
   /** Default 0: any free port. The server listens on 127.0.0.1 only. */
   port?: number
   /** Default 1. The same seed and options make the same frames. */
   seed?: number
-  /** Binance spot symbols, default BTCUSDT and ETHUSDT. */
+  /** Binance symbols, default BTCUSDT and ETHUSDT. */
   instruments?: string[]
-  /** Trades per second on each `<symbol>@trade` stream, in simulated time (default 10). */
+  /** Trades per second on each `<symbol>@trade` stream (futures: aggregates on `<symbol>@aggTrade`), in simulated time (default 10). */
   rate?: number
   /** Simulated milliseconds between depth updates on `<symbol>@depth@100ms` (default 100). */
   depthIntervalMs?: number
@@ -38,9 +43,9 @@ export interface VenueSimulatorOptions {
   timeScale?: number
   /** Real milliseconds between steps (default 5). */
   tickMs?: number
-  /** Real milliseconds between the server's pings (default 20,000, Binance's). */
+  /** Real milliseconds between the server's pings (default Binance's: spot 20,000, futures 180,000). */
   pingIntervalMs?: number
-  /** Real milliseconds a ping may go unanswered before the connection is dropped (default 60,000, Binance's). */
+  /** Real milliseconds a ping may go unanswered before the connection is dropped (default Binance's: spot 60,000, futures 600,000). */
   pongTimeoutMs?: number
   /** Simulated milliseconds a connection may live before the venue closes it with 1001 (default 24 hours, Binance's). */
   maxConnectionMs?: number
@@ -56,7 +61,8 @@ export interface VenueSimulatorOptions {
 export interface ConnectionInfo { id: string; replica: string | null; path: string; streams: string[] }
 
 export interface VenueSimulator {
-  /** The websocket base, as an adapter's `wsBase` takes it: `ws://127.0.0.1:PORT` (streams on `/ws`, `/stream`). */
+  readonly venue: SimulatedVenue
+  /** The websocket base, as an adapter's `wsBase` takes it: `ws://127.0.0.1:PORT` (streams on `/ws`, `/stream`; futures: `/public/…`, `/market/…`). */
   readonly wsUrl: string
   /** The REST base, as an adapter's `restBase` takes it: `http://127.0.0.1:PORT`. */
   readonly restUrl: string
@@ -73,9 +79,9 @@ export interface VenueSimulator {
   /** The open connections, in the order they were accepted. */
   connections(): ConnectionInfo[]
   /**
-   * Sends `frames` trades, round robin over the instruments, as fast as the subscribers of their trade
-   * streams take them, and resolves once all are written (docs/simulator.md, "Flood"). Refused while faults
-   * of the plan are pending or a connection is stalled.
+   * Sends `frames` trades (futures: aggregates), round robin over the instruments, as fast as the
+   * subscribers of their trade streams take them, and resolves once all are written (docs/simulator.md,
+   * "Flood"). Refused while faults of the plan are pending or a connection is stalled.
    */
   flood(frames: number, options?: FloodOptions): Promise<FloodResult>
   /** Closes every connection (1001) and the server, and finishes the truth file. */
@@ -120,15 +126,13 @@ const MAX_STEP_FRAMES = 20_000
 const FLOOD_BATCH = 512
 /** A flood waits for a socket holding more unsent bytes than this to drain. */
 const FLOOD_HIGH_WATER = 1 << 20
-/** Stream names a client may name; the simulator serves `<symbol>@trade`, `@depth@100ms`, `@depth`, and others carry nothing. */
-const STREAM_WORD = /^[a-z0-9_]+@[a-z0-9_@]+$/
 const REST_JSON = { 'content-type': 'application/json;charset=UTF-8' }
 
-/** One stream: its subscribers by variant, and the faults waiting for its next frame. */
+/** One stream: its subscribers by variant, and the faults waiting for its next frame; `route` is the endpoint serving it. */
 class Stream {
   readonly subs: Connection[][] = [[], [], [], []]
   armed: Armed[] = []
-  constructor(readonly name: string) {}
+  constructor(readonly name: string, readonly route: string) {}
 }
 
 interface Armed { index: number; fault: Fault; firedUs: number; remaining: number; dropped: { first: number; last: number }[] }
@@ -149,7 +153,7 @@ class Connection {
   closing = false
   constructor(
     readonly id: string, readonly number: number, readonly replica: string | null, readonly path: string,
-    readonly ws: WebSocket, readonly socket: Duplex, public variant: number,
+    readonly ws: WebSocket, readonly socket: Duplex, public variant: number, readonly route: string,
   ) {
     this.lastPingAt = performance.now()
   }
@@ -215,6 +219,10 @@ class Simulator implements VenueSimulator {
   readonly startUs: number
   readonly stats = { framesMade: 0, framesSent: 0, connectionsAccepted: 0 }
   readonly nowUs: () => number
+  readonly venue: SimulatedVenue
+  private readonly dialect: Dialect
+  /** The dialect's text of a frame (dialects.ts). */
+  private readonly text: Dialect['text']
   private readonly server: Server
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, autoPong: false, clientTracking: false, maxPayload: 64 * 1024 })
   private readonly instruments = new Map<string, Instrument>()
@@ -243,6 +251,10 @@ class Simulator implements VenueSimulator {
 
   constructor(o: VenueSimulatorOptions, private readonly faults: Fault[], private readonly truthSink: Truth) {
     if (o.clock && (o.timeScale !== undefined || o.startTime !== undefined)) throw new RangeError('give a clock, or startTime and timeScale for the default one, not both')
+    this.venue = o.venue ?? 'binance'
+    if (!SIMULATED_VENUES.includes(this.venue)) throw new RangeError(`no simulator for venue ${JSON.stringify(this.venue)}; the venues known: ${SIMULATED_VENUES.join(', ')}`)
+    this.dialect = DIALECTS[this.venue]
+    this.text = this.dialect.text
     const scale = o.timeScale ?? 1
     if (!(scale > 0)) throw new RangeError('timeScale must be positive')
     const clock = o.clock ?? realClock(o.startTime ?? Date.now(), scale)
@@ -255,8 +267,8 @@ class Simulator implements VenueSimulator {
     if (!(rate > 0 && rate <= 1e6)) throw new RangeError('rate must be a number of frames per second in (0, 1,000,000]')
     if (!(depthIntervalMs >= 1)) throw new RangeError('depthIntervalMs must be at least 1')
     this.tickMs = o.tickMs ?? 5
-    this.pingIntervalMs = o.pingIntervalMs ?? 20_000
-    this.pongTimeoutMs = o.pongTimeoutMs ?? 60_000
+    this.pingIntervalMs = o.pingIntervalMs ?? this.dialect.pingIntervalMs
+    this.pongTimeoutMs = o.pongTimeoutMs ?? this.dialect.pongTimeoutMs
     this.maxConnectionUs = (o.maxConnectionMs ?? 24 * HOUR_MS) * 1000
     this.maxBufferedBytes = o.maxBufferedBytes ?? 64 * 2 ** 20
     for (const [name, v] of Object.entries({ tickMs: this.tickMs, pingIntervalMs: this.pingIntervalMs, pongTimeoutMs: this.pongTimeoutMs, maxConnectionMs: this.maxConnectionUs, maxBufferedBytes: this.maxBufferedBytes })) {
@@ -269,20 +281,30 @@ class Simulator implements VenueSimulator {
     if (new Set(symbols).size !== symbols.length) throw new RangeError('duplicate instruments')
     const tradeUs = 1e6 / rate
     const depthUs = depthIntervalMs * 1000
-    const perSecond = Math.max(1, Math.round(1000 / depthIntervalMs))
-    symbols.forEach((symbol, i) => {
-      const ins = new Instrument(symbol, seed)
-      this.instruments.set(symbol, ins)
+    // Depth updates in each frame of <symbol>@depth: a second's on spot, 250 ms's on futures.
+    const perAggregate = Math.max(1, Math.round(this.dialect.depthAggregateMs / depthIntervalMs))
+    this.dialect.instruments(symbols, seed).forEach((ins, i) => {
+      this.instruments.set(ins.symbol, ins)
       const trades = this.addStream(ins.tradeStream)
       const depth = this.addStream(ins.depthStream)
       const second = this.addStream(ins.depthSecondStream)
       // Instruments start apart within their first interval, so streams interleave rather than tick together.
       const phase = ((i + 1) * 0.618034) % 1
-      this.schedules.push(new Schedule(2 * i, this.startUs + 1 + Math.floor(phase * tradeUs), tradeUs, (us) => this.emit(trades, ins.nextTrade(us, tradeUs))))
-      this.schedules.push(new Schedule(2 * i + 1, this.startUs + 1 + Math.floor(phase * depthUs), depthUs, (us, k) => {
+      const every = (intervalUs: number, make: (us: number, k: number) => void) => {
+        this.schedules.push(new Schedule(this.schedules.length, this.startUs + 1 + Math.floor(phase * intervalUs), intervalUs, make))
+      }
+      every(tradeUs, (us) => this.emit(trades, ins.tradeEvent(us, tradeUs)))
+      every(depthUs, (us, k) => {
         this.emit(depth, ins.nextDepth(us))
-        if ((k + 1) % perSecond === 0) this.emit(second, ins.takeSecond(us))
-      }))
+        if ((k + 1) % perAggregate === 0) this.emit(second, ins.takeSecond(us))
+      })
+      for (const source of this.dialect.sources(ins)) {
+        const stream = this.addStream(source.stream)
+        every(source.intervalMs * 1000, (us) => {
+          const ev = source.make(us)
+          if (ev !== null) this.emit(stream, ev)
+        })
+      }
     })
     this.schedules.sort(earlier)
     faults.forEach((fault, index) => {
@@ -291,7 +313,7 @@ class Simulator implements VenueSimulator {
       else this.at(this.startUs + Math.round(fault.at! * 1000), () => this.fire(index, fault))
     })
     this.frameFaults.sort((x, y) => x.n - y.n || x.index - y.index)
-    this.record({ kind: 'start', simTimeUs: this.startUs, venue: 'binance', seed, instruments: [...symbols], rate, depthIntervalMs })
+    this.record({ kind: 'start', simTimeUs: this.startUs, venue: this.venue, seed, instruments: [...symbols], rate, depthIntervalMs })
 
     this.server = createServer((req, res) => this.onRequest(req, res))
     this.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.onUpgrade(req, socket, head))
@@ -366,7 +388,7 @@ class Simulator implements VenueSimulator {
     if (stream.armed.length !== 0) this.emitWithFault(stream, ev)
     else {
       const subs = stream.subs
-      for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, eventText(ev, stream.name, v))
+      for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, this.text(ev, stream.name, v))
     }
     while (this.frameFaults.length !== 0 && this.frameFaults[0]!.n <= this.stats.framesMade) {
       const due = this.frameFaults.shift()!
@@ -411,10 +433,10 @@ class Simulator implements VenueSimulator {
    */
   private emitWithFault(stream: Stream, ev: MarketEvent): void {
     const gap = stream.armed.find((a) => a.fault.kind === 'gap')
-    const first = ev.kind === 'trade' ? ev.id : ev.U
-    const last = ev.kind === 'trade' ? ev.id : ev.u
+    // Mark prices and liquidations carry no ids (and take no gap: faults.ts).
+    const ids = idsOf(ev)
     if (gap !== undefined) {
-      gap.dropped.push({ first, last })
+      gap.dropped.push(ids!)
       if (--gap.remaining === 0) {
         stream.armed.splice(stream.armed.indexOf(gap), 1)
         this.faultDone(gap, true, { stream: stream.name, dropped: gap.dropped, armedUs: gap.firedUs })
@@ -425,7 +447,7 @@ class Simulator implements VenueSimulator {
     const f = armed.fault
     const subs = stream.subs
     const all = (mutation?: Mutation, skip?: Connection) => {
-      for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, eventText(ev, stream.name, v, mutation), skip)
+      for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, this.text(ev, stream.name, v, mutation), skip)
     }
     const named = f.kind === 'gap' ? undefined : f
     const targeted = named !== undefined && (named.replica !== undefined || named.connection !== undefined)
@@ -434,11 +456,11 @@ class Simulator implements VenueSimulator {
       all()
       return this.faultDone(armed, false, { stream: stream.name, why: target === undefined ? 'no open connection is its target' : `${target.id} is not subscribed to ${stream.name}` })
     }
-    const detail: Record<string, unknown> = { stream: stream.name, armedUs: armed.firedUs, first, last }
+    const detail: Record<string, unknown> = { stream: stream.name, armedUs: armed.firedUs, ...ids }
     if (target) detail.conn = target.id
     switch (f.kind) {
       case 'only-one': {
-        const text = eventText(ev, stream.name, target!.variant)
+        const text = this.text(ev, stream.name, target!.variant)
         this.sendOne(target!, stream, ev, text)
         detail.text = text
         detail.withheldFrom = [...this.conns].filter((c) => c !== target && c.streams.has(stream) && c.open).map((c) => c.id)
@@ -446,8 +468,8 @@ class Simulator implements VenueSimulator {
       }
       case 'conflict': {
         all(undefined, f.replace ? target : undefined)
-        detail.original = eventText(ev, stream.name, target!.variant)
-        detail.text = eventText(ev, stream.name, target!.variant, 'conflict')
+        detail.original = this.text(ev, stream.name, target!.variant)
+        detail.text = this.text(ev, stream.name, target!.variant, 'conflict')
         detail.replace = f.replace
         this.sendOne(target!, stream, ev, detail.text as string)
         break
@@ -456,10 +478,10 @@ class Simulator implements VenueSimulator {
         if (target === undefined) all(f.variant)
         else {
           all(undefined, target)
-          this.sendOne(target, stream, ev, eventText(ev, stream.name, target.variant, f.variant))
+          this.sendOne(target, stream, ev, this.text(ev, stream.name, target.variant, f.variant))
         }
         detail.variant = f.variant
-        detail.text = eventText(ev, stream.name, target?.variant ?? 0, f.variant)
+        detail.text = this.text(ev, stream.name, target?.variant ?? 0, f.variant)
         break
       }
       default:
@@ -484,12 +506,12 @@ class Simulator implements VenueSimulator {
       const us = this.clockUs
       for (const end = Math.min(frames, made + FLOOD_BATCH); made < end; made++) {
         const { ins, stream } = trades[made % trades.length]!
-        const ev = ins.nextTrade(us, 1)
+        const ev = ins.tradeEvent(us, 1)
         this.stats.framesMade++
         for (let v = 0; v < 4; v++) {
           const subs = stream.subs[v]!
           if (subs.length === 0) continue
-          const text = eventText(ev, stream.name, v)
+          const text = this.text(ev, stream.name, v)
           const frame = options.sendEach ? '' : frameHead(text.length) + text
           const to: string[] | null = this.recording ? [] : null
           for (const conn of subs) {
@@ -602,19 +624,22 @@ class Simulator implements VenueSimulator {
     const url = new URL(req.url ?? '/', 'http://localhost')
     const refuse = (status: string) => socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
     if (this.closed !== undefined) return void refuse('503 Service Unavailable')
-    const combined = url.pathname === '/stream'
+    const endpoint = this.dialect.endpoint(url.pathname)
+    if (endpoint === null) return void refuse('404 Not Found')
+    const path = endpoint.rest
+    const combined = path === '/stream'
     let names: string[]
     if (combined) names = (url.searchParams.get('streams') ?? '').split('/').filter(Boolean)
-    else if (url.pathname === '/ws' || url.pathname.startsWith('/ws/')) names = url.pathname.slice(4).split('/').filter(Boolean)
+    else if (path === '/ws' || path.startsWith('/ws/')) names = path.slice(4).split('/').filter(Boolean)
     else return void refuse('404 Not Found')
-    const unit = url.searchParams.get('timeUnit')
+    const unit = this.dialect.timeUnit ? url.searchParams.get('timeUnit') : null
     const micro = unit !== null && /^microsecond$/i.test(unit)
     if (unit !== null && !micro && !/^millisecond$/i.test(unit)) return void refuse('400 Bad Request')
-    if (!names.every((n) => STREAM_WORD.test(n))) return void refuse('400 Bad Request')
+    if (!names.every((n) => this.dialect.streamWord.test(n))) return void refuse('400 Bad Request')
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const number = ++this.stats.connectionsAccepted
       const replica = url.searchParams.get('replica') ?? headerValue(req.headers['x-pipe-replica'])
-      const conn = new Connection(`c${number}`, number, replica, url.pathname + url.search, ws, socket, (combined ? COMBINED : 0) | (micro ? MICROSECONDS : 0))
+      const conn = new Connection(`c${number}`, number, replica, url.pathname + url.search, ws, socket, (combined ? COMBINED : 0) | (micro ? MICROSECONDS : 0), endpoint.route)
       this.tick()
       this.conns.add(conn)
       this.record({ kind: 'open', simTimeUs: this.clockUs, conn: conn.id, replica: conn.replica, path: conn.path })
@@ -705,7 +730,7 @@ class Simulator implements VenueSimulator {
     const names = Array.isArray(params) && params.every((p) => typeof p === 'string') ? params as string[] : null
     switch (method) {
       case 'SUBSCRIBE': case 'UNSUBSCRIBE':
-        if (names === null || !names.every((n) => STREAM_WORD.test(n))) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: params must be stream names' }, id })
+        if (names === null || !names.every((n) => this.dialect.streamWord.test(n))) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: params must be stream names' }, id })
         if (method === 'SUBSCRIBE') this.subscribe(conn, names)
         else this.unsubscribe(conn, names)
         return this.reply(conn, { result: null, id })
@@ -741,8 +766,9 @@ class Simulator implements VenueSimulator {
       if (conn.names.has(name)) continue
       conn.names.add(name)
       added.push(name)
+      // A stream another endpoint serves carries nothing here, as on Binance's futures (dialects.ts).
       const stream = this.streams.get(name)
-      if (stream === undefined) continue
+      if (stream === undefined || stream.route !== conn.route) continue
       conn.streams.add(stream)
       stream.subs[conn.variant]!.push(conn)
     }
@@ -779,18 +805,20 @@ class Simulator implements VenueSimulator {
       this.truthSink.flush()
       res.writeHead(status, REST_JSON).end(text)
     }
-    if (req.method !== 'GET' || url.pathname !== '/api/v3/depth') return answer(404, '{"code":-1000,"msg":"The simulator serves GET /api/v3/depth only."}')
+    const rest = this.dialect.restPath
+    if (req.method !== 'GET' || url.pathname !== rest) return answer(404, `{"code":-1000,"msg":"The simulator serves GET ${rest} only."}`)
     const symbol = url.searchParams.get('symbol')
     if (!symbol) return answer(400, '{"code":-1102,"msg":"Mandatory parameter \'symbol\' was not sent, was empty/null, or malformed."}')
     const ins = this.instruments.get(symbol)
     if (ins === undefined) return answer(400, '{"code":-1121,"msg":"Invalid symbol."}')
-    const limitText = url.searchParams.get('limit') ?? '100'
+    const limits = this.dialect.restLimit
+    const limitText = url.searchParams.get('limit') ?? String(limits.default)
     if (!/^[0-9]{1,20}$/.test(limitText)) return answer(400, '{"code":-1100,"msg":"Illegal characters found in parameter \'limit\'; legal range is \'^[0-9]{1,20}$\'."}')
-    answer(200, ins.snapshot(Math.min(5000, Math.max(1, Number(limitText)))))
+    answer(200, ins.snapshot(Math.min(limits.max, Math.max(1, Number(limitText))), this.clockUs))
   }
 
   private addStream(name: string): Stream {
-    const s = new Stream(name)
+    const s = new Stream(name, this.dialect.routeOf(name))
     this.streams.set(name, s)
     return s
   }

@@ -6,11 +6,11 @@
 import { once } from 'node:events'
 import type { WriteStream } from 'node:fs'
 import { open } from 'node:fs/promises'
-import type { Fault } from './faults.js'
+import type { Fault, SimulatedVenue } from './faults.js'
 
 /** Times are simulated, in microseconds since the epoch. Connections are `c1`, `c2`, ... in the order accepted. */
 export type TruthRecord =
-  | { kind: 'start'; simTimeUs: number; venue: 'binance'; seed: number; instruments: string[]; rate: number; depthIntervalMs: number }
+  | { kind: 'start'; simTimeUs: number; venue: SimulatedVenue; seed: number; instruments: string[]; rate: number; depthIntervalMs: number }
   /** A frame's text, sent to the connections in `to`; `sentUs` when sent later than made (a stall that resumed). */
   | { kind: 'frame'; simTimeUs: number; stream: string; to: string[]; text: string; sentUs?: number }
   /** A reply to a client's request (SUBSCRIBE acknowledgements, errors). */

@@ -54,6 +54,7 @@ t.test('Coinbase: the sealed hour states the one break the recorder journaled, n
   t.same(hour.manifest.sequence_gaps, [{ instrument: '*', after_id: '5', before_id: '7' }], 'the journaled break, and no break between a\'s count and b\'s')
   t.ok(hour.manifest.completeness.reasons.includes('sequence_gap'))
   t.equal(hour.lines.length, 19, 'every frame of both connections: their copies differ in sequence_num and timestamp')
+  t.same(hour.manifest.replicas.map((r) => r.gap_free_runs), [undefined, undefined], 'no gap-free runs: Coinbase\'s trades carry no sequence of their own to detect a gap by')
   const verify = spawnSync(process.execPath, [CLI, 'run', 'verify', '--root', root, '--keys', keysFile], { encoding: 'utf8', env: childEnv() })
   t.equal(verify.status, 0, verify.stdout + verify.stderr)
 })

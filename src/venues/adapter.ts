@@ -214,6 +214,11 @@ export interface VenueAdapter {
    * breaks it journaled rather than judging the spans across connections and replicas.
    */
   readonly connectionWide?: string
+  /**
+   * False for a venue whose trades carry no per-instrument sequence the recorder can check (OKX, Bybit,
+   * Coinbase): an hour of its trades states no `gap_free_runs`, since no gap could have been detected.
+   */
+  readonly tradeSequence?: false
 }
 
 /** A venue as `pipe list venues` describes it. */

@@ -453,6 +453,7 @@ export function createBybitAdapter(opts: BybitOptions = {}): VenueAdapter {
   const derivatives = category !== 'spot'
   return {
     name: CATEGORY_NAME[category],
+    tradeSequence: false,
     channels,
     about: {
       summary: CATEGORY_SUMMARY[category],

@@ -364,6 +364,7 @@ export function createCoinbaseAdapter(opts: CoinbaseOptions = {}): VenueAdapter 
     name: 'coinbase',
     channels: ['trades', 'book'] as const,
     connectionWide: COINBASE_CONNECTION_WIDE,
+    tradeSequence: false,
     about: {
       summary: 'Coinbase Advanced Trade (public market-data websocket): spot',
       channels: {

@@ -537,6 +537,7 @@ export function createOkxAdapter(opts: OkxOptions = {}): VenueAdapter {
   }
   return {
     name: 'okx',
+    tradeSequence: false,
     channels,
     about: {
       summary: 'OKX (API v5, public websocket): spot, margin, perpetuals, futures, options',

@@ -231,7 +231,8 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
 }
 
 async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, hourFiles: ReadonlySet<string>, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
-  const tracksRuns = o.channel === 'trades'
+  // A run states that no gap was detected: only where the venue's trades carry a sequence to detect one by.
+  const tracksRuns = o.channel === 'trades' && o.venue.tradeSequence !== false
   const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
 
   const frames = HourFramesWriter.open({ dir, venue: o.venue.name, ...(o.venue.module ? { venueModule: o.venue.module } : {}), channel: o.channel, createdBy: o.createdBy })

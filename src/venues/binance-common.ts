@@ -7,10 +7,9 @@
 import { isDecimal38Text } from '../formats/record/decimal.js'
 import {
   decodeUtf8, isJsonObject, JsonNumber, readJson,
-  type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
+  type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
 } from './adapter.js'
-
-export const INT64_MAX = (1n << 63n) - 1n
+import { Bad, INT64_MAX, str, UINT_RE } from './frame-fields.js'
 
 /** Whether canonical decimal integer text `a` (no sign, no leading zero) is below `b`'s value. */
 export function digitsBelow(a: string, b: string): boolean {
@@ -20,36 +19,13 @@ export function digitsBelow(a: string, b: string): boolean {
 /** The unit of E and T: nanoseconds per unit, and the most units that fit int64 nanoseconds, as text. */
 export interface TimeUnit { readonly mult: bigint; readonly maxUnitsText: string }
 export const timeUnit = (mult: bigint): TimeUnit => ({ mult, maxUnitsText: (INT64_MAX / mult).toString() })
-export const UINT_RE = /^(0|[1-9][0-9]*)$/
 /** Binance allows 1024 streams per connection. */
 export const MAX_STREAMS = 1024
-
-export class Bad extends Error {
-  /** The frame's place in its venue sequence, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-/** Runs `parse`; a Bad it throws carries `span`, since the frame's sequence ids parsed before it failed. */
-export function withSpan<T>(span: SequenceSpan, parse: () => T): T {
-  try {
-    return parse()
-  } catch (err) {
-    if (err instanceof Bad) err.sequences = [span]
-    throw err
-  }
-}
 
 export function uint(o: JsonObject, key: string, what: string): JsonNumber {
   const v = o[key]
   if (!(v instanceof JsonNumber)) throw new Bad('structure', `${what}: ${key} is ${v === undefined ? 'missing' : 'not a number'}`)
   if (!UINT_RE.test(v.text)) throw new Bad('structure', `${what}: ${key} is not a non-negative integer (${v.text})`)
-  return v
-}
-
-export function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${v === undefined ? 'missing' : 'not a string'}`)
   return v
 }
 

@@ -36,9 +36,10 @@ import {
   type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
 import {
-  Bad, decimal, isServerShutdown, levels, MAX_STREAMS, parseSnapshot, str, subscribeAnswer, SUBSCRIBE_ID, symbol, timeNs,
-  uint, withSpan, wrapBinanceDepthSnapshot,
+  decimal, isServerShutdown, levels, MAX_STREAMS, parseSnapshot, subscribeAnswer, SUBSCRIBE_ID, symbol, timeNs,
+  uint, wrapBinanceDepthSnapshot,
 } from './binance-common.js'
+import { Bad, str, withSpans } from './frame-fields.js'
 
 export interface BinanceUsdmOptions {
   /** Websocket base, without the `/public` or `/market` path; default `wss://fstream.binance.com`. */
@@ -72,7 +73,7 @@ function parseAggTrade(d: JsonObject): FrameClass {
   const a = uint(d, 'a', what)
   const id = BigInt(a.text)
   const span: SequenceSpan = { sequence: 'trades', instrument: s, first: id, last: id, snapshot: false }
-  return withSpan(span, () => {
+  return withSpans([span], () => {
     const p = decimal(d['p'], 'aggTrade: p')
     const q = decimal(d['q'], 'aggTrade: q')
     const f = BigInt(uint(d, 'f', what).text)
@@ -101,7 +102,7 @@ function parseDepthUpdate(d: JsonObject): FrameClass {
   if (U > u) throw new Bad('structure', `depthUpdate: U ${U} is after u ${u}`)
   if (pu >= U) throw new Bad('structure', `depthUpdate: pu ${pu} is not before U ${U}`)
   const span: SequenceSpan = { sequence: 'book', instrument: s, first: U, last: u, snapshot: false, previous: pu }
-  return withSpan(span, () => {
+  return withSpans([span], () => {
     const exchangeTime = earlier(timeNs(uint(d, 'E', what), MS, 'depthUpdate: E'), timeNs(uint(d, 'T', what), MS, 'depthUpdate: T'))
     const rows: Extract<FrameClass, { kind: 'rows' }>['rows'] = []
     levels(d, 'b', what, 'bid', s, exchangeTime, rows)

@@ -49,9 +49,10 @@ import {
   type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
 import {
-  Bad, decimal, digitsBelow, isServerShutdown, levels, MAX_STREAMS, parseSnapshot, subscribeAnswer, SUBSCRIBE_ID, symbol,
-  timeNs, timeUnit, uint, withSpan, type TimeUnit,
+  decimal, digitsBelow, isServerShutdown, levels, MAX_STREAMS, parseSnapshot, subscribeAnswer, SUBSCRIBE_ID, symbol,
+  timeNs, timeUnit, uint, type TimeUnit,
 } from './binance-common.js'
+import { Bad, withSpans } from './frame-fields.js'
 
 import { wrapBinanceDepthSnapshot } from './binance-common.js'
 import { isDecimal38Text } from '../formats/record/decimal.js'
@@ -70,8 +71,6 @@ export interface BinanceSpotOptions {
   /** Use the combined-stream endpoint (`/stream`, payloads wrapped in `{stream, data}`); default false (`/ws`). */
   combined?: boolean
 }
-
-
 
 /** Binance spot trade ids: each trade of a symbol has the previous id + 1. */
 export const binanceTradeSequence = consecutiveIds
@@ -112,7 +111,7 @@ function parseTrade(d: JsonObject, mult: bigint): FrameClass {
   const t = uint(d, 't', what)
   const id = BigInt(t.text)
   const span: SequenceSpan = { sequence: 'trades', instrument: s, first: id, last: id, snapshot: false }
-  const [p, q] = withSpan(span, () => [decimal(d['p'], 'trade: p'), decimal(d['q'], 'trade: q')] as const)
+  const [p, q] = withSpans([span], () => [decimal(d['p'], 'trade: p'), decimal(d['q'], 'trade: q')] as const)
   const T = uint(d, 'T', what)
   const m = d['m']
   if (typeof m !== 'boolean') throw new Bad('structure', `trade: m is ${m === undefined ? 'missing' : 'not a boolean'}`)
@@ -138,15 +137,14 @@ function parseDepthUpdate(d: JsonObject, mult: bigint): FrameClass {
   const u = BigInt(uint(d, 'u', what).text)
   if (U > u) throw new Bad('structure', `depthUpdate: U ${U} is after u ${u}`)
   const span: SequenceSpan = { sequence: 'book', instrument: s, first: U, last: u, snapshot: false }
-  const exchangeTime = withSpan(span, () => timeNs(E, mult, 'depthUpdate: E'))
+  const exchangeTime = withSpans([span], () => timeNs(E, mult, 'depthUpdate: E'))
   const rows: ParsedRow[] = []
-  withSpan(span, () => {
+  withSpans([span], () => {
     levels(d, 'b', what, 'bid', s, exchangeTime, rows)
     levels(d, 'a', what, 'ask', s, exchangeTime, rows)
   })
   return { kind: 'rows', table: 'book_deltas', rows, exchangeTime, sequences: [span] }
 }
-
 
 /**
  * A raw-stream trade exactly as Binance writes it: no whitespace, no escapes, the documented keys once each
@@ -263,7 +261,6 @@ function classifyBinance(channel: Channel, payload: Uint8Array, binary: boolean,
     throw err
   }
 }
-
 
 /** A Binance spot adapter. */
 export function createBinanceSpotAdapter(opts: BinanceSpotOptions = {}): VenueAdapter {

@@ -77,6 +77,7 @@ import {
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
   type SequenceState, type SequenceVerdict, type VenueAdapter,
 } from './adapter.js'
+import { Bad, describe, INT64_MAX, str, UINT_RE, withSpans } from './frame-fields.js'
 
 export type BybitCategory = 'linear' | 'spot' | 'inverse'
 
@@ -104,9 +105,7 @@ const MAX_REPLY_BYTES = 4096
 /** At most this much of a venue's message goes into a control note. */
 const NOTE_TEXT = 200
 
-const INT64_MAX = (1n << 63n) - 1n
 const NS_PER_MS = 1_000_000n
-const UINT_RE = /^(0|[1-9][0-9]*)$/
 
 /** The topic prefix of each of our channels. */
 const TOPIC_PREFIX: Readonly<Record<Channel, string>> = {
@@ -130,22 +129,8 @@ const CATEGORY_SUMMARY: Readonly<Record<BybitCategory, string>> = {
   inverse: 'Bybit (V5 public websocket), inverse perpetuals and futures',
 }
 
-class Bad extends Error {
-  /** The frame's place in its venue sequence, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-const describe = (v: JsonValue | undefined, kind: string): string => (v === undefined ? 'missing' : `not ${kind}`)
-
 function clip(s: string): string {
   return s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s
-}
-
-function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${describe(v, 'a string')}`)
-  return v
 }
 
 /** A non-negative JSON integer, exactly. */
@@ -203,16 +188,6 @@ function records(v: JsonValue | undefined, what: string): JsonObject[] {
 }
 
 const earliest = (times: readonly bigint[]): bigint | null => times.reduce<bigint | null>((a, t) => (a === null || t < a ? t : a), null)
-
-/** Runs `parse`; a Bad it throws carries `spans`, since the frame's sequence ids parsed before it failed. */
-function withSpans<T>(spans: SequenceSpan[], parse: () => T): T {
-  try {
-    return parse()
-  } catch (err) {
-    if (err instanceof Bad) err.sequences = spans
-    throw err
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Pushes.

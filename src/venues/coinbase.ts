@@ -87,6 +87,7 @@ import {
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
   type SequenceSpan, type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
+import { Bad, describe, nonEmpty, str, UINT_RE } from './frame-fields.js'
 
 export interface CoinbaseOptions {
   /** Websocket URL; default `wss://advanced-trade-ws.coinbase.com`. */
@@ -116,30 +117,9 @@ const MAX_ANSWER_BYTES = 256 * 1024
 /** At most this much of a venue's message goes into a control note. */
 const NOTE_TEXT = 200
 
-const UINT_RE = /^(0|[1-9][0-9]*)$/
 const TIME_RE = /^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?Z$/
 
-class Bad extends Error {
-  /** The frame's place in the connection's sequence, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-const describe = (v: JsonValue | undefined, kind: string): string => (v === undefined ? 'missing' : `not ${kind}`)
-
 const clip = (s: string): string => (s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s)
-
-function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${describe(v, 'a string')}`)
-  return v
-}
-
-function nonEmpty(o: JsonObject, key: string, what: string): string {
-  const s = str(o, key, what)
-  if (s === '') throw new Bad('structure', `${what}: ${key} is empty`)
-  return s
-}
 
 function decimal(o: JsonObject, key: string, what: string): string {
   const v = str(o, key, what)

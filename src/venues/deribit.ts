@@ -71,6 +71,7 @@ import {
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
   type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
+import { Bad, describe, INT64_MAX, nonEmpty, str, UINT_RE, withSpans } from './frame-fields.js'
 
 /** The notification intervals Deribit documents for the market-data channels. */
 export const DERIBIT_INTERVALS: readonly string[] = ['raw', '100ms', 'agg2']
@@ -103,34 +104,13 @@ const CONTROL_CHANNELS: ReadonlySet<string> = new Set(['platform_state', 'platfo
 /** Subscribed on every connection beside the data channels: locks and maintenance show in the raw file. */
 const PLATFORM_STATE = 'platform_state'
 
-const INT64_MAX = (1n << 63n) - 1n
 const NS_PER_MS = 1_000_000n
-const UINT_RE = /^(0|[1-9][0-9]*)$/
 /** At most this much of a venue's message goes into a control note. */
 const NOTE_TEXT = 200
 /** A test_request is short; a longer frame is not parsed by `respond`. */
 const MAX_TEST_REQUEST_BYTES = 512
 
-class Bad extends Error {
-  /** The frame's place in its venue sequences, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-const describe = (v: JsonValue | undefined, what: string): string => (v === undefined ? 'missing' : `not ${what}`)
 const clip = (s: string): string => (s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s)
-
-function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${describe(v, 'a string')}`)
-  return v
-}
-
-function nonEmpty(o: JsonObject, key: string, what: string): string {
-  const s = str(o, key, what)
-  if (s === '') throw new Bad('structure', `${what}: ${key} is empty`)
-  return s
-}
 
 function uint(o: JsonObject, key: string, what: string): bigint {
   const v = o[key]
@@ -159,15 +139,6 @@ function jsonNumber(o: JsonObject, key: string, what: string, required: boolean)
   const v = o[key]
   if (v === undefined && !required) return
   if (!(v instanceof JsonNumber)) throw new Bad('structure', `${what}: ${key} is ${describe(v, 'a number')}`)
-}
-
-function withSpans<T>(spans: SequenceSpan[], parse: () => T): T {
-  try {
-    return parse()
-  } catch (err) {
-    if (err instanceof Bad && spans.length > 0) err.sequences = spans
-    throw err
-  }
 }
 
 /** `kind.instrument.interval`: the instrument is everything between the first and the last dot. */

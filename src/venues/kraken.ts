@@ -78,6 +78,7 @@ import {
   type ChecksumCheck, type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
   type SequenceSpan, type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter, type VenueBooks,
 } from './adapter.js'
+import { Bad, describe, str, UINT_RE, withSpans } from './frame-fields.js'
 
 export interface KrakenOptions {
   /** Websocket URL; default `wss://ws.kraken.com/v2`. */
@@ -106,23 +107,8 @@ const MAX_PAIRS = 100_000
 /** Acknowledgements are short; a longer frame is not parsed by `answers`. */
 const MAX_ACK_BYTES = 4096
 
-const UINT_RE = /^(0|[1-9][0-9]*)$/
 const UINT32_MAX = 4294967295n
 const TIME_RE = /^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?Z$/
-
-class Bad extends Error {
-  /** The frame's place in the trade sequences, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-const describe = (v: JsonValue | undefined, what: string): string => (v === undefined ? 'missing' : `not ${what}`)
-
-function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${describe(v, 'a string')}`)
-  return v
-}
 
 function symbolOf(o: JsonObject, what: string): string {
   const s = str(o, 'symbol', what)
@@ -168,15 +154,6 @@ function time(o: JsonObject, key: string, what: string): bigint {
   const t = krakenTimeNs(str(o, key, what))
   if (typeof t !== 'bigint') throw new Bad(t.code, `${what}: ${key} ${t.reason}`)
   return t
-}
-
-function withSpans<T>(spans: SequenceSpan[], parse: () => T): T {
-  try {
-    return parse()
-  } catch (err) {
-    if (err instanceof Bad && spans.length > 0) err.sequences = spans
-    throw err
-  }
 }
 
 function messageType(o: JsonObject, what: string, allowed: readonly string[]): string {

@@ -68,15 +68,14 @@ import {
   type ChecksumCheck, type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
   type SequenceSpan, type SequenceState, type SequenceVerdict, type VenueAdapter, type VenueBooks,
 } from './adapter.js'
+import { Bad, describe, INT64_MAX, nonEmpty, str, UINT_RE, withSpans } from './frame-fields.js'
 
 export interface OkxOptions {
   /** Websocket base; default `wss://ws.okx.com:8443` (the public service is its `/ws/v5/public`). */
   wsBase?: string
 }
 
-const INT64_MAX = (1n << 63n) - 1n
 const NS_PER_MS = 1_000_000n
-const UINT_RE = /^(0|[1-9][0-9]*)$/
 const INT32_MIN = -(2n ** 31n)
 const INT32_MAX = 2n ** 31n - 1n
 /** "The total length of multiple channels cannot exceed 64 KB": the whole request is kept within it. */
@@ -100,26 +99,6 @@ const LIQUIDATION_INST_TYPES: ReadonlySet<string> = new Set(['SWAP', 'FUTURES', 
 const SUBSCRIBE_ID = '1'
 const RESYNC_UNSUBSCRIBE_ID = '2'
 const RESYNC_SUBSCRIBE_ID = '3'
-
-class Bad extends Error {
-  /** The frame's place in its venue sequence, when that much parsed: the frame still counts for gaps. */
-  sequences?: SequenceSpan[]
-  constructor(readonly code: 'structure' | 'decimal' | 'time', message: string) { super(message) }
-}
-
-const describe = (v: JsonValue | undefined, kind: string): string => (v === undefined ? 'missing' : `not ${kind}`)
-
-function str(o: JsonObject, key: string, what: string): string {
-  const v = o[key]
-  if (typeof v !== 'string') throw new Bad('structure', `${what}: ${key} is ${describe(v, 'a string')}`)
-  return v
-}
-
-function nonEmpty(o: JsonObject, key: string, what: string): string {
-  const s = str(o, key, what)
-  if (s === '') throw new Bad('structure', `${what}: ${key} is empty`)
-  return s
-}
 
 /** A JSON integer (no fraction, no exponent) as a bigint. */
 function integer(o: JsonObject, key: string, what: string): bigint {
@@ -154,16 +133,6 @@ function objects(v: JsonValue | undefined, what: string): JsonObject[] {
 }
 
 const earliest = (times: readonly bigint[]): bigint | null => times.reduce<bigint | null>((a, t) => (a === null || t < a ? t : a), null)
-
-/** Runs `parse`; a Bad it throws carries `spans`, since the frame's sequence ids parsed before it failed. */
-function withSpans<T>(spans: SequenceSpan[], parse: () => T): T {
-  try {
-    return parse()
-  } catch (err) {
-    if (err instanceof Bad) err.sequences = spans
-    throw err
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Pushes.

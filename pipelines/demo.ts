@@ -29,6 +29,8 @@ const TIME_SCALE = 240
  */
 const HEARTBEAT_MS = 1000 * TIME_SCALE
 const CHANNELS: readonly Channel[] = ['trades', 'book']
+/** Real milliseconds without a new hour sealed after which the demo gives up. */
+const STUCK_MS = 180_000
 const INSTRUMENTS = ['BTCUSDT', 'ETHUSDT']
 /**
  * A fixed seed, so the demo's key is the same on every machine. It is public (it is here): the demo's key
@@ -105,10 +107,18 @@ export async function runDemo(outDir: string, cli: string): Promise<number> {
   const sealedManifest = (channel: Channel, hour: bigint) => join(hourDirOf(root, { recorder: 'demo', venue: 'binance', channel }, hour), 'manifest.json')
   try {
     await recorder.start()
-    // Sealed by the daemon itself, a simulated minute after the hour ends; a real-time limit keeps a broken run from hanging.
-    const deadline = Date.now() + 180_000
+    // Sealed by the daemon itself, a simulated minute after the hour ends. A real-time limit keeps a broken run
+    // from hanging: three minutes without a new hour sealed, so that a busy machine, whose seals wait for CPU,
+    // is given the time it needs while it makes progress.
+    const hours: bigint[] = []
+    for (let h = START - (START % HOUR_NS); h <= lastHour; h += HOUR_NS) hours.push(h)
+    const sealedCount = () => CHANNELS.reduce((n, c) => n + hours.filter((h) => existsSync(sealedManifest(c, h))).length, 0)
+    let sealed = 0
+    let deadline = Date.now() + STUCK_MS
     while (!CHANNELS.every((c) => existsSync(sealedManifest(c, lastHour)))) {
-      if (Date.now() > deadline) throw new Error(`hour ${hourName(lastHour)} was not sealed within 3 minutes: see ${logFile}`)
+      const now = sealedCount()
+      if (now > sealed) [sealed, deadline] = [now, Date.now() + STUCK_MS]
+      if (Date.now() > deadline) throw new Error(`no hour sealed for ${STUCK_MS / 60_000} minutes (${sealed} of ${hours.length * CHANNELS.length} sealed): see ${logFile}`)
       await new Promise((r) => setTimeout(r, 100))
     }
   } finally {

@@ -24,7 +24,7 @@ const chain = (channel: string) => join(out, 'root', 'recorder=demo', 'venue=bin
 const manifest = async (channel: string, hh: string) => JSON.parse(await readFile(join(chain(channel), `hour=${hh}`, 'manifest.json'), 'utf8')) as HourlyManifest
 
 t.test('npm start: the demo records, seals, verifies and reports three hours of trades and depth', async (t) => {
-  const r = spawnSync(process.execPath, [cli, 'demo', '--out', out], { encoding: 'utf8', timeout: 300_000, env: childEnv() })
+  const r = spawnSync(process.execPath, [cli, 'demo', '--out', out], { encoding: 'utf8', timeout: 600_000, env: childEnv() })
   t.equal(r.status, 0, r.stderr)
   const printed = r.stdout.split('\n').filter((l) => /^(trades|book)\s/.test(l)).map((l) => l.split(/\s{2,}/))
   // The demo stops once both channels' hour 15 is sealed; on a loaded machine the daemon may have sealed a
@@ -66,7 +66,7 @@ t.test('npm start: the demo records, seals, verifies and reports three hours of 
 })
 
 t.test('the demo replaces only its own output: a folder holding anything else under its names is refused', async (t) => {
-  const again = spawnSync(process.execPath, [cli, 'demo', '--out', out], { encoding: 'utf8', timeout: 300_000, env: childEnv() })
+  const again = spawnSync(process.execPath, [cli, 'demo', '--out', out], { encoding: 'utf8', timeout: 600_000, env: childEnv() })
   t.equal(again.status, 0, `a previous demo's output is replaced: ${again.stderr}`)
   t.match(again.stdout, /private key: .*key\.jwk \(made from a public seed: never sign real data with it/)
   for (const theirs of [['root', 'recorder=mine'], ['journal', 'replica=a'], ['key.jwk'], ['jwks.json'], ['recorder.log']]) {

@@ -43,6 +43,7 @@ export const HOUR_MS = 3_600_000
 export const HOUR_NS = BigInt(HOUR_MS) * 1_000_000n
 export const HOUR_14 = DAY + 14 * HOUR_MS
 export const msToNs = (ms: number) => BigInt(ms) * 1_000_000n
+const REPLICAS = ['a', 'b'] as const
 
 /** What a test file records, and how: the same for each of its runs. */
 export interface BenchOptions<C extends Channel> {
@@ -249,8 +250,11 @@ export function truthOf<C extends Channel>(run: Run<C>, channel: C): TruthOf {
 
 export class TruthOf {
   private readonly replicaOf = new Map<string, Replica>()
-  /** Market frames by text: the replicas whose connections the venue wrote them to. */
-  readonly sentTo = new Map<string, Set<Replica>>()
+  /**
+   * Market frames by text: how many of each replica's connections the venue wrote them to (two while a
+   * successor and the connection it replaces are both subscribed).
+   */
+  readonly sentTo = new Map<string, Record<Replica, number>>()
   readonly replies = new Set<string>()
   /** REST snapshots as the recorder journals them, and how many times each was served. */
   readonly snapshots = new Map<string, number>()
@@ -262,7 +266,7 @@ export class TruthOf {
     for (const r of records) {
       if (r.kind === 'open') this.replicaOf.set(r.conn, r.replica as Replica)
       else if (r.kind === 'frame') {
-        for (const c of r.to) this.sentToOf(r.text).add(this.replicaOf.get(c)!)
+        for (const c of r.to) this.sentToOf(r.text)[this.replicaOf.get(c)!]++
         if (r.sentUs !== undefined) this.late.add(r.text)
       } else if (r.kind === 'reply') this.replies.add(r.text)
       else if (r.kind === 'rest' && r.status === 200) {
@@ -272,9 +276,9 @@ export class TruthOf {
     }
   }
 
-  private sentToOf(text: string): Set<Replica> {
+  private sentToOf(text: string): Record<Replica, number> {
     let s = this.sentTo.get(text)
-    if (!s) this.sentTo.set(text, (s = new Set()))
+    if (!s) this.sentTo.set(text, (s = { a: 0, b: 0 }))
     return s
   }
 
@@ -435,7 +439,7 @@ function rawVersusTruth(truth: TruthOf, lines: RawLine[]): { missed: string[]; i
     } else invented.push(l.payload.slice(0, 100))
   }
   const missed: string[] = []
-  for (const [text, replicas] of truth.sentTo) for (const r of replicas) if (!received.get(text)?.has(r)) missed.push(`${r}: ${text.slice(0, 100)}`)
+  for (const [text, sent] of truth.sentTo) for (const r of REPLICAS) if (sent[r] > 0 && !received.get(text)?.has(r)) missed.push(`${r}: ${text.slice(0, 100)}`)
   for (const [text, n] of truth.snapshots) if (snapshotReceipts.get(text) !== n) missed.push(`snapshot served ${n} times, received ${snapshotReceipts.get(text) ?? 0}: ${text.slice(0, 100)}`)
   for (const r of ['a', 'b'] as const) if (replyReceipts[r] !== truth.repliesTo(r)) missed.push(`${r}: ${truth.repliesTo(r)} replies sent, ${replyReceipts[r]} received`)
   return { missed, invented }
@@ -477,7 +481,8 @@ function apart(r: Record<Replica, bigint[]> | undefined): boolean {
 /**
  * The hour's replica agreement as the truth states it: a market frame is seen by both replicas when the
  * venue wrote it to both, unless its copies were received further apart than the pairing window (then each
- * is a line of its own: `late`, the journal's receipts); a snapshot served twice (the same book at the same moment, fetched
+ * is a line of its own: `late`, the journal's receipts), and a copy more to one replica's second connection
+ * is a line of its own; a snapshot served twice (the same book at the same moment, fetched
  * by both replicas) is one frame seen by both; each reply (a subscription's acknowledgement, a
  * serverShutdown notice) by its replica alone, or, with `repliesMayPair`, by both when alike and received
  * together. The hour a frame falls in is where the raw file put it: frame times are receipt times. Also the
@@ -486,16 +491,32 @@ function apart(r: Record<Replica, bigint[]> | undefined): boolean {
 function expectedAgreement(truth: TruthOf, lines: RawLine[], hourMs: number, o: { late?: LateReceipts; repliesMayPair: boolean }) {
   const expected = { both: 0, one_only: 0 }
   const wrong: string[] = []
-  const seen = new Set<string>()
+  const byPayload = new Map<string, RawLine[]>()
   for (const l of lines) {
     if (truth.replies.has(l.payload)) continue
-    const split = apart(o.late?.get(l.payload))
-    if (seen.has(l.payload) && !split) wrong.push(`a second line of ${l.payload.slice(0, 80)}`)
-    seen.add(l.payload)
-    const n = split ? 1 : truth.snapshots.get(l.payload) ?? truth.sentTo.get(l.payload)?.size ?? 0
-    if (n === 2) expected.both++
-    else expected.one_only++
-    if (l.replicas.length !== n || (!truth.snapshots.has(l.payload) && !l.replicas.every((r) => truth.sentTo.get(l.payload)!.has(r)))) wrong.push(`${l.replicas.join('+')} for ${l.payload.slice(0, 80)}`)
+    const same = byPayload.get(l.payload)
+    if (same) same.push(l)
+    else byPayload.set(l.payload, [l])
+  }
+  for (const [payload, same] of byPayload) {
+    const said = `${same.map((l) => l.replicas.join('+')).join(', ')} for ${payload.slice(0, 80)}`
+    const served = truth.snapshots.get(payload)
+    if (served !== undefined) {
+      expected[served === 2 ? 'both' : 'one_only']++
+      if (same.length !== 1 || same[0]!.replicas.length !== served) wrong.push(`snapshot served ${served} times: ${said}`)
+      continue
+    }
+    // Each line pairs one copy a replica received with one the other received, or holds a copy alone: a
+    // frame sent to both replicas once is one line, unless received too far apart; one sent to a replica's
+    // two connections (a successor and the connection it replaces) is one line more.
+    const sent = truth.sentTo.get(payload) ?? { a: 0, b: 0 }
+    const split = apart(o.late?.get(payload))
+    const pairs = split ? 0 : Math.min(sent.a, sent.b)
+    const count = split ? 2 : Math.max(sent.a, sent.b)
+    expected.both += pairs
+    expected.one_only += count - pairs
+    const paired = same.filter((l) => l.replicas.length === 2).length
+    if (same.length !== count || paired !== pairs || same.some((l) => l.replicas.some((r) => sent[r] === 0))) wrong.push(`sent to a ${sent.a} times, to b ${sent.b}: ${said}`)
   }
   const replies = truth.records.filter((r) => r.kind === 'reply' && inHour(r.simTimeUs, hourMs)).length
   const replyLines = lines.filter((l) => truth.replies.has(l.payload))

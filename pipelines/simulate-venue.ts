@@ -15,8 +15,8 @@ const options = z.object({
   port: z.number().int().min(0).max(65535).default(0).describe('the port on 127.0.0.1; 0 takes any free one'),
   seed: z.number().int().default(1).describe('the same seed and options make the same frames'),
   rate: z.number().positive().max(1_000_000).default(10).describe('trades per simulated second on each <symbol>@trade stream (binance-usdm: aggregates on <symbol>@aggTrade)'),
-  instruments: z.string().regex(/^[A-Z0-9]{1,20}(,[A-Z0-9]{1,20})*$/, 'must be Binance symbols separated by commas: BTCUSDT,ETHUSDT').default('BTCUSDT,ETHUSDT')
-    .describe('the symbols, separated by commas'),
+  instruments: z.string().regex(/^[^,]+(,[^,]+)*$/, 'must be symbols separated by commas: BTCUSDT,ETHUSDT (Kraken: BTC/USD,ETH/USD)').optional()
+    .describe('the symbols, separated by commas (default BTCUSDT,ETHUSDT; Kraken: BTC/USD,ETH/USD)'),
   timeScale: z.number().positive().default(1).describe('simulated seconds per real second'),
   start: z.string().optional().describe('the simulated time at start, RFC 3339 (default now)'),
   faults: z.string().min(1).optional().describe('a fault plan, JSON (docs/simulator.md)'),
@@ -63,12 +63,18 @@ export const venueSimulatorStage = defineStage({
     // Loaded here: the simulator's modules (ws) are for this command only, not every command's start-up.
     const { startVenueSimulator } = await import('../src/sim/venue/simulator.js')
     const sim = await startVenueSimulator({
-      venue, port: o.port, seed: o.seed, rate: o.rate, instruments: o.instruments.split(','), timeScale: o.timeScale, keepTruth: false,
+      venue, port: o.port, seed: o.seed, rate: o.rate, timeScale: o.timeScale, keepTruth: false,
+      ...(o.instruments !== undefined ? { instruments: o.instruments.split(',') } : {}),
       ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
       ...(o.pongTimeoutMs !== undefined ? { pongTimeoutMs: o.pongTimeoutMs } : {}),
       ...(startTime !== undefined ? { startTime } : {}),
       ...(faults !== undefined ? { faults } : {}),
       ...(o.truth !== undefined ? { truthFile: o.truth } : {}),
+    }).catch((err: Error) => {
+      if (!(err instanceof RangeError)) throw err
+      // What the venue cannot do: a fault it cannot show names the plan, a symbol it does not take the option.
+      if (err.message.startsWith('faults[')) throw new UsageError('usage.bad-fault-plan', `--faults: ${err.message}`, { location: { file: o.faults! } })
+      throw new UsageError('usage.bad-option', `--venue ${venue}: ${err.message}`)
     })
     ctx.stdout.write(`ws ${sim.wsUrl}\nrest ${sim.restUrl}\n`)
     // A stream that never gives an item. Asked to stop (SIGINT, SIGTERM), it closes the simulator and ends, and
@@ -91,10 +97,10 @@ export const venueSimulatorStage = defineStage({
   },
 })
 
-/** `pipe run simulate-venue --venue binance|binance-usdm --port 0 [--seed N] [--rate N] [--faults PLAN.json] [--truth FILE] ...`. */
+/** `pipe run simulate-venue --venue binance|binance-usdm|kraken --port 0 [--seed N] [--rate N] [--faults PLAN.json] [--truth FILE] ...`. */
 export const simulateVenuePipeline = definePipeline({
   name: 'simulate-venue',
-  summary: 'Serve a simulated Binance venue, spot or USD-M futures, on 127.0.0.1 (websocket streams, REST depth snapshots, a fault plan, the truth of what was sent) until stopped',
+  summary: 'Serve a simulated venue (Binance spot, Binance USD-M futures, Kraken spot) on 127.0.0.1 (websocket streams, snapshots, keep-alive, a fault plan, the truth of what was sent) until stopped',
   options,
   stages(o) {
     return [

@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { WebSocket, type ClientOptions } from 'ws'
+import { WebSocket } from 'ws'
 import { z } from 'zod'
 import { manualClock, startVenueSimulator, type VenueSimulator, type VenueSimulatorOptions } from '../src/sim/venue/simulator.js'
 import { faultPlanSchema, type FaultPlanInput } from '../src/sim/venue/faults.js'
@@ -17,6 +17,7 @@ import type { StageDef } from '../src/core/stage.js'
 import { reportSink } from '../src/sinks/report.js'
 import { registerSimulateVenue, simulateVenuePipeline } from '../pipelines/simulate-venue.js'
 import { captureIO } from './helpers/io.js'
+import { advance, connect, sentTo, settle, until, type Client } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 const FOUR = ['btcusdt@trade', 'btcusdt@depth@100ms', 'ethusdt@trade', 'ethusdt@depth@100ms']
@@ -26,63 +27,10 @@ t.teardown(() => rmSync(dir, { recursive: true, force: true }))
 // ---------------------------------------------------------------------------------------------------
 // Clients and helpers
 
-/** A websocket client of the simulator that keeps every text it receives. */
-interface Client {
-  /** The simulator's id for the connection (c1, c2, ...). */
-  id: string
-  ws: WebSocket
-  texts: string[]
-  pings: number
-  closed: Promise<{ code: number; reason: string }>
-}
-
-async function connect(sim: VenueSimulator, path: string, options: ClientOptions = {}): Promise<Client> {
-  const ws = new WebSocket(sim.wsUrl + path, options)
-  const client: Client = {
-    id: '', ws, texts: [], pings: 0,
-    closed: new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }))),
-  }
-  ws.on('message', (d) => client.texts.push(d.toString()))
-  ws.on('ping', () => client.pings++)
-  ws.on('error', () => {})
-  await once(ws, 'open')
-  // The server accepts a connection before the client sees the handshake's answer: the newest one is this.
-  client.id = sim.connections().at(-1)!.id
-  return client
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 2))
-  }
-}
-
-/** How many texts the truth says were sent to connection `id` (frames and replies). */
-function sentTo(sim: VenueSimulator, id: string): number {
-  let n = 0
-  for (const r of sim.truth) if ((r.kind === 'frame' && r.to.includes(id)) || (r.kind === 'reply' && r.to === id)) n++
-  return n
-}
-
-/** Waits until every client has received all that the truth says was sent to it. */
-async function settle(sim: VenueSimulator, clients: Client[]): Promise<void> {
-  for (const c of clients) await until(() => c.texts.length >= sentTo(sim, c.id), `${c.id} to receive ${sentTo(sim, c.id)} texts (has ${c.texts.length})`)
-}
-
 async function subscribe(client: Client, streams: string[], id = 1): Promise<void> {
   client.ws.send(JSON.stringify({ method: 'SUBSCRIBE', params: streams, id }))
   const ack = `{"result":null,"id":${id}}`
   await until(() => client.texts.includes(ack), `the acknowledgement of SUBSCRIBE ${id}`)
-}
-
-/** Moves a manual clock by `ms` in steps, the simulator making what is due at each. */
-function advance(sim: VenueSimulator, clock: { advance(ms: number): void }, ms: number, stepMs = 50): void {
-  for (let done = 0; done < ms; done += stepMs) {
-    clock.advance(Math.min(stepMs, ms - done))
-    sim.tick()
-  }
 }
 
 /** The channel of a text: book for depth updates and snapshots, trades for the rest. */
@@ -876,7 +824,7 @@ t.test('USD-M faults: each kind on the futures streams', async (t) => {
   await t.rejects(startVenueSimulator({ venue: 'binance-usdm', faults: { faults: [{ kind: 'gap', at: 1, stream: 'btcusdt@markPrice' }] } }), /faults\[0\]\.stream: a gap skips ids/)
   await t.rejects(startVenueSimulator({ venue: 'binance-usdm', faults: { faults: [{ kind: 'conflict', at: 1, replica: 'a', stream: 'btcusdt@forceOrder' }] } }), /a conflict is a trade/)
   await t.rejects(startVenueSimulator({ venue: 'binance-usdm', instruments: ['BTC-USDT'] }), /not a Binance USD-M symbol/)
-  await t.rejects(startVenueSimulator({ venue: 'kraken' as 'binance' }), /no simulator for venue "kraken"; the venues known: binance, binance-usdm/)
+  await t.rejects(startVenueSimulator({ venue: 'nasdaq' as 'binance' }), /no simulator for venue "nasdaq"; the venues known: binance, binance-usdm, kraken/)
 })
 
 // ---------------------------------------------------------------------------------------------------
@@ -912,9 +860,9 @@ t.test('the simulate-venue pipeline prints its URLs first, serves, and closes wh
   t.match(readFileSync(truth, 'utf8'), /"kind":"fault","simTimeUs":\d+,"index":0,"fault":\{"kind":"gap"/)
 
   const unknown = captureIO()
-  const r = await runPipeline(registry, simulateVenuePipeline, { venue: 'kraken' }, unknown.settings, false)
+  const r = await runPipeline(registry, simulateVenuePipeline, { venue: 'nasdaq' }, unknown.settings, false)
   t.equal(r.exitCode, 2)
-  t.match(unknown.err(), /no simulator for "kraken"; the venues known: binance/)
+  t.match(unknown.err(), /no simulator for "nasdaq"; the venues known: binance, binance-usdm, kraken/)
   writeFileSync(plan, JSON.stringify({ faults: [{ kind: 'stall', at: 1, replica: 'a' }] }))
   const badPlan = captureIO()
   t.equal((await runPipeline(registry, simulateVenuePipeline, { faults: plan }, badPlan.settings, false)).exitCode, 2)

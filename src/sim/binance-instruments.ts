@@ -17,6 +17,16 @@ export function fmt8(units: number): string {
   return i + '.' + String(units - i * 1e8 + 1e8).slice(1)
 }
 
+/** Decimals an amount in units of 1e-8 needs: a tick of 1,000,000 (0.01) needs 2. */
+export function decimalsOf(units: number): number {
+  let d = 8
+  while (d > 0 && units % 10 === 0) {
+    units /= 10
+    d--
+  }
+  return d
+}
+
 /**
  * One depth update's changes to one side of a book (`side` 0: bids below `mid`, 1: asks above it): one to
  * three levels within `span` ticks of the mid set to a new size in lots, or removed; each change noted in

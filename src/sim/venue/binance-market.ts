@@ -24,7 +24,7 @@ export const COMBINED = 1
 export const MICROSECONDS = 2
 
 /** How a fault alters a frame's text. */
-export type Mutation = 'price-number' | 'missing-field' | 'truncated' | 'conflict'
+export type Mutation = 'price-number' | 'price-string' | 'missing-field' | 'truncated' | 'conflict' | 'checksum'
 
 /** Levels either side of the mid that updates touch; the book starts with this many a side. */
 const BOOK_SPAN = 40
@@ -111,12 +111,34 @@ export function hashText(s: string): number {
   return hash32(...Array.from(s, (c) => c.charCodeAt(0)))
 }
 
+/**
+ * How a venue names an instrument and its streams: the symbols it takes, the streams' suffixes after the
+ * lower-case symbol, and the known instrument whose prices, tick and lot it trades at.
+ */
+export interface Naming {
+  /** Names the venue's symbols in an error: `spot`, `USD-M`, `Kraken`. */
+  market: string
+  symbol: RegExp
+  /** What a symbol that does not match `symbol` must be, in an error. */
+  symbolRule: string
+  tradeSuffix: string
+  depthSuffix: string
+  /** The aggregate of each `depthAggregateMs` (Binance's `@depth`), or null: the venue has none. */
+  aggregateSuffix: string | null
+  /** The key of src/sim/binance-instruments.ts whose price, tick and lot the symbol trades at. */
+  specOf(symbol: string): string
+}
+
+export const SPOT_NAMING: Naming = {
+  market: 'Binance spot', symbol: /^[A-Z0-9]{1,20}$/, symbolRule: 'A-Z, 0-9', tradeSuffix: '@trade', depthSuffix: '@depth@100ms', aggregateSuffix: '@depth', specOf: (s) => s,
+}
+
 export class Instrument {
   readonly lower: string
   readonly tradeStream: string
   readonly depthStream: string
-  /** `<symbol>@depth`: the updates of each second in one frame. */
-  readonly depthSecondStream: string
+  /** `<symbol>@depth`: the updates of each second in one frame (null: the venue has no such stream). */
+  readonly depthSecondStream: string | null
   readonly spec: InstrumentSpec
   protected readonly tradeRand: () => number
   protected readonly bookRand: () => number
@@ -133,18 +155,17 @@ export class Instrument {
   protected readonly secondBids = new Map<number, number>()
   protected readonly secondAsks = new Map<number, number>()
 
-  /** `market` names the symbols in an error; `tradeSuffix` is the trade stream's (`@trade`; futures: `@aggTrade`). */
-  constructor(readonly symbol: string, seed: number, market = 'spot', tradeSuffix = '@trade') {
-    if (!/^[A-Z0-9]{1,20}$/.test(symbol)) throw new RangeError(`instrument ${JSON.stringify(symbol)} is not a Binance ${market} symbol (A-Z, 0-9)`)
+  constructor(readonly symbol: string, seed: number, naming: Naming = SPOT_NAMING) {
+    if (!naming.symbol.test(symbol)) throw new RangeError(`instrument ${JSON.stringify(symbol)} is not a ${naming.market} symbol (${naming.symbolRule})`)
     this.lower = symbol.toLowerCase()
-    this.tradeStream = this.lower + tradeSuffix
-    this.depthStream = this.lower + '@depth@100ms'
-    this.depthSecondStream = this.lower + '@depth'
+    this.tradeStream = this.lower + naming.tradeSuffix
+    this.depthStream = this.lower + naming.depthSuffix
+    this.depthSecondStream = naming.aggregateSuffix === null ? null : this.lower + naming.aggregateSuffix
     const h = hashText(symbol)
     const setup = seededRandom(hash32(seed, h, 1))
     this.tradeRand = seededRandom(hash32(seed, h, 2))
     this.bookRand = seededRandom(hash32(seed, h, 3))
-    const known = BINANCE_INSTRUMENTS[symbol]
+    const known = BINANCE_INSTRUMENTS[naming.specOf(symbol)]
     this.spec = known
       ? { ...known, price: known.price + Math.round((setup() - 0.5) * 200) * known.tick }
       : { price: (10_000 + (h % 90_000)) * 1_000_000, tick: 1_000_000, lot: 1_000_000 }
@@ -238,14 +259,17 @@ export class Instrument {
     return '{"lastUpdateId":' + this.lastUpdateId + ',' + this.bookText(limit, fmt8, fmt8) + '}'
   }
 
+  /** The best `limit` levels of a side, best first: [price, quantity] in units of 1e-8. */
+  best(side: 'bids' | 'asks', limit: number): [number, number][] {
+    const m = side === 'bids' ? this.bids : this.asks
+    const tick = this.spec.tick
+    return [...m.keys()].sort((x, y) => (side === 'bids' ? y - x : x - y)).slice(0, limit).map((p) => [p * tick, m.get(p)!])
+  }
+
   /** `"bids":[..],"asks":[..]`: the best `limit` levels a side, prices and quantities written by `price` and `qty`. */
   protected bookText(limit: number, price: (units: number) => string, qty: (units: number) => string): string {
-    const tick = this.spec.tick
-    const side = (m: Map<number, number>, desc: boolean): string => {
-      const keys = [...m.keys()].sort((x, y) => (desc ? y - x : x - y)).slice(0, limit)
-      return '[' + keys.map((p) => '["' + price(p * tick) + '","' + qty(m.get(p)!) + '"]').join(',') + ']'
-    }
-    return '"bids":' + side(this.bids, true) + ',"asks":' + side(this.asks, false)
+    const side = (levels: [number, number][]): string => '[' + levels.map(([p, q]) => '["' + price(p) + '","' + qty(q) + '"]').join(',') + ']'
+    return '"bids":' + side(this.best('bids', limit)) + ',"asks":' + side(this.best('asks', limit))
   }
 }
 

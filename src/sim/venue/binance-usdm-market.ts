@@ -12,10 +12,10 @@
  * `"0.012"`), as futures writes them; mark prices and funding rates with 8, as Binance's example does.
  * Times are in milliseconds: futures documents no `timeUnit`.
  */
-import { fmt8 } from '../binance-instruments.js'
+import { decimalsOf, fmt8 } from '../binance-instruments.js'
 import { hash32, seededRandom } from '../random.js'
 import {
-  Instrument, depthLevels, framed, hashText, time,
+  Instrument, SPOT_NAMING, depthLevels, framed, hashText, time,
   type AggTradeEvent, type DepthEvent, type ForceOrderEvent, type MarkPriceEvent, type MarketEvent, type Mutation,
 } from './binance-market.js'
 
@@ -37,17 +37,7 @@ export class Engine {
   }
 }
 
-/** Decimals that write `units` (of 1e-8) exactly: 2 for a tick of 0.01. */
-function decimalsOf(units: number): number {
-  let d = 8
-  while (d > 0 && units % 10 === 0) {
-    units /= 10
-    d--
-  }
-  return d
-}
-
-/** `units` of 1e-8 with `d` decimals (a multiple of 10^(8-d) units is written exactly). */
+/** `units` (of 1e-8) written with `d` decimals. */
 function fmtDecimals(units: number, d: number): string {
   const s = fmt8(units)
   return d >= 8 ? s : s.slice(0, d === 0 ? -9 : d - 8)
@@ -73,7 +63,7 @@ export class UsdmInstrument extends Instrument {
   private lastDepthTUs = 0
 
   constructor(symbol: string, seed: number, private readonly engine: Engine) {
-    super(symbol, seed, 'USD-M', '@aggTrade')
+    super(symbol, seed, { ...SPOT_NAMING, market: 'Binance USD-M', tradeSuffix: '@aggTrade' })
     this.markStream = this.lower + '@markPrice'
     this.forceStream = this.lower + '@forceOrder'
     const h = hashText(symbol)

@@ -1,60 +1,64 @@
 /**
  * What differs between the venues the simulator speaks (docs/simulator.md): the endpoints and which streams
- * each serves, the stream names a client may give, the REST snapshot's path and limits, the keep-alive's
- * defaults, the instruments and their texts. Everything else (the server, the clock and its steps, requests,
- * faults, the truth, the flood) is one implementation, simulator.ts.
+ * each serves, the protocol (protocol.ts: requests, snapshots, keep-alive), the instruments and their texts.
+ * Everything else (the server, the clock and its steps, faults, the truth, the flood) is one
+ * implementation, simulator.ts.
  */
 import { Instrument, eventText, type MarketEvent, type Mutation } from './binance-market.js'
+import { binanceProtocol } from './binance-protocol.js'
 import { Engine, LIQUIDATION_INTERVAL_MS, MARK_PRICE_INTERVAL_MS, UsdmInstrument, usdmEventText } from './binance-usdm-market.js'
 import type { SimulatedVenue } from './faults.js'
+import { KrakenInstrument, krakenEventText, krakenProtocol } from './kraken-market.js'
+import type { Market, Protocol } from './protocol.js'
 
 /** A source of frames beyond an instrument's trades and depth: its stream, its interval, and what it makes (null: nothing this time). */
 export interface Source { stream: string; intervalMs: number; make(us: number): MarketEvent | null }
 
 export interface Dialect {
   readonly venue: SimulatedVenue
-  /**
-   * The endpoint a websocket path opens (`route`) and the path below it (`/ws`, `/ws/<stream>…`, `/stream`),
-   * or null: refused with 404.
-   */
-  endpoint(pathname: string): { route: string; rest: string } | null
   /** The endpoint that serves a stream the simulator makes; on another, a subscription to it carries nothing. */
   routeOf(stream: string): string
-  /** A stream name a client may give; another is refused (400 on a URL, an error reply to a request). */
-  readonly streamWord: RegExp
-  /** Whether `?timeUnit=` is read (spot); futures documents none, and ignores it. */
-  readonly timeUnit: boolean
-  readonly restPath: string
-  /** The REST snapshot's `limit`: when not given, and the most levels a side it gives. */
-  readonly restLimit: { default: number; max: number }
-  /** Real milliseconds: the venue's documented keep-alive. */
+  /** Real milliseconds: the venue's documented keep-alive (when it pings). */
   readonly pingIntervalMs: number
   readonly pongTimeoutMs: number
-  /** Simulated milliseconds of updates that `<symbol>@depth` gathers in one frame. */
+  /** Simulated milliseconds of updates that an aggregate depth stream (Binance's `<symbol>@depth`) gathers in one frame. */
   readonly depthAggregateMs: number
+  /** The instruments the simulator trades when none are given. */
+  readonly defaultInstruments: readonly string[]
   /** The instruments, made from the seed (the venue's shared state, such as futures' engine, among them). */
   instruments(symbols: string[], seed: number): Instrument[]
   /** The text of `ev` on `stream` in `variant`, as the venue writes it, or altered by `mutation`. */
   text(ev: MarketEvent, stream: string, variant: number, mutation?: Mutation): string
   /** The instrument's streams beyond trades and depth. */
   sources(ins: Instrument): Source[]
+  /** The venue's requests, subscriptions, keep-alive and REST (protocol.ts). */
+  protocol(market: Market): Protocol
+  /** How the venue writes prices: a fault's `price-number` breaks string prices, `price-string` number ones. */
+  readonly prices: 'string' | 'number'
+  /** Whether the venue's book messages carry a checksum (a `checksum` fault corrupts it). */
+  readonly checksums: boolean
 }
 
 /** Binance spot: one endpoint, `/ws` and `/stream`. */
 const spot: Dialect = {
   venue: 'binance',
-  endpoint: (pathname) => ({ route: 'spot', rest: pathname }),
   routeOf: () => 'spot',
-  streamWord: /^[a-z0-9_]+@[a-z0-9_@]+$/,
-  timeUnit: true,
-  restPath: '/api/v3/depth',
-  restLimit: { default: 100, max: 5000 },
   pingIntervalMs: 20_000,
   pongTimeoutMs: 60_000,
   depthAggregateMs: 1000,
+  defaultInstruments: ['BTCUSDT', 'ETHUSDT'],
   instruments: (symbols, seed) => symbols.map((s) => new Instrument(s, seed)),
   text: eventText,
   sources: () => [],
+  protocol: (market) => binanceProtocol({
+    endpoint: (pathname) => ({ route: 'spot', rest: pathname }),
+    streamWord: /^[a-z0-9_]+@[a-z0-9_@]+$/,
+    timeUnit: true,
+    restPath: '/api/v3/depth',
+    restLimit: { default: 100, max: 5000 },
+  }, market),
+  prices: 'string',
+  checksums: false,
 }
 
 /**
@@ -65,20 +69,11 @@ const spot: Dialect = {
  */
 const usdm: Dialect = {
   venue: 'binance-usdm',
-  endpoint(pathname) {
-    const m = /^\/(public|market|private)(\/.*)?$/.exec(pathname)
-    if (m === null) return { route: 'public', rest: pathname }
-    return m[1] === 'private' ? null : { route: m[1]!, rest: m[2] ?? '' }
-  },
   routeOf: (stream) => (stream.includes('@depth') ? 'public' : 'market'),
-  // Futures' stream names are camel case after the symbol (@aggTrade, @markPrice, @forceOrder).
-  streamWord: /^[a-z0-9_]+@[A-Za-z0-9_@]+$/,
-  timeUnit: false,
-  restPath: '/fapi/v1/depth',
-  restLimit: { default: 500, max: 1000 },
   pingIntervalMs: 3 * 60_000,
   pongTimeoutMs: 10 * 60_000,
   depthAggregateMs: 250,
+  defaultInstruments: ['BTCUSDT', 'ETHUSDT'],
   instruments(symbols, seed) {
     const engine = new Engine(seed)
     return symbols.map((s) => new UsdmInstrument(s, seed, engine))
@@ -91,6 +86,37 @@ const usdm: Dialect = {
       { stream: f.forceStream, intervalMs: LIQUIDATION_INTERVAL_MS, make: (us) => f.nextForceOrder(us) },
     ]
   },
+  protocol: (market) => binanceProtocol({
+    endpoint(pathname) {
+      const m = /^\/(public|market|private)(\/.*)?$/.exec(pathname)
+      if (m === null) return { route: 'public', rest: pathname }
+      return m[1] === 'private' ? null : { route: m[1]!, rest: m[2] ?? '' }
+    },
+    // Futures' stream names are camel case after the symbol (@aggTrade, @markPrice, @forceOrder).
+    streamWord: /^[a-z0-9_]+@[A-Za-z0-9_@]+$/,
+    timeUnit: false,
+    restPath: '/fapi/v1/depth',
+    restLimit: { default: 500, max: 1000 },
+  }, market),
+  prices: 'string',
+  checksums: false,
 }
 
-export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm }
+/** Kraken spot, WebSocket v2 (kraken-market.ts): one endpoint, `/v2`, subscriptions by request; no server pings. */
+const kraken: Dialect = {
+  venue: 'kraken',
+  routeOf: () => 'v2',
+  // Kraken sends no websocket pings: the keep-alive is the client's requests (kraken-market.ts).
+  pingIntervalMs: 3_600_000,
+  pongTimeoutMs: 3_600_000,
+  depthAggregateMs: 0,
+  defaultInstruments: ['BTC/USD', 'ETH/USD'],
+  instruments: (symbols, seed) => symbols.map((s) => new KrakenInstrument(s, seed)),
+  text: krakenEventText,
+  sources: () => [],
+  protocol: krakenProtocol,
+  prices: 'number',
+  checksums: true,
+}
+
+export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken }

@@ -5,21 +5,24 @@
  */
 import { z } from 'zod'
 
-/** Venues the simulator speaks: Binance spot, and Binance USD-M futures. */
-export const SIMULATED_VENUES = ['binance', 'binance-usdm'] as const
+/** Venues the simulator speaks: Binance spot, Binance USD-M futures, and Kraken spot (WebSocket v2). */
+export const SIMULATED_VENUES = ['binance', 'binance-usdm', 'kraken'] as const
 export type SimulatedVenue = (typeof SIMULATED_VENUES)[number]
 
 /**
- * Stream names the simulator serves: spot's `<symbol>@trade`, `<symbol>@depth@100ms`, `<symbol>@depth`, and
- * futures' `<symbol>@aggTrade`, `<symbol>@depth@100ms`, `<symbol>@depth`, `<symbol>@markPrice`, `<symbol>@forceOrder`.
+ * Stream names the simulator serves: spot's `<symbol>@trade`, `<symbol>@depth@100ms`, `<symbol>@depth`,
+ * futures' `<symbol>@aggTrade`, `<symbol>@depth@100ms`, `<symbol>@depth`, `<symbol>@markPrice`,
+ * `<symbol>@forceOrder`, and Kraken's `<base>/<quote>@trade` and `<base>/<quote>@book` (its channels of one pair).
  */
-export const STREAM_NAME = /^[a-z0-9]+@(trade|aggTrade|markPrice|forceOrder|depth@100ms|depth)$/
+export const STREAM_NAME = /^[a-z0-9]+(\/[a-z0-9]+)?@(trade|aggTrade|markPrice|forceOrder|depth@100ms|depth|book)$/
 
-const stream = z.string().regex(STREAM_NAME, 'must be a stream the simulator serves: <symbol>@trade, @depth@100ms or @depth (spot); <symbol>@aggTrade, @depth@100ms, @depth, @markPrice or @forceOrder (USD-M futures); lowercase symbol')
-  .describe('the stream, as a client subscribes to it (btcusdt@trade, btcusdt@aggTrade)')
+const stream = z.string().regex(STREAM_NAME, 'must be a stream the simulator serves: <symbol>@trade, @depth@100ms or @depth (spot); <symbol>@aggTrade, @depth@100ms, @depth, @markPrice or @forceOrder (USD-M futures); <base>/<quote>@trade or @book (Kraken); lowercase')
+  .describe('the stream, as the simulator names it (btcusdt@trade, btcusdt@aggTrade, btc/usd@book)')
 
-/** A trade stream: spot's trades, or futures' aggregates. */
+/** A trade stream: spot's and Kraken's trades, or futures' aggregates. */
 const isTradeStream = (s: string) => s.endsWith('@trade') || s.endsWith('@aggTrade')
+/** A book stream: Binance's depth updates, or Kraken's book. */
+export const isBookStream = (s: string) => s.includes('@depth') || s.endsWith('@book')
 
 /** Close codes a server may put in a close frame (RFC 6455 7.4), and 1006 for "no close frame at all". */
 const closeCode = z.number().int().refine((c) => c === 1006 || (c >= 1000 && c <= 1014 && ![1004, 1005, 1006].includes(c)) || (c >= 3000 && c <= 4999),
@@ -41,7 +44,7 @@ export const faultSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('gap').describe('the venue drops frames: their ids are skipped on every connection'),
     ...when,
-    stream: stream.refine((s) => isTradeStream(s) || s.includes('@depth'), 'a gap skips ids: name a trade, aggTrade or depth stream (markPrice and forceOrder carry none)'),
+    stream: stream.refine((s) => isTradeStream(s) || isBookStream(s), 'a gap skips ids: name a trade, aggTrade, depth or book stream (markPrice and forceOrder carry none)'),
     count: z.number().int().min(1).default(1).describe('frames dropped (trades, aggregates, or depth updates)'),
   }),
   z.strictObject({
@@ -79,8 +82,14 @@ export const faultSchema = z.discriminatedUnion('kind', [
     ...when,
     ...target,
     stream,
-    variant: z.enum(['price-number', 'missing-field', 'truncated']).default('price-number')
-      .describe('price-number: a price as a JSON number; missing-field: a trade or aggregate without q, a depth update without b, a markPriceUpdate without p, a forceOrder without o.q; truncated: the last byte cut (not JSON)'),
+    variant: z.enum(['price-number', 'price-string', 'missing-field', 'truncated']).default('price-number')
+      .describe('price-number: a price as a JSON number (Binance, whose prices are strings); price-string: a price as a JSON string (Kraken, whose prices are numbers); missing-field: a trade or aggregate without its quantity, a depth update or book message without its bids, a markPriceUpdate without p, a forceOrder without o.q; truncated: the last byte cut (not JSON)'),
+  }),
+  z.strictObject({
+    kind: z.literal('checksum').describe('the next message of the book stream carries a checksum that is not the book\'s (venues whose books carry one: Kraken)'),
+    ...when,
+    ...target,
+    stream: stream.refine(isBookStream, 'a checksum is a book\'s: name a book stream'),
   }),
   z.strictObject({
     kind: z.literal('scheduled-disconnect').describe('the 24-hour disconnect, now: close code 1001, empty reason'),
@@ -97,7 +106,7 @@ export const faultSchema = z.discriminatedUnion('kind', [
   if ((f.at === undefined) === (f.afterFrames === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of at and afterFrames', path: ['at'] })
   if (f.kind === 'gap') return
   const targets = (f.replica === undefined ? 0 : 1) + (f.connection === undefined ? 0 : 1)
-  const optional = f.kind === 'unrepresentable' || f.kind === 'scheduled-disconnect' || f.kind === 'server-shutdown'
+  const optional = f.kind === 'unrepresentable' || f.kind === 'checksum' || f.kind === 'scheduled-disconnect' || f.kind === 'server-shutdown'
   if (targets > 1 || (targets === 0 && !optional)) {
     ctx.addIssue({ code: 'custom', message: optional ? 'give at most one of replica and connection (none: every connection)' : 'give exactly one of replica and connection', path: ['replica'] })
   }

@@ -17,19 +17,20 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import type { Duplex } from 'node:stream'
 import { WebSocket, WebSocketServer, type RawData } from 'ws'
-import { COMBINED, Instrument, MICROSECONDS, idsOf, type MarketEvent, type Mutation } from './binance-market.js'
+import { Instrument, idsOf, type MarketEvent, type Mutation } from './binance-market.js'
 import { DIALECTS, type Dialect } from './dialects.js'
 import { SIMULATED_VENUES, parseFaultPlan, type Fault, type FaultPlanInput, type SimulatedVenue } from './faults.js'
+import type { Market, Protocol, Session } from './protocol.js'
 import { openTruth, type Truth, type TruthRecord } from './truth.js'
 
 export interface VenueSimulatorOptions {
-  /** The venue spoken: `binance` (spot, the default) or `binance-usdm` (USD-M futures). */
+  /** The venue spoken: `binance` (spot, the default), `binance-usdm` (USD-M futures) or `kraken` (spot, WebSocket v2). */
   venue?: SimulatedVenue
   /** Default 0: any free port. The server listens on 127.0.0.1 only. */
   port?: number
   /** Default 1. The same seed and options make the same frames. */
   seed?: number
-  /** Binance symbols, default BTCUSDT and ETHUSDT. */
+  /** The venue's symbols, default BTCUSDT and ETHUSDT (Kraken: BTC/USD and ETH/USD). */
   instruments?: string[]
   /** Trades per second on each `<symbol>@trade` stream (futures: aggregates on `<symbol>@aggTrade`), in simulated time (default 10). */
   rate?: number
@@ -47,6 +48,8 @@ export interface VenueSimulatorOptions {
   pingIntervalMs?: number
   /** Real milliseconds a ping may go unanswered before the connection is dropped (default Binance's: spot 60,000, futures 600,000). */
   pongTimeoutMs?: number
+  /** Real milliseconds without a request after which a venue that wants them (Kraken) drops a connection (default the venue's: Kraken 60,000). */
+  idleCloseMs?: number
   /** Simulated milliseconds a connection may live before the venue closes it with 1001 (default 24 hours, Binance's). */
   maxConnectionMs?: number
   /** A connection whose unsent bytes pass this is dropped as a slow reader (default 64 MiB). */
@@ -62,7 +65,7 @@ export interface ConnectionInfo { id: string; replica: string | null; path: stri
 
 export interface VenueSimulator {
   readonly venue: SimulatedVenue
-  /** The websocket base, as an adapter's `wsBase` takes it: `ws://127.0.0.1:PORT` (streams on `/ws`, `/stream`; futures: `/public/…`, `/market/…`). */
+  /** The websocket base, as an adapter's `wsBase` takes it: `ws://127.0.0.1:PORT` (streams on `/ws`, `/stream`; futures: `/public/…`, `/market/…`), Kraken's `ws://127.0.0.1:PORT/v2`. */
   readonly wsUrl: string
   /** The REST base, as an adapter's `restBase` takes it: `http://127.0.0.1:PORT`. */
   readonly restUrl: string
@@ -132,7 +135,14 @@ const REST_JSON = { 'content-type': 'application/json;charset=UTF-8' }
 class Stream {
   readonly subs: Connection[][] = [[], [], [], []]
   armed: Armed[] = []
-  constructor(readonly name: string, readonly route: string) {}
+  /** The last frames sent, when the venue's snapshots repeat them (protocol.ts `recentTrades`). */
+  readonly recent: MarketEvent[] = []
+  constructor(readonly name: string, readonly route: string, readonly keepRecent: number) {}
+  remember(ev: MarketEvent): void {
+    if (this.keepRecent === 0) return
+    this.recent.push(ev)
+    if (this.recent.length > this.keepRecent) this.recent.shift()
+  }
 }
 
 interface Armed { index: number; fault: Fault; firedUs: number; remaining: number; dropped: { first: number; last: number }[] }
@@ -149,13 +159,19 @@ class Connection {
   /** Real time (performance.now) of the oldest unanswered ping, null when answered. */
   pingSentAt: number | null = null
   lastPingAt: number
+  /** Real time (performance.now) of the client's last message. */
+  lastRequestAt: number
+  /** Simulated time of the last message the venue sent it (for heartbeats). */
+  lastSentUs = 0
   /** Set once the venue closes it: it gets nothing more. */
   closing = false
+  session!: Session
   constructor(
     readonly id: string, readonly number: number, readonly replica: string | null, readonly path: string,
     readonly ws: WebSocket, readonly socket: Duplex, public variant: number, readonly route: string,
   ) {
     this.lastPingAt = performance.now()
+    this.lastRequestAt = this.lastPingAt
   }
   get open(): boolean { return !this.closing && this.ws.readyState === WebSocket.OPEN }
 }
@@ -221,6 +237,7 @@ class Simulator implements VenueSimulator {
   readonly nowUs: () => number
   readonly venue: SimulatedVenue
   private readonly dialect: Dialect
+  private readonly protocol: Protocol
   /** The dialect's text of a frame (dialects.ts). */
   private readonly text: Dialect['text']
   private readonly server: Server
@@ -245,6 +262,7 @@ class Simulator implements VenueSimulator {
   private closed: Promise<void> | undefined
   private readonly pingIntervalMs: number
   private readonly pongTimeoutMs: number
+  private readonly idleCloseMs: number | undefined
   private readonly maxConnectionUs: number
   private readonly maxBufferedBytes: number
   private readonly tickMs: number
@@ -276,7 +294,15 @@ class Simulator implements VenueSimulator {
     }
     this.recording = o.truthFile !== undefined || (o.keepTruth ?? true)
 
-    const symbols = o.instruments ?? ['BTCUSDT', 'ETHUSDT']
+    const market: Market = {
+      instruments: this.instruments,
+      recent: (name) => this.streams.get(name)?.recent ?? [],
+      nowUs: () => this.clockUs,
+    }
+    this.protocol = this.dialect.protocol(market)
+    this.idleCloseMs = this.protocol.idleCloseMs === undefined ? undefined : o.idleCloseMs ?? this.protocol.idleCloseMs
+    if (this.idleCloseMs !== undefined && !(this.idleCloseMs > 0)) throw new RangeError('idleCloseMs must be positive')
+    const symbols = o.instruments ?? [...this.dialect.defaultInstruments]
     if (symbols.length === 0) throw new RangeError('no instruments')
     if (new Set(symbols).size !== symbols.length) throw new RangeError('duplicate instruments')
     const tradeUs = 1e6 / rate
@@ -285,9 +311,9 @@ class Simulator implements VenueSimulator {
     const perAggregate = Math.max(1, Math.round(this.dialect.depthAggregateMs / depthIntervalMs))
     this.dialect.instruments(symbols, seed).forEach((ins, i) => {
       this.instruments.set(ins.symbol, ins)
-      const trades = this.addStream(ins.tradeStream)
+      const trades = this.addStream(ins.tradeStream, this.protocol.recentTrades)
       const depth = this.addStream(ins.depthStream)
-      const second = this.addStream(ins.depthSecondStream)
+      const second = ins.depthSecondStream === null ? null : this.addStream(ins.depthSecondStream)
       // Instruments start apart within their first interval, so streams interleave rather than tick together.
       const phase = ((i + 1) * 0.618034) % 1
       const every = (intervalUs: number, make: (us: number, k: number) => void) => {
@@ -296,7 +322,7 @@ class Simulator implements VenueSimulator {
       every(tradeUs, (us) => this.emit(trades, ins.tradeEvent(us, tradeUs)))
       every(depthUs, (us, k) => {
         this.emit(depth, ins.nextDepth(us))
-        if ((k + 1) % perAggregate === 0) this.emit(second, ins.takeSecond(us))
+        if (second !== null && (k + 1) % perAggregate === 0) this.emit(second, ins.takeSecond(us))
       })
       for (const source of this.dialect.sources(ins)) {
         const stream = this.addStream(source.stream)
@@ -306,8 +332,14 @@ class Simulator implements VenueSimulator {
         })
       }
     })
+    const heartbeat = this.protocol.heartbeat
+    if (heartbeat) {
+      this.schedules.push(new Schedule(this.schedules.length, this.startUs + heartbeat.everyUs, heartbeat.everyUs, (us) => this.heartbeats(us, heartbeat)))
+    }
     this.schedules.sort(earlier)
     faults.forEach((fault, index) => {
+      const refused = this.refusal(fault)
+      if (refused !== null) throw new RangeError(`faults[${index}]: ${refused}`)
       this.pendingFaults.add(index)
       if (fault.afterFrames !== undefined) this.frameFaults.push({ n: fault.afterFrames, index, fault })
       else this.at(this.startUs + Math.round(fault.at! * 1000), () => this.fire(index, fault))
@@ -327,10 +359,10 @@ class Simulator implements VenueSimulator {
       this.server.listen(port, '127.0.0.1', () => { this.server.off('error', reject); resolve() })
     })
     this.port = (this.server.address() as AddressInfo).port
-    this.wsUrl = `ws://127.0.0.1:${this.port}`
+    this.wsUrl = `ws://127.0.0.1:${this.port}${this.protocol.basePath}`
     this.restUrl = `http://127.0.0.1:${this.port}`
     this.timers.push(setInterval(() => this.pump(), this.tickMs))
-    this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs) / 4)))
+    this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs, this.idleCloseMs ?? Infinity) / 4)))
     this.truthSink.flush()
   }
 
@@ -387,6 +419,7 @@ class Simulator implements VenueSimulator {
     this.stats.framesMade++
     if (stream.armed.length !== 0) this.emitWithFault(stream, ev)
     else {
+      stream.remember(ev)
       const subs = stream.subs
       for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, this.text(ev, stream.name, v))
     }
@@ -407,20 +440,29 @@ class Simulator implements VenueSimulator {
         continue
       }
       conn.socket.write(frame)
+      conn.lastSentUs = ev.us
       this.stats.framesSent++
       to?.push(conn.id)
     }
     if (to !== null && to.length !== 0) this.record({ kind: 'frame', simTimeUs: ev.us, stream: stream.name, to, text })
   }
 
-  /** Sends one frame to one connection (a fault's), and records it. */
-  private sendOne(conn: Connection, stream: Stream, ev: MarketEvent, text: string): void {
+  /** Sends one frame of `stream` made at `us` to one connection (a fault's, or a snapshot on subscription), and records it. */
+  private sendOne(conn: Connection, stream: string, us: number, text: string): void {
     const frame = textFrame(text)
-    const record: TruthRecord | null = this.recording ? { kind: 'frame', simTimeUs: ev.us, stream: stream.name, to: [conn.id], text } : null
+    const record: TruthRecord | null = this.recording ? { kind: 'frame', simTimeUs: us, stream, to: [conn.id], text } : null
     if (conn.stall !== null) return this.hold(conn, frame, false, record)
     conn.socket.write(frame)
+    conn.lastSentUs = us
     this.stats.framesSent++
     if (record) this.record(record)
+  }
+
+  /** A heartbeat to each subscribed connection that has had nothing for the heartbeat's interval. */
+  private heartbeats(us: number, heartbeat: { everyUs: number; text: string }): void {
+    for (const c of this.conns) {
+      if (c.open && c.names.size !== 0 && us - c.lastSentUs >= heartbeat.everyUs) this.reply(c, heartbeat.text)
+    }
   }
 
   private hold(conn: Connection, frame: Buffer, reply: boolean, record: TruthRecord | null): void {
@@ -443,6 +485,7 @@ class Simulator implements VenueSimulator {
       }
       return
     }
+    stream.remember(ev)
     const armed = stream.armed.shift()!
     const f = armed.fault
     const subs = stream.subs
@@ -461,7 +504,7 @@ class Simulator implements VenueSimulator {
     switch (f.kind) {
       case 'only-one': {
         const text = this.text(ev, stream.name, target!.variant)
-        this.sendOne(target!, stream, ev, text)
+        this.sendOne(target!, stream.name, ev.us, text)
         detail.text = text
         detail.withheldFrom = [...this.conns].filter((c) => c !== target && c.streams.has(stream) && c.open).map((c) => c.id)
         break
@@ -471,17 +514,19 @@ class Simulator implements VenueSimulator {
         detail.original = this.text(ev, stream.name, target!.variant)
         detail.text = this.text(ev, stream.name, target!.variant, 'conflict')
         detail.replace = f.replace
-        this.sendOne(target!, stream, ev, detail.text as string)
+        this.sendOne(target!, stream.name, ev.us, detail.text as string)
         break
       }
-      case 'unrepresentable': {
-        if (target === undefined) all(f.variant)
+      case 'unrepresentable': case 'checksum': {
+        const mutation = f.kind === 'checksum' ? 'checksum' : f.variant
+        if (target === undefined) all(mutation)
         else {
           all(undefined, target)
-          this.sendOne(target, stream, ev, this.text(ev, stream.name, target.variant, f.variant))
+          this.sendOne(target, stream.name, ev.us, this.text(ev, stream.name, target.variant, mutation))
         }
-        detail.variant = f.variant
-        detail.text = this.text(ev, stream.name, target?.variant ?? 0, f.variant)
+        if (f.kind === 'unrepresentable') detail.variant = f.variant
+        else detail.original = this.text(ev, stream.name, target?.variant ?? 0)
+        detail.text = this.text(ev, stream.name, target?.variant ?? 0, mutation)
         break
       }
       default:
@@ -552,7 +597,7 @@ class Simulator implements VenueSimulator {
   private fire(index: number, fault: Fault): void {
     const armed: Armed = { index, fault, firedUs: this.clockUs, remaining: fault.kind === 'gap' ? fault.count : 1, dropped: [] }
     switch (fault.kind) {
-      case 'gap': case 'only-one': case 'conflict': case 'unrepresentable': {
+      case 'gap': case 'only-one': case 'conflict': case 'unrepresentable': case 'checksum': {
         const stream = this.streams.get(fault.stream)
         if (stream === undefined) return this.faultDone(armed, false, { why: `the simulator serves no stream ${fault.stream}` })
         stream.armed.push(armed)
@@ -577,9 +622,8 @@ class Simulator implements VenueSimulator {
           for (const c of targets) this.closeConnection(c, 1001, '', 'scheduled')
           return this.faultDone(armed, true, { conns: targets.map((c) => c.id), code: 1001, reason: '' })
         }
-        // The one shape Binance documents for the event (WebSocket API, "Connection events"); its streams'
-        // page names the event without showing it.
-        for (const c of targets) this.reply(c, { event: { e: 'serverShutdown', E: Math.floor(this.clockUs / 1000) } })
+        const notice = this.protocol.shutdownNotice!(Math.floor(this.clockUs / 1000))
+        for (const c of targets) this.reply(c, notice)
         const closeAtUs = this.clockUs + Math.round(fault.closeAfterMs * 1000)
         this.at(closeAtUs, () => { for (const c of targets) if (c.open) this.closeConnection(c, 1001, '', 'server shutdown') })
         return this.faultDone(armed, true, { conns: targets.map((c) => c.id), closeAtUs })
@@ -624,22 +668,22 @@ class Simulator implements VenueSimulator {
     const url = new URL(req.url ?? '/', 'http://localhost')
     const refuse = (status: string) => socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`)
     if (this.closed !== undefined) return void refuse('503 Service Unavailable')
-    const endpoint = this.dialect.endpoint(url.pathname)
-    if (endpoint === null) return void refuse('404 Not Found')
-    const path = endpoint.rest
-    const combined = path === '/stream'
-    let names: string[]
-    if (combined) names = (url.searchParams.get('streams') ?? '').split('/').filter(Boolean)
-    else if (path === '/ws' || path.startsWith('/ws/')) names = path.slice(4).split('/').filter(Boolean)
-    else return void refuse('404 Not Found')
-    const unit = this.dialect.timeUnit ? url.searchParams.get('timeUnit') : null
-    const micro = unit !== null && /^microsecond$/i.test(unit)
-    if (unit !== null && !micro && !/^millisecond$/i.test(unit)) return void refuse('400 Bad Request')
-    if (!names.every((n) => this.dialect.streamWord.test(n))) return void refuse('400 Bad Request')
+    const opening = this.protocol.open(url)
+    if (typeof opening === 'string') return void refuse(opening)
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       const number = ++this.stats.connectionsAccepted
       const replica = url.searchParams.get('replica') ?? headerValue(req.headers['x-pipe-replica'])
-      const conn = new Connection(`c${number}`, number, replica, url.pathname + url.search, ws, socket, (combined ? COMBINED : 0) | (micro ? MICROSECONDS : 0), endpoint.route)
+      const conn = new Connection(`c${number}`, number, replica, url.pathname + url.search, ws, socket, opening.variant, opening.route)
+      conn.session = {
+        id: conn.id,
+        get variant() { return conn.variant },
+        names: conn.names,
+        reply: (text) => this.reply(conn, text),
+        send: (stream, text) => this.sendOne(conn, stream, this.clockUs, text),
+        subscribe: (names) => this.subscribe(conn, names),
+        unsubscribe: (names) => this.unsubscribe(conn, names),
+        setVariant: (variant) => this.setVariant(conn, variant),
+      }
       this.tick()
       this.conns.add(conn)
       this.record({ kind: 'open', simTimeUs: this.clockUs, conn: conn.id, replica: conn.replica, path: conn.path })
@@ -648,7 +692,8 @@ class Simulator implements VenueSimulator {
       ws.on('ping', (data) => { if (conn.stall === null && conn.open) ws.pong(data) })
       ws.on('error', () => {})
       ws.on('close', (code, reason) => this.onClose(conn, code, reason.toString()))
-      if (names.length) this.subscribe(conn, names)
+      this.protocol.opened?.(conn.session)
+      if (opening.streams.length) this.subscribe(conn, opening.streams)
       this.at(this.clockUs + this.maxConnectionUs, () => { if (conn.open) this.closeConnection(conn, 1001, '', '24-hour limit') })
       this.truthSink.flush()
     })
@@ -694,8 +739,16 @@ class Simulator implements VenueSimulator {
 
   private keepAlive(): void {
     const now = performance.now()
+    const idleCloseMs = this.idleCloseMs
     for (const c of this.conns) {
       if (!c.open || c.stall !== null) continue
+      if (idleCloseMs !== undefined && now - c.lastRequestAt >= idleCloseMs) {
+        this.tick()
+        this.closeConnection(c, 1006, '', `no request for ${idleCloseMs} ms`)
+        this.truthSink.flush()
+        continue
+      }
+      if (!this.protocol.serverPings) continue
       if (c.pingSentAt !== null && now - c.pingSentAt >= this.pongTimeoutMs) {
         this.tick()
         this.closeConnection(c, 1006, '', 'no pong')
@@ -715,43 +768,17 @@ class Simulator implements VenueSimulator {
 
   private onMessage(conn: Connection, data: RawData, isBinary: boolean): void {
     if (!conn.open) return
+    conn.lastRequestAt = performance.now()
     // A request takes effect now: a subscription gets the frames made after it, not those due before.
     this.tick()
-    if (isBinary) return this.reply(conn, { error: { code: 3, msg: 'Invalid JSON: a binary frame; requests are JSON text frames' }, id: null })
-    let req: unknown
-    try {
-      req = JSON.parse(data.toString())
-    } catch (err) {
-      return this.reply(conn, { error: { code: 3, msg: `Invalid JSON: ${(err as Error).message}` }, id: null })
-    }
-    if (typeof req !== 'object' || req === null || Array.isArray(req)) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: expected an object' }, id: null })
-    const { method, params, id } = req as { method?: unknown; params?: unknown; id?: unknown }
-    if (!(typeof id === 'number' && Number.isSafeInteger(id) && id >= 0)) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: request ID must be an unsigned integer' }, id: null })
-    const names = Array.isArray(params) && params.every((p) => typeof p === 'string') ? params as string[] : null
-    switch (method) {
-      case 'SUBSCRIBE': case 'UNSUBSCRIBE':
-        if (names === null || !names.every((n) => this.dialect.streamWord.test(n))) return this.reply(conn, { error: { code: 2, msg: 'Invalid request: params must be stream names' }, id })
-        if (method === 'SUBSCRIBE') this.subscribe(conn, names)
-        else this.unsubscribe(conn, names)
-        return this.reply(conn, { result: null, id })
-      case 'LIST_SUBSCRIPTIONS':
-        return this.reply(conn, { result: [...conn.names], id })
-      case 'SET_PROPERTY':
-        if (!Array.isArray(params) || params[0] !== 'combined' || typeof params[1] !== 'boolean') return this.reply(conn, { error: { code: 2, msg: 'Invalid request: SET_PROPERTY takes ["combined", true|false]' }, id })
-        this.setVariant(conn, (conn.variant & ~COMBINED) | (params[1] ? COMBINED : 0))
-        return this.reply(conn, { result: null, id })
-      case 'GET_PROPERTY':
-        if (!Array.isArray(params) || params[0] !== 'combined') return this.reply(conn, { error: { code: 2, msg: 'Invalid request: GET_PROPERTY takes ["combined"]' }, id })
-        return this.reply(conn, { result: (conn.variant & COMBINED) !== 0, id })
-      default:
-        return this.reply(conn, { error: { code: 2, msg: 'Invalid request: unknown method, expected one of SUBSCRIBE, UNSUBSCRIBE, LIST_SUBSCRIPTIONS, SET_PROPERTY, GET_PROPERTY' }, id })
-    }
+    this.protocol.message(conn.session, isBinary ? null : data.toString())
   }
 
-  private reply(conn: Connection, body: object): void {
-    const text = JSON.stringify(body)
+  /** Sends a message of `conn` alone (a reply to a request, a notice, a heartbeat), and records it. */
+  private reply(conn: Connection, text: string): void {
     const frame = textFrame(text)
     const record: TruthRecord | null = this.recording ? { kind: 'reply', simTimeUs: this.clockUs, to: conn.id, text } : null
+    conn.lastSentUs = this.clockUs
     if (conn.stall !== null) this.hold(conn, frame, true, record)
     else {
       conn.socket.write(frame)
@@ -800,27 +827,28 @@ class Simulator implements VenueSimulator {
     const url = new URL(req.url ?? '/', 'http://localhost')
     // An answer is of the market as the clock stands now: every frame due is made (and sent) first.
     this.tick()
-    const answer = (status: number, text: string) => {
-      this.record({ kind: 'rest', simTimeUs: this.clockUs, path: url.pathname + url.search, status, text })
-      this.truthSink.flush()
-      res.writeHead(status, REST_JSON).end(text)
-    }
-    const rest = this.dialect.restPath
-    if (req.method !== 'GET' || url.pathname !== rest) return answer(404, `{"code":-1000,"msg":"The simulator serves GET ${rest} only."}`)
-    const symbol = url.searchParams.get('symbol')
-    if (!symbol) return answer(400, '{"code":-1102,"msg":"Mandatory parameter \'symbol\' was not sent, was empty/null, or malformed."}')
-    const ins = this.instruments.get(symbol)
-    if (ins === undefined) return answer(400, '{"code":-1121,"msg":"Invalid symbol."}')
-    const limits = this.dialect.restLimit
-    const limitText = url.searchParams.get('limit') ?? String(limits.default)
-    if (!/^[0-9]{1,20}$/.test(limitText)) return answer(400, '{"code":-1100,"msg":"Illegal characters found in parameter \'limit\'; legal range is \'^[0-9]{1,20}$\'."}')
-    answer(200, ins.snapshot(Math.min(limits.max, Math.max(1, Number(limitText))), this.clockUs))
+    const { status, text } = this.protocol.rest(req.method ?? 'GET', url)
+    this.record({ kind: 'rest', simTimeUs: this.clockUs, path: url.pathname + url.search, status, text })
+    this.truthSink.flush()
+    res.writeHead(status, REST_JSON).end(text)
   }
 
-  private addStream(name: string): Stream {
-    const s = new Stream(name, this.dialect.routeOf(name))
+  private addStream(name: string, keepRecent = 0): Stream {
+    const s = new Stream(name, this.dialect.routeOf(name), keepRecent)
     this.streams.set(name, s)
     return s
+  }
+
+  /** Why the venue cannot show `fault`, or null when it can. */
+  private refusal(fault: Fault): string | null {
+    const d = this.dialect
+    if (fault.kind === 'checksum' && !d.checksums) return `${d.venue}'s books carry no checksum`
+    if (fault.kind === 'server-shutdown' && this.protocol.shutdownNotice === null) return `${d.venue} announces no server shutdown`
+    if (fault.kind === 'unrepresentable') {
+      if (fault.variant === 'price-number' && d.prices === 'number') return `${d.venue} writes prices as numbers: break one with price-string`
+      if (fault.variant === 'price-string' && d.prices === 'string') return `${d.venue} writes prices as strings: break one with price-number`
+    }
+    return null
   }
 
   private record(r: TruthRecord): void {

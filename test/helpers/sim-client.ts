@@ -1,0 +1,61 @@
+/**
+ * A websocket client of the venue simulator for its tests: every text it receives kept, and waits on what
+ * the simulator's truth says it sent.
+ */
+import { once } from 'node:events'
+import { WebSocket, type ClientOptions } from 'ws'
+import type { VenueSimulator } from '../../src/sim/venue/simulator.js'
+
+/** A websocket client of the simulator that keeps every text it receives. */
+export interface Client {
+  /** The simulator's id for the connection (c1, c2, ...). */
+  id: string
+  ws: WebSocket
+  texts: string[]
+  pings: number
+  closed: Promise<{ code: number; reason: string }>
+}
+
+export async function connect(sim: VenueSimulator, path: string, options: ClientOptions = {}): Promise<Client> {
+  const ws = new WebSocket(sim.wsUrl + path, options)
+  const client: Client = {
+    id: '', ws, texts: [], pings: 0,
+    closed: new Promise((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }))),
+  }
+  ws.on('message', (d) => client.texts.push(d.toString()))
+  ws.on('ping', () => client.pings++)
+  ws.on('error', () => {})
+  await once(ws, 'open')
+  // The server accepts a connection before the client sees the handshake's answer: the newest one is this.
+  client.id = sim.connections().at(-1)!.id
+  return client
+}
+
+export async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 2))
+  }
+}
+
+/** How many texts the truth says were sent to connection `id` (frames and replies). */
+export function sentTo(sim: VenueSimulator, id: string): number {
+  let n = 0
+  for (const r of sim.truth) if ((r.kind === 'frame' && r.to.includes(id)) || (r.kind === 'reply' && r.to === id)) n++
+  return n
+}
+
+/** Waits until every client has received all that the truth says was sent to it. */
+export async function settle(sim: VenueSimulator, clients: Client[]): Promise<void> {
+  for (const c of clients) await until(() => c.texts.length >= sentTo(sim, c.id), `${c.id} to receive ${sentTo(sim, c.id)} texts (has ${c.texts.length})`)
+}
+
+/** Moves a manual clock by `ms` in steps, the simulator making what is due at each. */
+export function advance(sim: VenueSimulator, clock: { advance(ms: number): void }, ms: number, stepMs = 50): void {
+  for (let done = 0; done < ms; done += stepMs) {
+    clock.advance(Math.min(stepMs, ms - done))
+    sim.tick()
+  }
+}
+

@@ -1,0 +1,251 @@
+/**
+ * Builds the golden sealed hours of the venues the simulator speaks beyond Binance spot
+ * (test/golden/record-<venue>/, each with root/, jwks.json and hashes.txt, as test/golden/record):
+ *
+ *   record-kraken        channel=trades  2026-10-03T14  BTC/USD and ETH/USD trades, snapshots included -> complete
+ *                        channel=book    2026-10-03T14  the book with its checksums; at 14:20 replica a gets a
+ *                                                       corrupted checksum, at 14:40 replica b misses an update
+ *                                                       of BTC/USD: two checksum failures, each followed by a
+ *                                                       resync -> partial, checksum_failure
+ *   record-binance-usdm  channel=funding       2026-10-03T14  mark prices and funding rates (no tables) -> complete
+ *                        channel=liquidations  2026-10-03T14  forced orders (no tables) -> complete
+ *
+ * Each hour is what the venue simulator sent over real sockets to two connections subscribed as the
+ * recorder's adapter subscribes them (its plan's requests, its resync after a mismatch), on a manual clock
+ * that moves a second at a time and waits while requests are answered, so the same code makes the same
+ * frames. The journal is built from the simulator's truth: each frame and reply a replica's connection was
+ * sent, received 1.2 ms (a) or 1.9 ms (b) after it was sent, with clock fields from a time daemon sampled
+ * every 8 s, and a checksum-mismatch after each frame whose checksum the replica's books do not match. The
+ * hour is sealed with the project's sealer.
+ *
+ * Usage:
+ *   npm run golden:venues                  write test/golden/record-<venue> (refuses to change existing bytes)
+ *   npm run golden:venues -- --check       build into a temporary directory and compare byte for byte
+ */
+import { once } from 'node:events'
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { WebSocket } from 'ws'
+import { receiptClock, type TimeDaemonSample } from '../src/formats/record/clock.js'
+import { JournalBuilder } from '../src/formats/record/journal/journal.js'
+import { writeJwksFile } from '../src/formats/record/keys/keys.js'
+import { sealHour } from '../src/formats/record/seal/seal.js'
+import { eventTime, type Channel, type FrameEvent, type JournalEvent, type Replica } from '../src/formats/record/types.js'
+import type { FaultPlanInput, SimulatedVenue } from '../src/sim/venue/faults.js'
+import { manualClock, startVenueSimulator, type VenueSimulator } from '../src/sim/venue/simulator.js'
+import type { TruthRecord } from '../src/sim/venue/truth.js'
+import { getVenue, venueAt } from '../src/venues/index.js'
+import { CREATED_BY, goldenKey, REPO, writeHashes, writeOrCheckTree } from './make-golden-record.js'
+
+const MS = 1_000_000n
+/** 2026-10-03T14:00:00Z, the golden hour. */
+const HOUR_MS = Date.UTC(2026, 9, 3, 14)
+const HOUR_NS = BigInt(HOUR_MS) * MS
+/**
+ * The connections subscribe ten seconds before the hour, so that it is covered from its start, and the
+ * journal runs on ten seconds after it, so that the recorder's last heartbeat in it is followed by another.
+ */
+const LEAD_MS = 10_000
+/** Where the journal ends. */
+const END_NS = HOUR_NS + (3_600_000n + BigInt(LEAD_MS)) * MS
+const RECORDER = 'golden'
+const HEARTBEAT_NS = 10_000n * MS
+const DELAY: Record<Replica, bigint> = { a: 1_200_000n, b: 1_900_000n }
+const REPLICAS = ['a', 'b'] as const
+const minute = (m: number) => LEAD_MS + m * 60_000
+
+interface Case {
+  venue: SimulatedVenue
+  channel: Channel
+  instruments: string[]
+  rate: number
+  depthIntervalMs: number
+  faults: FaultPlanInput['faults']
+}
+
+const TREES: Record<string, Case[]> = {
+  'record-kraken': [
+    { venue: 'kraken', channel: 'trades', instruments: ['BTC/USD', 'ETH/USD'], rate: 1, depthIntervalMs: 1000, faults: [] },
+    {
+      venue: 'kraken', channel: 'book', instruments: ['BTC/USD', 'ETH/USD'], rate: 1, depthIntervalMs: 1000, faults: [
+        { kind: 'checksum', at: minute(20), replica: 'a', stream: 'btc/usd@book' },
+        { kind: 'only-one', at: minute(40), replica: 'a', stream: 'btc/usd@book' },
+      ],
+    },
+  ],
+  'record-binance-usdm': [
+    { venue: 'binance-usdm', channel: 'funding', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
+    { venue: 'binance-usdm', channel: 'liquidations', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
+  ],
+}
+
+/** A replica's connection to the simulator: the texts it has received. */
+interface Conn { replica: Replica; ws: WebSocket; id: string; texts: string[] }
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + 30_000
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 1))
+  }
+}
+
+function sentCount(sim: VenueSimulator, id: string): number {
+  let n = 0
+  for (const r of sim.truth) if ((r.kind === 'frame' && r.to.includes(id)) || (r.kind === 'reply' && r.to === id)) n++
+  return n
+}
+
+/** What the simulator sent the case's two connections over the hour (and the lead before it), as its truth. */
+async function run(c: Case): Promise<{ truth: readonly TruthRecord[]; conns: Map<string, Replica> }> {
+  const clock = manualClock(HOUR_MS - LEAD_MS)
+  const sim = await startVenueSimulator({
+    venue: c.venue, seed: 2026, instruments: c.instruments, rate: c.rate, depthIntervalMs: c.depthIntervalMs, clock: clock.now,
+    faults: { faults: c.faults }, pingIntervalMs: 3_600_000, pongTimeoutMs: 3_600_000, idleCloseMs: 3_600_000,
+  })
+  const adapter = venueAt(c.venue, { ws: sim.wsUrl, rest: sim.restUrl })
+  const conns: Conn[] = []
+  try {
+    for (const replica of REPLICAS) {
+      const plan = adapter.connect(c.channel, c.instruments)
+      const ws = new WebSocket(plan.url, { headers: { 'X-Pipe-Replica': replica } })
+      const conn: Conn = { replica, ws, id: '', texts: [] }
+      ws.on('message', (d) => conn.texts.push(d.toString()))
+      await once(ws, 'open')
+      conn.id = sim.connections().at(-1)!.id
+      for (const text of plan.send) ws.send(text)
+      await until(() => conn.texts.some((x) => plan.answers?.(Buffer.from(x)) === 'subscribed'), `${replica} subscribed`)
+      conns.push(conn)
+    }
+    const books = adapter.books
+    const states = conns.map(() => books?.create())
+    const read = conns.map(() => 0)
+    const settle = () => Promise.all(conns.map((k) => until(() => k.texts.length >= sentCount(sim, k.id), `${k.id} to receive what it was sent`)))
+    for (let ms = 0; ms < 3_600_000 + 2 * LEAD_MS; ms += 1000) {
+      clock.advance(1000)
+      sim.tick()
+      await settle()
+      if (books === undefined) continue
+      // The recorder's answer to a mismatch: forget the book, ask the venue for it again.
+      for (const [i, k] of conns.entries()) {
+        for (; read[i]! < k.texts.length; read[i]!++) {
+          const payload = Buffer.from(k.texts[read[i]!]!)
+          const frame = adapter.classify(c.channel, payload, false)
+          if (frame.kind !== 'rows') continue
+          for (const check of books.apply(states[i]!, frame, payload)) {
+            if (check.expected === check.computed) continue
+            books.reset(states[i]!, check.instrument)
+            for (const text of adapter.connect(c.channel, c.instruments).resync?.(check.instrument) ?? []) k.ws.send(text)
+            const before = k.texts.length
+            await until(() => k.texts.slice(before).some((x) => x.includes('"type":"snapshot"')), `${k.id}'s new snapshot of ${check.instrument}`)
+            await settle()
+          }
+        }
+      }
+    }
+    for (const k of conns) k.ws.close()
+    await Promise.all(conns.map((k) => k.ws.readyState === WebSocket.CLOSED ? undefined : once(k.ws, 'close')))
+  } finally {
+    await sim.close()
+  }
+  return { truth: sim.truth, conns: new Map(conns.map((k) => [k.id, k.replica])) }
+}
+
+/** The journal a recorder would have written of what the case's connections were sent. */
+async function journalOf(c: Case): Promise<JournalEvent[]> {
+  const { truth, conns } = await run(c)
+  const adapter = getVenue(c.venue)
+  const books = adapter.books
+  const states = new Map([...conns.keys()].map((id) => [id, books?.create()]))
+  const startNs = HOUR_NS - BigInt(LEAD_MS) * MS
+  const events: JournalEvent[] = []
+  for (const replica of REPLICAS) {
+    events.push({ kind: 'recorder-start', replica, time: startNs, heartbeatIntervalNs: HEARTBEAT_NS })
+    for (let t = startNs + HEARTBEAT_NS; t < END_NS; t += HEARTBEAT_NS) events.push({ kind: 'heartbeat', replica, time: t })
+  }
+  for (const [id, replica] of conns) {
+    events.push({ kind: 'connecting', replica, connection: id, time: startNs + 1n })
+    events.push({ kind: 'open', replica, connection: id, time: startNs + 2n })
+  }
+  const subscribed = new Set<string>()
+  const plan = adapter.connect(c.channel, c.instruments)
+  for (const r of truth) {
+    if (r.kind !== 'frame' && r.kind !== 'reply') continue
+    for (const id of r.kind === 'frame' ? r.to : [r.to]) {
+      const replica = conns.get(id)!
+      const receiveTime = BigInt(r.sentUs ?? r.simTimeUs) * 1000n + DELAY[replica]
+      const payload = Buffer.from(r.text)
+      events.push(frameAt(replica, id, receiveTime, payload))
+      if (!subscribed.has(id) && plan.answers?.(payload) === 'subscribed') {
+        subscribed.add(id)
+        events.push({ kind: 'subscribed', replica, connection: id, time: receiveTime, instruments: [...c.instruments] })
+      }
+      const frame = adapter.classify(c.channel, payload, false)
+      if (books === undefined || frame.kind !== 'rows') continue
+      for (const check of books.apply(states.get(id)!, frame, payload)) {
+        if (check.expected === check.computed) continue
+        books.reset(states.get(id)!, check.instrument)
+        events.push({ kind: 'checksum-mismatch', replica, connection: id, time: receiveTime, instrument: check.instrument, expected: check.expected, computed: check.computed })
+      }
+    }
+  }
+  return events.map((e, i) => ({ e, i })).filter(({ e }) => eventTime(e) < END_NS).sort((x, y) => {
+    const tx = eventTime(x.e), ty = eventTime(y.e)
+    return tx < ty ? -1 : tx > ty ? 1 : x.i - y.i
+  }).map((x) => x.e)
+}
+
+/** A receipt with the clock fields of a time daemon sampled every 8 s: the host 20 µs fast, NTS-synchronised. */
+function frameAt(replica: Replica, connection: string, receiveTime: bigint, payload: Uint8Array): FrameEvent {
+  const readAt = receiveTime - (receiveTime % (8_000n * MS))
+  const sample: TimeDaemonSample = { offset: replica === 'a' ? 20_000n : -15_000n, rootDelay: 900_000n, rootDispersion: 40_000n, synchronized: true, nts: true, measuredAt: readAt, readAt }
+  const clock = receiptClock(sample, receiveTime)
+  const frame: FrameEvent = { kind: 'frame', replica, connection, receiveTime, payload, binary: false }
+  if (!('withheld' in clock)) {
+    frame.clockOffset = clock.clockOffset
+    frame.clockErrorBound = clock.clockErrorBound
+  }
+  return frame
+}
+
+async function buildTree(cases: Case[], dir: string): Promise<void> {
+  await mkdir(dir, { recursive: false })
+  const work = await mkdtemp(join(tmpdir(), 'pipe-golden-venue-'))
+  try {
+    const { privateJwk, publicJwk } = await goldenKey()
+    await writeJwksFile(join(dir, 'jwks.json'), { keys: [publicJwk] })
+    for (const c of cases) {
+      const journal = join(work, c.channel)
+      const builder = new JournalBuilder(journal)
+      for (const e of await journalOf(c)) await builder.append(e)
+      await builder.commit()
+      await sealHour({ root: join(dir, 'root'), journal, recorder: RECORDER, venue: getVenue(c.venue), channel: c.channel, hourStart: HOUR_NS, key: privateJwk, createdBy: CREATED_BY })
+    }
+    await writeHashes(dir)
+  } finally {
+    await rm(work, { recursive: true, force: true })
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const check = argv.includes('--check')
+  const unknown = argv.filter((a) => a !== '--check')
+  if (unknown.length > 0) {
+    process.stderr.write(`usage: make-golden-venues.ts [--check]; unknown: ${unknown.join(' ')}\n`)
+    return 2
+  }
+  let code = 0
+  for (const [name, cases] of Object.entries(TREES)) {
+    code ||= await writeOrCheckTree(join(REPO, 'test', 'golden', name), (dir) => buildTree(cases, dir), check, `test/golden/${name}`)
+  }
+  return code
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main(process.argv.slice(2)).then((code) => { process.exitCode = code }, (err: unknown) => {
+    process.stderr.write(`${(err as Error).stack ?? String(err)}\n`)
+    process.exitCode = 1
+  })
+}

@@ -9,9 +9,8 @@ import t, { type Test } from 'tap'
 import { manualClock, startVenueSimulator, type VenueSimulator, type VenueSimulatorOptions } from '../src/sim/venue/simulator.js'
 import type { FaultPlanInput } from '../src/sim/venue/faults.js'
 import type { TruthRecord } from '../src/sim/venue/truth.js'
-import type { ChecksumCheck, FrameClass, SequenceState } from '../src/venues/adapter.js'
 import { createKrakenAdapter, type KrakenAdapter } from '../src/venues/kraken.js'
-import { advance, connect, settle, until, type Client } from './helpers/sim-client.js'
+import { advance, connect, readAsRecorder, settle, until, type Client } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 
@@ -29,30 +28,6 @@ async function subscribed(sim: VenueSimulator, adapter: KrakenAdapter, channel: 
   for (const text of plan.send) c.ws.send(text)
   await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${channel} subscribed`)
   return c
-}
-
-/** What the recorder makes of a connection's texts: each classified, the books checked, the trade sequences followed. */
-function readAsRecorder(adapter: KrakenAdapter, channel: 'trades' | 'book', texts: string[]) {
-  const books = adapter.books.create()
-  const classes: FrameClass[] = []
-  const checks: ChecksumCheck[] = []
-  const states = new Map<string, SequenceState>()
-  const verdicts: string[] = []
-  for (const text of texts) {
-    const c = adapter.classify(channel, Buffer.from(text), false)
-    classes.push(c)
-    if (c.kind !== 'rows') continue
-    for (const check of adapter.books.apply(books, c, Buffer.from(text))) {
-      checks.push(check)
-      if (check.expected !== check.computed) adapter.books.reset(books, check.instrument)
-    }
-    for (const span of c.sequences) {
-      const v = adapter.sequence(states.get(span.instrument), span)
-      states.set(span.instrument, v.state)
-      verdicts.push(v.verdict)
-    }
-  }
-  return { classes, checks, mismatches: checks.filter((c) => c.expected !== c.computed), verdicts }
 }
 
 const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)

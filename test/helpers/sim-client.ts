@@ -4,7 +4,9 @@
  */
 import { once } from 'node:events'
 import { WebSocket, type ClientOptions } from 'ws'
+import type { Channel } from '../../src/formats/record/types.js'
 import type { VenueSimulator } from '../../src/sim/venue/simulator.js'
+import type { ChecksumCheck, FrameClass, SequenceState, VenueAdapter } from '../../src/venues/adapter.js'
 
 /** A websocket client of the simulator that keeps every text it receives. */
 export interface Client {
@@ -57,5 +59,30 @@ export function advance(sim: VenueSimulator, clock: { advance(ms: number): void 
     clock.advance(Math.min(stepMs, ms - done))
     sim.tick()
   }
+}
+
+/** What the recorder makes of a connection's texts: each classified, the books checked, the trade sequences followed. */
+export function readAsRecorder(adapter: VenueAdapter, channel: Channel, texts: string[]) {
+  const books = adapter.books?.create()
+  const classes: FrameClass[] = []
+  const checks: ChecksumCheck[] = []
+  const states = new Map<string, SequenceState>()
+  const verdicts: string[] = []
+  for (const text of texts) {
+    const c = adapter.classify(channel, Buffer.from(text), false)
+    classes.push(c)
+    if (c.kind !== 'rows') continue
+    for (const check of adapter.books?.apply(books, c, Buffer.from(text)) ?? []) {
+      checks.push(check)
+      if (check.expected !== check.computed) adapter.books!.reset(books, check.instrument)
+    }
+    for (const span of c.sequences) {
+      const key = `${span.sequence}:${span.instrument}`
+      const v = adapter.sequence(states.get(key), span)
+      states.set(key, v.state)
+      verdicts.push(v.verdict)
+    }
+  }
+  return { classes, checks, mismatches: checks.filter((c) => c.expected !== c.computed), verdicts }
 }
 

@@ -16,8 +16,10 @@ import { decimalsOf, fmt8 } from '../binance-instruments.js'
 import { hash32, seededRandom } from '../random.js'
 import {
   Instrument, SPOT_NAMING, depthLevels, framed, hashText, time,
-  type AggTradeEvent, type DepthEvent, type ForceOrderEvent, type MarkPriceEvent, type MarketEvent, type Mutation,
+  type AggTradeEvent, type DepthEvent, type ForceOrderEvent, type MarkPriceEvent, type MarketEvent, type Mutation, type Naming,
 } from './binance-market.js'
+
+const USDM_NAMING: Naming = { ...SPOT_NAMING, market: 'Binance USD-M', tradeSuffix: '@aggTrade' }
 
 /** `<symbol>@markPrice` pushes every 3 seconds (Binance's "Mark Price Stream"; `@markPrice@1s` is not simulated). */
 export const MARK_PRICE_INTERVAL_MS = 3000
@@ -62,8 +64,9 @@ export class UsdmInstrument extends Instrument {
   /** The last depth update's transaction time, epoch microseconds (0: none yet). */
   private lastDepthTUs = 0
 
-  constructor(symbol: string, seed: number, private readonly engine: Engine) {
-    super(symbol, seed, { ...SPOT_NAMING, market: 'Binance USD-M', tradeSuffix: '@aggTrade' })
+  /** `naming`: Binance USD-M's by default; OKX's perpetuals trade on the same engine (okx-market.ts). */
+  constructor(symbol: string, seed: number, private readonly engine: Engine, naming: Naming = USDM_NAMING) {
+    super(symbol, seed, naming)
     this.markStream = this.lower + '@markPrice'
     this.forceStream = this.lower + '@forceOrder'
     const h = hashText(symbol)

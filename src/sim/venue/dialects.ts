@@ -9,6 +9,7 @@ import { binanceProtocol } from './binance-protocol.js'
 import { Engine, LIQUIDATION_INTERVAL_MS, MARK_PRICE_INTERVAL_MS, UsdmInstrument, usdmEventText } from './binance-usdm-market.js'
 import type { SimulatedVenue } from './faults.js'
 import { KrakenInstrument, krakenEventText, krakenProtocol } from './kraken-market.js'
+import { OKX_FUNDING_INTERVAL_MS, OKX_LIQUIDATION_INTERVAL_MS, okxEventText, okxInstruments, okxProtocol, type OkxInstrument } from './okx-market.js'
 import type { Market, Protocol } from './protocol.js'
 
 /** A source of frames beyond an instrument's trades and depth: its stream, its interval, and what it makes (null: nothing this time). */
@@ -119,4 +120,27 @@ const kraken: Dialect = {
   checksums: true,
 }
 
-export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken }
+/** OKX v5's public websocket (okx-market.ts): perpetual swaps, subscriptions by request, text pings from the client. */
+const okx: Dialect = {
+  venue: 'okx',
+  routeOf: () => 'public',
+  // OKX sends no websocket pings: the client sends the text `ping` (okx-market.ts).
+  pingIntervalMs: 3_600_000,
+  pongTimeoutMs: 3_600_000,
+  depthAggregateMs: 0,
+  defaultInstruments: ['BTC-USDT-SWAP', 'ETH-USDT-SWAP'],
+  instruments: okxInstruments,
+  text: okxEventText,
+  sources(ins) {
+    const o = ins as OkxInstrument
+    return [
+      { stream: o.fundingStream, intervalMs: OKX_FUNDING_INTERVAL_MS, make: (us) => o.nextMarkPrice(us) },
+      { stream: o.liquidationStream, intervalMs: OKX_LIQUIDATION_INTERVAL_MS, make: (us) => o.nextForceOrder(us) },
+    ]
+  },
+  protocol: okxProtocol,
+  prices: 'string',
+  checksums: true,
+}
+
+export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx }

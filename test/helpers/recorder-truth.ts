@@ -50,8 +50,10 @@ export interface BenchOptions<C extends Channel> {
   /** The venue's name in storage paths, on the command line and to the simulator. */
   venue: SimulatedVenue
   channels: readonly C[]
-  /** The two instruments recorded (default BTCUSDT and ETHUSDT). */
+  /** The two instruments the simulators trade (default BTCUSDT and ETHUSDT). */
   instruments?: readonly string[]
+  /** What the recorder subscribes, when not the instruments (OKX's liquidations: by instrument type, SWAP). */
+  subscribe?: readonly string[]
   /** The recorder's adapter, its connections and snapshots going to `sim`; without one, how it reads frames. */
   adapterAt(sim?: VenueSimulator): VenueAdapter
   /** Each simulator's trades (or aggregates) a second a symbol, and simulated ms between depth updates. */
@@ -148,7 +150,7 @@ export async function recordAndSeal<C extends Channel>(t: Test, bench: Bench<C>,
   const journal = join(bench.dir, name, 'journal')
   const logLines: string[] = []
   const recorder = new Recorder({
-    venue: adapterOf(bench, sims), instruments: [...bench.instruments ?? INSTRUMENTS], channels: bench.channels, replicas: ['a', 'b'], journal, clock,
+    venue: adapterOf(bench, sims), instruments: [...bench.subscribe ?? bench.instruments ?? INSTRUMENTS], channels: bench.channels, replicas: ['a', 'b'], journal, clock,
     log: jsonLogger({ write: (l: string) => { logLines.push(l); return true } } as never),
     // A heartbeat every real second: a loaded machine's pauses are not taken for the recorder being down.
     timeScale: o.scale, heartbeatMs: 1000 * o.scale, backoffMs: { first: 50, max: 200 }, stallMs: o.stallMs, rotateAfterMs: o.rotateAfterMs,
@@ -299,8 +301,14 @@ export class TruthOf {
     })
   }
 
+  /** Each conflict the venue made: the instrument and trade id of its trade (as the adapter reads the text), and both texts. */
   conflicts(hourMs: number) {
-    return this.appliedIn(hourMs, 'conflict').map((f) => ({ instrument: symbolOf(f.detail['stream'] as string), trade_id: String(f.detail['first']), texts: [f.detail['original'] as string, f.detail['text'] as string].sort() }))
+    return this.appliedIn(hourMs, 'conflict').map((f) => {
+      const original = f.detail['original'] as string
+      const read = this.adapter.classify('trades', Buffer.from(original), false)
+      const row = read.kind === 'rows' ? read.rows[0] : undefined
+      return { instrument: row?.instrument ?? symbolOf(f.detail['stream'] as string), trade_id: row?.trade_id ?? String(f.detail['first']), texts: [original, f.detail['text'] as string].sort() }
+    })
   }
 
   /**

@@ -8,6 +8,7 @@ import { Instrument, eventText, type MarketEvent, type Mutation } from './binanc
 import { binanceProtocol } from './binance-protocol.js'
 import { Engine, LIQUIDATION_INTERVAL_MS, MARK_PRICE_INTERVAL_MS, UsdmInstrument, usdmEventText } from './binance-usdm-market.js'
 import type { SimulatedVenue } from './faults.js'
+import { BYBIT_LIQUIDATION_INTERVAL_MS, BYBIT_TICKER_INTERVAL_MS, bybitEventText, bybitInstruments, bybitProtocol, type BybitInstrument } from './bybit-market.js'
 import { KrakenInstrument, krakenEventText, krakenProtocol } from './kraken-market.js'
 import { OKX_FUNDING_INTERVAL_MS, OKX_LIQUIDATION_INTERVAL_MS, okxEventText, okxInstruments, okxProtocol, type OkxInstrument } from './okx-market.js'
 import type { Market, Protocol } from './protocol.js'
@@ -120,6 +121,17 @@ const kraken: Dialect = {
   checksums: true,
 }
 
+/** The funding and liquidation streams of a venue's perpetuals (OKX, Bybit), pushed every `fundingMs` and at most every `liquidationMs`. */
+function perpetualSources(fundingMs: number, liquidationMs: number): (ins: Instrument) => Source[] {
+  return (ins) => {
+    const p = ins as OkxInstrument | BybitInstrument
+    return [
+      { stream: p.fundingStream, intervalMs: fundingMs, make: (us) => p.nextMarkPrice(us) },
+      { stream: p.liquidationStream, intervalMs: liquidationMs, make: (us) => p.nextForceOrder(us) },
+    ]
+  }
+}
+
 /** OKX v5's public websocket (okx-market.ts): perpetual swaps, subscriptions by request, text pings from the client. */
 const okx: Dialect = {
   venue: 'okx',
@@ -131,16 +143,27 @@ const okx: Dialect = {
   defaultInstruments: ['BTC-USDT-SWAP', 'ETH-USDT-SWAP'],
   instruments: okxInstruments,
   text: okxEventText,
-  sources(ins) {
-    const o = ins as OkxInstrument
-    return [
-      { stream: o.fundingStream, intervalMs: OKX_FUNDING_INTERVAL_MS, make: (us) => o.nextMarkPrice(us) },
-      { stream: o.liquidationStream, intervalMs: OKX_LIQUIDATION_INTERVAL_MS, make: (us) => o.nextForceOrder(us) },
-    ]
-  },
+  sources: perpetualSources(OKX_FUNDING_INTERVAL_MS, OKX_LIQUIDATION_INTERVAL_MS),
   protocol: okxProtocol,
   prices: 'string',
   checksums: true,
 }
 
-export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx }
+/** Bybit v5's public websocket, linear category (bybit-market.ts): USDT perpetuals, subscriptions by request, JSON pings from the client. */
+const bybit: Dialect = {
+  venue: 'bybit',
+  routeOf: () => 'linear',
+  // Bybit sends no websocket pings: the client sends {"op":"ping"} (bybit-market.ts).
+  pingIntervalMs: 3_600_000,
+  pongTimeoutMs: 3_600_000,
+  depthAggregateMs: 0,
+  defaultInstruments: ['BTCUSDT', 'ETHUSDT'],
+  instruments: bybitInstruments,
+  text: bybitEventText,
+  sources: perpetualSources(BYBIT_TICKER_INTERVAL_MS, BYBIT_LIQUIDATION_INTERVAL_MS),
+  protocol: bybitProtocol,
+  prices: 'string',
+  checksums: false,
+}
+
+export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx, bybit }

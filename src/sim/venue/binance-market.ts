@@ -55,6 +55,8 @@ export interface DepthEvent {
   /** USD-M futures only: the symbol's previous `u` on this stream (`pu`), and the transaction time (`T`), epoch microseconds. */
   pu?: number
   tradeUs?: number
+  /** Deribit only: the changed levels the book did not hold before (`new`, where the others are `change` or `delete`). */
+  added?: Set<number>
 }
 
 /** A USD-M aggregate trade: aggregate id `a` (`id`), the trade ids it covers (`f`..`l`), the fills' price and taking side. */

@@ -85,7 +85,7 @@ export class UsdmInstrument extends Instrument {
   }
 
   /** The next aggregate trade, pushed at `us`: the fills of one taker at one price. */
-  override tradeEvent(us: number, spacingUs: number): AggTradeEvent {
+  override tradeEvent(us: number, spacingUs: number): MarketEvent {
     const r = this.aggRand
     // Insurance-fund and ADL fills take trade ids but are not aggregated: a hole before f.
     if (r() < HOLE_ODDS) this.lastTradeId += 1 + Math.floor(r() * 3)

@@ -9,6 +9,7 @@ import { binanceProtocol } from './binance-protocol.js'
 import { Engine, LIQUIDATION_INTERVAL_MS, MARK_PRICE_INTERVAL_MS, UsdmInstrument, usdmEventText } from './binance-usdm-market.js'
 import type { SimulatedVenue } from './faults.js'
 import { BYBIT_LIQUIDATION_INTERVAL_MS, BYBIT_TICKER_INTERVAL_MS, bybitEventText, bybitInstruments, bybitProtocol, type BybitInstrument } from './bybit-market.js'
+import { DERIBIT_FUNDING_INTERVAL_MS, deribitEventText, deribitInstruments, deribitProtocol, type DeribitInstrument } from './deribit-market.js'
 import { KrakenInstrument, krakenEventText, krakenProtocol } from './kraken-market.js'
 import { OKX_FUNDING_INTERVAL_MS, OKX_LIQUIDATION_INTERVAL_MS, okxEventText, okxInstruments, okxProtocol, type OkxInstrument } from './okx-market.js'
 import type { Market, Protocol } from './protocol.js'
@@ -166,4 +167,24 @@ const bybit: Dialect = {
   checksums: false,
 }
 
-export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx, bybit }
+/** Deribit's API v2 (deribit-market.ts): JSON-RPC over one websocket, perpetuals, heartbeats with test requests. */
+const deribit: Dialect = {
+  venue: 'deribit',
+  routeOf: () => 'v2',
+  // Deribit's keep-alive is its heartbeat with test requests (deribit-market.ts), not websocket pings.
+  pingIntervalMs: 3_600_000,
+  pongTimeoutMs: 3_600_000,
+  depthAggregateMs: 0,
+  defaultInstruments: ['BTC-PERPETUAL', 'ETH-PERPETUAL'],
+  instruments: deribitInstruments,
+  text: deribitEventText,
+  sources(ins) {
+    const d = ins as DeribitInstrument
+    return [d.tickerStream, d.perpetualStream].map((stream) => ({ stream, intervalMs: DERIBIT_FUNDING_INTERVAL_MS, make: (us: number) => d.nextMarkPrice(us) }))
+  },
+  protocol: deribitProtocol,
+  prices: 'number',
+  checksums: false,
+}
+
+export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx, bybit, deribit }

@@ -50,6 +50,11 @@ export interface Protocol {
   readonly serverPings: boolean
   /** Real milliseconds without a request from the client after which the venue drops the connection (Kraken), if it does. */
   readonly idleCloseMs?: number
+  /**
+   * The venue's own keep-alive of a connection, run every few real milliseconds while it is open and not
+   * stalled, `nowMs` the real time (Deribit's heartbeats and test requests): 'close' drops the connection.
+   */
+  keepAlive?(session: Session, nowMs: number): 'close' | undefined
   /** The message sent to a subscribed connection that has had nothing for `everyUs` simulated microseconds (Kraken), if any. */
   readonly heartbeat?: { everyUs: number; text: string }
   /** The notice of a server shutdown at `ms` (epoch milliseconds), or null: the venue sends none. */

@@ -362,7 +362,7 @@ class Simulator implements VenueSimulator {
     this.wsUrl = `ws://127.0.0.1:${this.port}${this.protocol.basePath}`
     this.restUrl = `http://127.0.0.1:${this.port}`
     this.timers.push(setInterval(() => this.pump(), this.tickMs))
-    this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs, this.idleCloseMs ?? Infinity) / 4)))
+    this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs, this.idleCloseMs ?? Infinity, this.protocol.keepAlive ? 400 : Infinity) / 4)))
     this.truthSink.flush()
   }
 
@@ -745,6 +745,12 @@ class Simulator implements VenueSimulator {
       if (idleCloseMs !== undefined && now - c.lastRequestAt >= idleCloseMs) {
         this.tick()
         this.closeConnection(c, 1006, '', `no request for ${idleCloseMs} ms`)
+        this.truthSink.flush()
+        continue
+      }
+      if (this.protocol.keepAlive?.(c.session, now) === 'close') {
+        this.tick()
+        this.closeConnection(c, 1006, '', 'the venue\'s keep-alive')
         this.truthSink.flush()
         continue
       }

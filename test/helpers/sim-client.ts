@@ -71,12 +71,14 @@ export function readAsRecorder(adapter: VenueAdapter, channel: Channel, texts: s
   for (const text of texts) {
     const c = adapter.classify(channel, Buffer.from(text), false)
     classes.push(c)
-    if (c.kind !== 'rows') continue
-    for (const check of adapter.books?.apply(books, c, Buffer.from(text)) ?? []) {
-      checks.push(check)
-      if (check.expected !== check.computed) adapter.books!.reset(books, check.instrument)
+    if (c.kind === 'rows') {
+      for (const check of adapter.books?.apply(books, c, Buffer.from(text)) ?? []) {
+        checks.push(check)
+        if (check.expected !== check.computed) adapter.books!.reset(books, check.instrument)
+      }
     }
-    for (const span of c.sequences) {
+    const spans = c.kind === 'rows' || c.kind === 'data' ? c.sequences : c.kind === 'unrepresentable' ? (c.sequences ?? []) : []
+    for (const span of spans) {
       const key = `${span.sequence}:${span.instrument}`
       const v = adapter.sequence(states.get(key), span)
       states.set(key, v.state)

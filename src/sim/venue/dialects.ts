@@ -9,6 +9,7 @@ import { binanceProtocol } from './binance-protocol.js'
 import { Engine, LIQUIDATION_INTERVAL_MS, MARK_PRICE_INTERVAL_MS, UsdmInstrument, usdmEventText } from './binance-usdm-market.js'
 import type { SimulatedVenue } from './faults.js'
 import { BYBIT_LIQUIDATION_INTERVAL_MS, BYBIT_TICKER_INTERVAL_MS, bybitEventText, bybitInstruments, bybitProtocol, type BybitInstrument } from './bybit-market.js'
+import { CoinbaseInstrument, coinbaseEventText, coinbaseProtocol } from './coinbase-market.js'
 import { DERIBIT_FUNDING_INTERVAL_MS, deribitEventText, deribitInstruments, deribitProtocol, type DeribitInstrument } from './deribit-market.js'
 import { KrakenInstrument, krakenEventText, krakenProtocol } from './kraken-market.js'
 import { OKX_FUNDING_INTERVAL_MS, OKX_LIQUIDATION_INTERVAL_MS, okxEventText, okxInstruments, okxProtocol, type OkxInstrument } from './okx-market.js'
@@ -187,4 +188,21 @@ const deribit: Dialect = {
   checksums: false,
 }
 
-export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx, bybit, deribit }
+/** Coinbase Advanced Trade's market data (coinbase-market.ts): subscriptions by request, every connection's messages numbered. */
+const coinbase: Dialect = {
+  venue: 'coinbase',
+  routeOf: () => 'market',
+  // Coinbase's keep-alive is its heartbeats channel, not websocket pings.
+  pingIntervalMs: 3_600_000,
+  pongTimeoutMs: 3_600_000,
+  depthAggregateMs: 0,
+  defaultInstruments: ['BTC-USD', 'ETH-USD'],
+  instruments: (symbols, seed) => symbols.map((s) => new CoinbaseInstrument(s, seed)),
+  text: coinbaseEventText,
+  sources: () => [],
+  protocol: coinbaseProtocol,
+  prices: 'string',
+  checksums: false,
+}
+
+export const DIALECTS: Readonly<Record<SimulatedVenue, Dialect>> = { binance: spot, 'binance-usdm': usdm, kraken, okx, bybit, deribit, coinbase }

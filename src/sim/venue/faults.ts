@@ -5,8 +5,8 @@
  */
 import { z } from 'zod'
 
-/** Venues the simulator speaks: Binance spot, Binance USD-M futures, Kraken spot (WebSocket v2), OKX (v5, perpetual swaps), Bybit (v5, linear) and Deribit (API v2, perpetuals). */
-export const SIMULATED_VENUES = ['binance', 'binance-usdm', 'kraken', 'okx', 'bybit', 'deribit'] as const
+/** Venues the simulator speaks: Binance spot, Binance USD-M futures, Kraken spot (WebSocket v2), OKX (v5, perpetual swaps), Bybit (v5, linear), Deribit (API v2, perpetuals) and Coinbase (Advanced Trade). */
+export const SIMULATED_VENUES = ['binance', 'binance-usdm', 'kraken', 'okx', 'bybit', 'deribit', 'coinbase'] as const
 export type SimulatedVenue = (typeof SIMULATED_VENUES)[number]
 
 /**
@@ -14,11 +14,12 @@ export type SimulatedVenue = (typeof SIMULATED_VENUES)[number]
  * futures' `<symbol>@aggTrade`, `<symbol>@depth@100ms`, `<symbol>@depth`, `<symbol>@markPrice`,
  * `<symbol>@forceOrder`, Kraken's `<base>/<quote>@trade` and `<base>/<quote>@book` (its channels of one pair),
  * OKX's `<base>-<quote>-swap@trade`, `@book`, `@funding` and `@liquidation`, and Bybit's `<symbol>@trade`,
- * `@book`, `@funding` and `@liquidation`, and Deribit's `<base>-perpetual@trade`, `@book`, `@ticker` and `@perpetual`.
+ * `@book`, `@funding` and `@liquidation`, Deribit's `<base>-perpetual@trade`, `@book`, `@ticker` and `@perpetual`, and Coinbase's `<base>-<quote>@trade`
+ * and `@book`.
  */
 export const STREAM_NAME = /^[a-z0-9]+([/-][a-z0-9]+)*@(trade|aggTrade|markPrice|forceOrder|depth@100ms|depth|book|funding|liquidation|ticker|perpetual)$/
 
-const stream = z.string().regex(STREAM_NAME, 'must be a stream the simulator serves: <symbol>@trade, @depth@100ms or @depth (spot); <symbol>@aggTrade, @depth@100ms, @depth, @markPrice or @forceOrder (USD-M futures); <base>/<quote>@trade or @book (Kraken); <base>-<quote>-swap@trade, @book, @funding or @liquidation (OKX); <symbol>@trade, @book, @funding or @liquidation (Bybit); <base>-perpetual@trade, @book, @ticker or @perpetual (Deribit); lowercase')
+const stream = z.string().regex(STREAM_NAME, 'must be a stream the simulator serves: <symbol>@trade, @depth@100ms or @depth (spot); <symbol>@aggTrade, @depth@100ms, @depth, @markPrice or @forceOrder (USD-M futures); <base>/<quote>@trade or @book (Kraken); <base>-<quote>-swap@trade, @book, @funding or @liquidation (OKX); <symbol>@trade, @book, @funding or @liquidation (Bybit); <base>-perpetual@trade, @book, @ticker or @perpetual (Deribit); <base>-<quote>@trade or @book (Coinbase); lowercase')
   .describe('the stream, as the simulator names it (btcusdt@trade, btcusdt@aggTrade, btc/usd@book)')
 
 /** A trade stream: spot's and Kraken's trades, or futures' aggregates. */

@@ -180,7 +180,7 @@ export function krakenProtocol(market: Market): Protocol {
     basePath: '/v2',
     serverPings: false,
     idleCloseMs: 60_000,
-    heartbeat: { everyUs: 1_000_000, text: '{"channel":"heartbeat"}' },
+    heartbeat: { everyUs: 1_000_000, idleOnly: true, text: () => '{"channel":"heartbeat"}' },
     shutdownNotice: null,
     recentTrades: KRAKEN_TRADE_SNAPSHOT,
 

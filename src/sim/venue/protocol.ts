@@ -55,8 +55,18 @@ export interface Protocol {
    * stalled, `nowMs` the real time (Deribit's heartbeats and test requests): 'close' drops the connection.
    */
   keepAlive?(session: Session, nowMs: number): 'close' | undefined
-  /** The message sent to a subscribed connection that has had nothing for `everyUs` simulated microseconds (Kraken), if any. */
-  readonly heartbeat?: { everyUs: number; text: string }
+  /**
+   * The venue's heartbeat, every `everyUs` simulated microseconds to each subscribed connection: the text
+   * `text` gives it (null: none for this one), only to a connection sent nothing for that long when
+   * `idleOnly` (Kraken), else to every one (Coinbase's heartbeats channel).
+   */
+  readonly heartbeat?: { everyUs: number; idleOnly: boolean; text(session: Session, us: number): string | null }
+  /**
+   * A message as this connection gets it, for a venue that numbers each connection's messages (Coinbase's
+   * `sequence_num`): the text made once for every connection, stamped for this one. Numbers are used by
+   * every message made for the connection, also those a stall then drops.
+   */
+  stamp?(session: Session, text: string): string
   /** The notice of a server shutdown at `ms` (epoch milliseconds), or null: the venue sends none. */
   shutdownNotice: ((ms: number) => string) | null
   /** A venue whose snapshot repeats the last trades (Kraken: 50) keeps that many of each trade stream's; 0 otherwise. */

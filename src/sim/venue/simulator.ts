@@ -431,6 +431,10 @@ class Simulator implements VenueSimulator {
 
   /** Sends `text` to the subscribers of `variant` but `skip`: the hot path. */
   private broadcast(stream: Stream, ev: MarketEvent, variant: number, text: string, skip?: Connection): void {
+    if (this.protocol.stamp !== undefined) {
+      for (const conn of stream.subs[variant]!) if (conn !== skip && conn.ws.readyState === WebSocket.OPEN) this.sendOne(conn, stream.name, ev.us, text)
+      return
+    }
     const frame = textFrame(text)
     const to: string[] | null = this.recording ? [] : null
     for (const conn of stream.subs[variant]!) {
@@ -448,7 +452,8 @@ class Simulator implements VenueSimulator {
   }
 
   /** Sends one frame of `stream` made at `us` to one connection (a fault's, or a snapshot on subscription), and records it. */
-  private sendOne(conn: Connection, stream: string, us: number, text: string): void {
+  private sendOne(conn: Connection, stream: string, us: number, made: string): void {
+    const text = this.protocol.stamp?.(conn.session, made) ?? made
     const frame = textFrame(text)
     const record: TruthRecord | null = this.recording ? { kind: 'frame', simTimeUs: us, stream, to: [conn.id], text } : null
     if (conn.stall !== null) return this.hold(conn, frame, false, record)
@@ -458,10 +463,12 @@ class Simulator implements VenueSimulator {
     if (record) this.record(record)
   }
 
-  /** A heartbeat to each subscribed connection that has had nothing for the heartbeat's interval. */
-  private heartbeats(us: number, heartbeat: { everyUs: number; text: string }): void {
+  /** The venue's heartbeat to each subscribed connection (protocol.ts: to those sent nothing for its interval, or to all). */
+  private heartbeats(us: number, heartbeat: NonNullable<Protocol['heartbeat']>): void {
     for (const c of this.conns) {
-      if (c.open && c.names.size !== 0 && us - c.lastSentUs >= heartbeat.everyUs) this.reply(c, heartbeat.text)
+      if (!c.open || c.names.size === 0 || (heartbeat.idleOnly && us - c.lastSentUs < heartbeat.everyUs)) continue
+      const text = heartbeat.text(c.session, us)
+      if (text !== null) this.reply(c, text)
     }
   }
 
@@ -539,6 +546,7 @@ class Simulator implements VenueSimulator {
     if (!(Number.isSafeInteger(frames) && frames > 0)) throw new RangeError('a flood is a positive whole number of frames')
     const stalled = [...this.conns].filter((c) => c.stall !== null).length
     if (this.pendingFaults.size !== 0 || stalled !== 0) throw new RangeError(`a flood does not mix with faults: ${this.pendingFaults.size} pending, ${stalled} connections stalled`)
+    if (this.protocol.stamp !== undefined) throw new RangeError(`a flood writes each frame's bytes to every connection, and ${this.venue} numbers each connection's messages`)
     const trades = [...this.instruments.values()].map((ins) => ({ ins, stream: this.streams.get(ins.tradeStream)! }))
     const cpu0 = process.cpuUsage()
     const t0 = performance.now()
@@ -781,7 +789,8 @@ class Simulator implements VenueSimulator {
   }
 
   /** Sends a message of `conn` alone (a reply to a request, a notice, a heartbeat), and records it. */
-  private reply(conn: Connection, text: string): void {
+  private reply(conn: Connection, made: string): void {
+    const text = this.protocol.stamp?.(conn.session, made) ?? made
     const frame = textFrame(text)
     const record: TruthRecord | null = this.recording ? { kind: 'reply', simTimeUs: this.clockUs, to: conn.id, text } : null
     conn.lastSentUs = this.clockUs

@@ -1,5 +1,5 @@
 /**
- * bench:seal-hour — `pipe run seal-hour` on a deterministic hour of Binance trades (1,000,000 venue frames
+ * bench:seal-hour — `pipe run seal-hour` on a deterministic hour of one venue's trades (1,000,000 venue frames
  * over 10 instruments, received by both replicas, 1% by one only) against DuckDB turning the same frames
  * from JSONL into one zstd Parquet table, in the same run; then `pipe run verify` on the sealed hour, in MB/s
  * of raw JSON (decompressed raw.jsonl.zst bytes / seconds). Data preparation is not timed. The last line is
@@ -7,101 +7,258 @@
  *   seal-hour ratio-vs-duckdb R peak-rss-mb M verify-mb-per-s V
  * R = seal wall seconds / DuckDB wall seconds; M = the seal's peak RSS; V = verify's MB/s of raw JSON.
  *
+ * `--venue V` picks the venue (default binance):
+ * - `binance`: Binance spot trades from src/sim/replicas.ts, as before this option.
+ * - `binance-usdm`: USD-M aggregate trades (`@aggTrade`) on combined streams, as the recorder records futures.
+ * - `kraken`: Kraken WebSocket v2 trade messages, one trade each.
+ * The last two are made by the venue simulator's own market code (src/sim/venue: DIALECTS) and journaled here
+ * as src/sim/replicas.ts journals Binance spot (connect, open, subscribed, then each frame's receipts, with
+ * clock fields, and a `sequence-break` where a replica's own trade ids skip), without acknowledgement frames.
+ * Any venue but binance names itself in the last line (`seal-hour ratio-vs-duckdb R venue V peak-rss-mb ..`);
+ * Binance spot's line is the one earlier runs printed, so that they compare.
+ * `--venue all` runs every venue in turn, prints one summary line each (`seal-hour venue V frames N ..`),
+ * then the last line with the worst of them: the highest ratio and the venue that has it, the highest peak
+ * RSS, the lowest verify MB/s.
+ *
  * The seal and DuckDB run alternately BENCH_ROUNDS times (default 3) and each side's best wall time is
  * compared: the box is shared, and a neighbour's burst in one run should not decide the ratio.
  *
- * Environment: BENCH_FRAMES (default 1000000), BENCH_ROUNDS, BENCH_DIR (keep and reuse the journal and
- * JSONL there, for repeated runs while profiling), BENCH_SEAL_NODE_ARGS (extra node flags for the seal,
- * e.g. --cpu-prof).
+ * Environment: BENCH_FRAMES (default 1000000), BENCH_ROUNDS, BENCH_DIR (keep and reuse each venue's journal
+ * and JSONL there, in BENCH_DIR/<venue>, for repeated runs while profiling), BENCH_SEAL_NODE_ARGS (extra node
+ * flags for the seal, e.g. --cpu-prof).
  */
-import { createWriteStream, existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs'
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { once } from 'node:events'
 import { timedCli, type Timed } from './timed-cli.js'
-import { DuckDBInstance } from '@duckdb/node-api'
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api'
 import { Decompressor } from 'zstd-napi'
-import { readFile } from 'node:fs/promises'
+import { syncedReceipt } from '../src/sim/synced-receipt.js'
 import { JournalBuilder } from '../src/formats/record/journal/journal.js'
-import { FramePairer, type MergedFrame } from '../src/formats/record/merge.js'
+import { FramePairer, frameTimeOf, type MergedFrame, type Receipt } from '../src/formats/record/merge.js'
+import { REPLICAS, type Replica } from '../src/formats/record/types.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
+import { hash32, seededRandom } from '../src/sim/random.js'
+import { COMBINED } from '../src/sim/venue/binance-market.js'
+import { DIALECTS } from '../src/sim/venue/dialects.js'
+import type { SimulatedVenue } from '../src/sim/venue/faults.js'
+import type { SequenceState } from '../src/venues/adapter.js'
+import { getVenue } from '../src/venues/index.js'
 
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 1_000_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const HOUR = '2026-10-03T14'
 const HOUR_START = BigInt(Date.UTC(2026, 9, 3, 14)) * 1_000_000n
 const HOUR_NS = 3_600_000_000_000n
-const INSTRUMENTS = ['BTCUSDT', 'ETHUSDT', 'SOLUSDT', 'BNBUSDT', 'XRPUSDT', 'ADAUSDT', 'DOGEUSDT', 'TRXUSDT', 'LINKUSDT', 'AVAXUSDT']
+const HOUR_END = HOUR_START + HOUR_NS
+/** The replicas connect this long before the hour, so that they cover it from its start. */
+const LEAD_NS = 10_000_000_000n
+const SEED = 11
+/** Nanoseconds in a millisecond, for the replicas' delays. */
+const MS = 1_000_000
+/** The Binance symbols traded on spot and on USD-M. */
+const BINANCE_SYMBOLS = ['BTCUSDT', 'ETHUSDT', 'SOLUSDT', 'BNBUSDT', 'XRPUSDT', 'ADAUSDT', 'DOGEUSDT', 'TRXUSDT', 'LINKUSDT', 'AVAXUSDT']
 const sealNodeArgs = (process.env.BENCH_SEAL_NODE_ARGS ?? '').split(' ').filter((s) => s !== '')
 
-const keep = process.env.BENCH_DIR
-const dir = keep ?? await mkdtemp(join(tmpdir(), 'bench-seal-hour-'))
-try {
+/** A venue the bench seals: its instruments, how its hour is journaled, and DuckDB's reading of its frames. */
+interface BenchVenue {
+  instruments: string[]
+  /** Journals the hour's frames into `builder` and hands `jsonl` every trade frame with its frame time. */
+  prepare(builder: JournalBuilder, jsonl: JsonlWriter): Promise<void>
+  /** DuckDB's columns instrument, trade_id, side, price, size and exchange_time from a frame's JSON (`json`). */
+  columns: string
+}
+
+/**
+ * Binance's trade columns; `at` is where the event lies in the frame (`$`, or `$.data` in a combined stream),
+ * `id` the field of its trade id (`t` on spot, the aggregate id `a` on USD-M). exchange_time is the earlier of
+ * `E` and `T`, as the adapters state it.
+ */
+function binanceColumns(at: string, id: string): string {
+  return `json->>'${at}.s' AS instrument,
+           CAST(json->>'${at}.${id}' AS BIGINT) AS trade_id,
+           CASE WHEN CAST(json->'${at}.m' AS BOOLEAN) THEN 'sell' ELSE 'buy' END AS side,
+           CAST(json->>'${at}.p' AS DECIMAL(38,18)) AS price,
+           CAST(json->>'${at}.q' AS DECIMAL(38,18)) AS size,
+           make_timestamp_ns(least(CAST(json->>'${at}.E' AS BIGINT), CAST(json->>'${at}.T' AS BIGINT)) * 1000000) AS exchange_time`
+}
+
+/** The venues benched; the simulator may speak more, which join here once their DuckDB reading is written. */
+type VenueName = 'binance' | 'binance-usdm' | 'kraken'
+const VENUES: Record<VenueName, BenchVenue> = {
+  binance: {
+    instruments: BINANCE_SYMBOLS,
+    async prepare(builder, jsonl) {
+      const pairer = new FramePairer()
+      const writeFrames = async (frames: MergedFrame[]) => {
+        for (const f of frames) {
+          const text = Buffer.from(f.payload).toString('utf8')
+          // The subscription's acknowledgement is a frame too, but no trade.
+          if (text.startsWith('{"e":"trade"')) await jsonl.add(f.frameTime, text)
+        }
+      }
+      const events = simulateReplicas({
+        channel: 'trades', start: HOUR_START - LEAD_NS, end: HOUR_END, instruments: this.instruments,
+        framesPerSecond: FRAMES / 3600, oneReplicaShare: 0.01, seed: SEED,
+      })
+      for (const e of events) {
+        await builder.append(e)
+        if (e.kind === 'frame') await writeFrames(pairer.push(e))
+      }
+      await writeFrames(pairer.flush())
+    },
+    columns: binanceColumns('$', 't'),
+  },
+  'binance-usdm': {
+    instruments: BINANCE_SYMBOLS,
+    // The recorder subscribes futures through combined streams (src/venues/binance-usdm.ts).
+    prepare(builder, jsonl) { return journalSimulatedHour('binance-usdm', this.instruments, COMBINED, builder, jsonl) },
+    columns: binanceColumns('$.data', 'a'),
+  },
+  kraken: {
+    // Pairs beyond Binance's five known instruments get a price, tick and lot derived from their name.
+    instruments: ['BTC/USD', 'ETH/USD', 'SOL/USD', 'BNB/USD', 'XRP/USD', 'ADA/USD', 'DOGE/USD', 'TRX/USD', 'LINK/USD', 'AVAX/USD'],
+    prepare(builder, jsonl) { return journalSimulatedHour('kraken', this.instruments, 0, builder, jsonl) },
+    // The simulator sends one trade a message, so data[0] is the frame's only row (the row count checks it).
+    // Prices and quantities are JSON numbers: DuckDB's ->> gives their text as it writes the double it read,
+    // which is exact for the simulator's values (at most 10 significant digits; a double keeps 15).
+    columns: `json->>'$.data[0].symbol' AS instrument,
+           CAST(json->>'$.data[0].trade_id' AS BIGINT) AS trade_id,
+           json->>'$.data[0].side' AS side,
+           CAST(json->>'$.data[0].price' AS DECIMAL(38,18)) AS price,
+           CAST(json->>'$.data[0].qty' AS DECIMAL(38,18)) AS size,
+           CAST(json->>'$.data[0].timestamp' AS TIMESTAMP_NS) AS exchange_time`,
+  },
+}
+const VENUE_NAMES = Object.keys(VENUES) as VenueName[]
+
+/** The JSONL DuckDB reads: each of the hour's trade frames, its frame time added as `receive_time`. */
+class JsonlWriter {
+  lines = 0
+  private pending: string[] = []
+  constructor(private readonly out: WriteStream) {}
+
+  async add(frameTime: bigint, text: string): Promise<void> {
+    if (frameTime < HOUR_START || frameTime >= HOUR_END) return
+    this.pending.push(`{"receive_time":${frameTime},${text.slice(1)}`)
+    this.lines++
+    if (this.pending.length >= 4096) await this.write()
+  }
+
+  async close(): Promise<void> {
+    await this.write()
+    this.out.end()
+    await once(this.out, 'finish')
+  }
+
+  private async write(): Promise<void> {
+    if (this.pending.length === 0) return
+    const ok = this.out.write(this.pending.join('\n') + '\n')
+    this.pending = []
+    if (!ok) await once(this.out, 'drain')
+  }
+}
+
+/**
+ * Journals an hour of `venue`'s trades as src/sim/replicas.ts journals Binance spot, with the frames the venue
+ * simulator's market makes (`variant`: the text's form, e.g. a combined stream). The venue sends FRAMES an
+ * hour (Poisson arrivals, each for an instrument drawn at random); replica `a` receives a frame 1.5 to 2.5 ms
+ * after it was sent, `b` 0.1 to 2 ms after `a` (in 15% of frames 0.1 to 1 ms before it), 1% of frames reach
+ * one replica only, and nothing is received at or after the hour's end. Each replica checks its trade ids
+ * with the venue adapter's rule and journals a `sequence-break` after a frame that skips, as the recorder does.
+ */
+async function journalSimulatedHour(venue: SimulatedVenue, symbols: string[], variant: number, builder: JournalBuilder, jsonl: JsonlWriter): Promise<void> {
+  const dialect = DIALECTS[venue]
+  const adapter = getVenue(venue)
+  const instruments = dialect.instruments(symbols, SEED)
+  const venueRand = seededRandom(hash32(SEED, 1))
+  const netRand = seededRandom(hash32(SEED, 2))
+  const start = HOUR_START - LEAD_NS
+  // Open 50 ms after connecting, subscribed 50 ms later: the handshake's time matters to nothing here.
+  const subscribedAt = start + 100_000_000n
+  const connection: Record<Replica, string> = { a: 'a-1', b: 'b-1' }
+  for (const replica of REPLICAS) {
+    const c = connection[replica]
+    await builder.append({ kind: 'connecting', replica, connection: c, time: start })
+    await builder.append({ kind: 'open', replica, connection: c, time: start + 50_000_000n })
+    await builder.append({ kind: 'subscribed', replica, connection: c, time: subscribedAt, instruments: [...symbols] })
+  }
+  const lastReceive: Record<Replica, bigint> = { a: subscribedAt, b: subscribedAt }
+  const sequences: Record<Replica, Map<string, SequenceState>> = { a: new Map(), b: new Map() }
+  const meanSpacingUs = 3600e6 / FRAMES
+  let us = Number(subscribedAt / 1000n)
+  for (;;) {
+    const spacingUs = Math.max(1, Math.round(-Math.log(1 - venueRand()) * meanSpacingUs))
+    us += spacingUs
+    const sent = BigInt(us) * 1000n
+    if (sent >= HOUR_END) break
+    const ins = instruments[Math.floor(venueRand() * instruments.length)]!
+    const text = dialect.text(ins.tradeEvent(us, spacingUs), ins.tradeStream, variant)
+    const payload = Buffer.from(text, 'utf8')
+    const frame = adapter.classify('trades', payload, false)
+    if (frame.kind !== 'rows') throw new Error(`${venue}'s adapter reads a simulated trade as ${frame.kind}: ${text}`)
+    const delayA = 1.5 * MS + netRand() * MS
+    const delayB = delayA + (netRand() < 0.85 ? 0.1 * MS + netRand() * 1.9 * MS : -(0.1 * MS + netRand() * 0.9 * MS))
+    const missedBy: Replica | null = netRand() < 0.01 ? (netRand() < 0.5 ? 'a' : 'b') : null
+    const receipts: Receipt[] = []
+    for (const replica of REPLICAS) {
+      if (replica === missedBy) continue
+      // A replica's receive times never go back (replicas.ts: one receipt a nanosecond at most).
+      let receiveTime = sent + BigInt(Math.round(replica === 'a' ? delayA : delayB))
+      if (receiveTime <= lastReceive[replica]) receiveTime = lastReceive[replica] + 1n
+      if (receiveTime >= HOUR_END) continue
+      lastReceive[replica] = receiveTime
+      const receipt = syncedReceipt(replica, connection[replica], receiveTime, payload)
+      await builder.append(receipt)
+      receipts.push(receipt)
+      for (const span of frame.sequences) {
+        const key = `${span.sequence}:${span.instrument}`
+        const v = adapter.sequence(sequences[replica].get(key), span)
+        sequences[replica].set(key, v.state)
+        if (v.verdict === 'gap') await builder.append({ kind: 'sequence-break', replica, connection: connection[replica], time: receiveTime, instrument: span.instrument, afterId: v.afterId, beforeId: v.beforeId })
+      }
+    }
+    if (receipts.length > 0) await jsonl.add(frameTimeOf(receipts), text)
+  }
+}
+
+
+interface VenueResult { venue: VenueName; frames: number; sealWall: number; duckWall: number; ratio: number; peakRssMb: number; verifyMbPerS: number }
+
+/** Prepares (or reuses) `venue`'s hour in `dir`, times the seal against DuckDB, verifies the sealed hour. */
+async function benchVenue(name: VenueName, dir: string, keys: string, conn: DuckDBConnection): Promise<VenueResult> {
+  const venue = VENUES[name]
   await mkdir(dir, { recursive: true })
   const journal = join(dir, 'journal')
   const jsonl = join(dir, 'trades.jsonl')
-  const keys = join(dir, 'keys')
   const ready = join(dir, 'ready')
 
   if (!existsSync(ready)) {
     await rm(journal, { recursive: true, force: true })
     const t0 = performance.now()
     const builder = new JournalBuilder(journal)
-    const pairer = new FramePairer()
-    const out = createWriteStream(jsonl)
-    let pending: string[] = []
-    let lines = 0
-    const writeFrames = async (frames: MergedFrame[]) => {
-      for (const f of frames) {
-        if (f.frameTime < HOUR_START || f.frameTime >= HOUR_START + HOUR_NS) continue
-        const text = Buffer.from(f.payload).toString('utf8')
-        if (!text.startsWith('{"e":"trade"')) continue
-        pending.push(`{"receive_time":${f.frameTime},${text.slice(1)}`)
-        lines++
-      }
-      if (pending.length >= 4096) {
-        if (!out.write(pending.join('\n') + '\n')) await once(out, 'drain')
-        pending = []
-      }
-    }
-    const events = simulateReplicas({
-      channel: 'trades', start: HOUR_START - 10_000_000_000n, end: HOUR_START + HOUR_NS, instruments: INSTRUMENTS,
-      framesPerSecond: FRAMES / 3600, oneReplicaShare: 0.01, seed: 11,
-    })
-    for (const e of events) {
-      await builder.append(e)
-      if (e.kind === 'frame') await writeFrames(pairer.push(e))
-    }
-    await writeFrames(pairer.flush())
-    if (pending.length > 0) out.write(pending.join('\n') + '\n')
-    out.end()
-    await once(out, 'finish')
+    const writer = new JsonlWriter(createWriteStream(jsonl))
+    await venue.prepare(builder, writer)
+    await writer.close()
     await builder.commit()
-    timedCli(['key', 'new', '--out', keys, '--valid-from', '2026-01-01T00:00:00.000000000Z'])
-    await writeFile(ready, `${lines}\n`)
-    console.log(`prepared in ${((performance.now() - t0) / 1000).toFixed(1)} s (not timed): ${builder.events} journal events, ${lines} trade frames as JSONL`)
+    await writeFile(ready, `${writer.lines}\n`)
+    console.log(`prepared in ${((performance.now() - t0) / 1000).toFixed(1)} s (not timed): ${builder.events} journal events, ${writer.lines} trade frames as JSONL`)
   }
   const jsonlLines = Number((await readFile(ready, 'utf8')).trim())
   const keyFile = join(keys, (await readdir(keys)).find((f) => f !== 'jwks.json')!)
   const jwks = join(keys, 'jwks.json')
   let journalBytes = 0
   for (const r of await readdir(journal)) for (const f of await readdir(join(journal, r))) journalBytes += (await stat(join(journal, r, f))).size
-  console.log(`data: ${jsonlLines} trade frames over ${INSTRUMENTS.length} instruments; journal ${(journalBytes / 1e6).toFixed(0)} MB, JSONL ${((await stat(jsonl)).size / 1e6).toFixed(0)} MB`)
+  console.log(`data: ${jsonlLines} trade frames over ${venue.instruments.length} instruments; journal ${(journalBytes / 1e6).toFixed(0)} MB, JSONL ${((await stat(jsonl)).size / 1e6).toFixed(0)} MB`)
 
   // (1) the sealer and (2) DuckDB (JSONL -> one zstd Parquet table, 2 threads, exact decimals and
   // nanosecond times), alternately; each side's best round counts.
   const root = join(dir, `root-${process.pid}`)
   const parquet = join(dir, `duckdb-${process.pid}.parquet`)
-  const db = await DuckDBInstance.create(':memory:', { threads: '2' })
-  const conn = await db.connect()
   const sql = `COPY (
-    SELECT json->>'$.s' AS instrument,
-           CAST(json->>'$.t' AS BIGINT) AS trade_id,
-           CASE WHEN CAST(json->'$.m' AS BOOLEAN) THEN 'sell' ELSE 'buy' END AS side,
-           CAST(json->>'$.p' AS DECIMAL(38,18)) AS price,
-           CAST(json->>'$.q' AS DECIMAL(38,18)) AS size,
-           make_timestamp_ns(least(CAST(json->>'$.E' AS BIGINT), CAST(json->>'$.T' AS BIGINT)) * 1000000) AS exchange_time,
+    SELECT ${venue.columns},
            make_timestamp_ns(CAST(json->>'$.receive_time' AS BIGINT)) AS receive_time
     FROM read_ndjson_objects('${jsonl}')
   ) TO '${parquet}' (FORMAT parquet, COMPRESSION zstd)`
@@ -109,40 +266,94 @@ try {
   let duckWall = Infinity
   let duckCpu = { user: 0, system: 0 }
   let sealPeakMb = 0
-  for (let round = 0; round < ROUNDS; round++) {
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      await rm(root, { recursive: true, force: true })
+      const s = timedCli(['run', 'seal-hour', '--venue', name, '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile, '--recorder-stopped'], { nodeArgs: sealNodeArgs })
+      sealPeakMb = Math.max(sealPeakMb, s.rssMb)
+      if (!seal || s.wall < seal.wall) seal = s
+      await rm(parquet, { force: true })
+      const cpu0 = process.cpuUsage()
+      const d0 = performance.now()
+      await conn.run(sql)
+      const wall = (performance.now() - d0) / 1000
+      if (wall < duckWall) { duckWall = wall; duckCpu = process.cpuUsage(cpu0) }
+      console.log(`round ${round + 1}: seal ${s.wall.toFixed(2)} s (${(s.user + s.sys).toFixed(1)} s CPU, ${s.rssMb.toFixed(0)} MB), duckdb ${wall.toFixed(2)} s`)
+    }
+    const duckRows = Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet('${parquet}')`)).getRows()[0]![0])
+    if (duckRows !== jsonlLines) throw new Error(`DuckDB wrote ${duckRows} rows, expected ${jsonlLines}`)
+    if (!seal) throw new Error('no round ran')
+
+    // (3) the verifier on the sealed hour.
+    const verify = timedCli(['run', 'verify', '--root', root, '--keys', jwks, '--json'])
+    const summary = JSON.parse(verify.stdout.trim().split('\n').pop()!) as Record<string, unknown>
+    const hourDir = join(root, 'recorder=recorder', `venue=${name}`, 'channel=trades', 'date=2026-10-03', 'hour=14')
+    const zst = await readFile(join(hourDir, 'raw.jsonl.zst'))
+    const rawBytes = new Decompressor().decompress(zst).byteLength
+    const manifest = JSON.parse(await readFile(join(hourDir, 'manifest.json'), 'utf8')) as { files: { name: string; rows: number }[]; completeness: unknown; replica_agreement: unknown }
+    const verifyMbPerS = rawBytes / 1e6 / verify.wall
+
+    const cpu = (t: { user: number; sys: number }) => `${(t.user + t.sys).toFixed(1)} s CPU (user ${t.user.toFixed(1)}, sys ${t.sys.toFixed(1)})`
+    console.log(`sealed: ${manifest.files.map((f) => `${f.name} ${f.rows} rows`).join(', ')}; agreement ${JSON.stringify(manifest.replica_agreement)}; completeness ${JSON.stringify(manifest.completeness)}`)
+    console.log(`seal-hour (best):   ${seal.wall.toFixed(2)} s wall, ${cpu(seal)}, peak RSS ${sealPeakMb.toFixed(0)} MB (highest of ${ROUNDS} rounds)`)
+    console.log(`duckdb (best):      ${duckWall.toFixed(2)} s wall, ${cpu({ user: duckCpu.user / 1e6, sys: duckCpu.system / 1e6 })}, ${duckRows} rows`)
+    console.log(`verify:             ${verify.wall.toFixed(2)} s wall, ${cpu(verify)}, peak RSS ${verify.rssMb.toFixed(0)} MB, ${(rawBytes / 1e6).toFixed(0)} MB raw JSON, ${verifyMbPerS.toFixed(0)} MB/s; findings ${JSON.stringify(summary['findings'] ?? summary)}`.slice(0, 400))
+    return { venue: name, frames: jsonlLines, sealWall: seal.wall, duckWall, ratio: seal.wall / duckWall, peakRssMb: sealPeakMb, verifyMbPerS }
+  } finally {
+    // The prepared data stays for reuse; what the rounds made goes.
     await rm(root, { recursive: true, force: true })
-    const s = timedCli(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', HOUR, '--journal', journal, '--out', root, '--key', keyFile, '--recorder-stopped'], { nodeArgs: sealNodeArgs })
-    sealPeakMb = Math.max(sealPeakMb, s.rssMb)
-    if (!seal || s.wall < seal.wall) seal = s
     await rm(parquet, { force: true })
-    const cpu0 = process.cpuUsage()
-    const d0 = performance.now()
-    await conn.run(sql)
-    const wall = (performance.now() - d0) / 1000
-    if (wall < duckWall) { duckWall = wall; duckCpu = process.cpuUsage(cpu0) }
-    console.log(`round ${round + 1}: seal ${s.wall.toFixed(2)} s (${(s.user + s.sys).toFixed(1)} s CPU, ${s.rssMb.toFixed(0)} MB), duckdb ${wall.toFixed(2)} s`)
   }
-  const duckRows = Number((await conn.runAndReadAll(`SELECT count(*) FROM read_parquet('${parquet}')`)).getRows()[0]![0])
-  conn.closeSync()
-  if (duckRows !== jsonlLines) throw new Error(`DuckDB wrote ${duckRows} rows, expected ${jsonlLines}`)
-  if (!seal) throw new Error('no round ran')
+}
 
-  // (3) the verifier on the sealed hour.
-  const verify = timedCli(['run', 'verify', '--root', root, '--keys', jwks, '--json'])
-  const summary = JSON.parse(verify.stdout.trim().split('\n').pop()!) as Record<string, unknown>
-  const hourDir = join(root, 'recorder=recorder', 'venue=binance', 'channel=trades', 'date=2026-10-03', 'hour=14')
-  const zst = await readFile(join(hourDir, 'raw.jsonl.zst'))
-  const rawBytes = new Decompressor().decompress(zst).byteLength
-  const manifest = JSON.parse(await readFile(join(hourDir, 'manifest.json'), 'utf8')) as { files: { name: string; rows: number }[]; completeness: unknown; replica_agreement: unknown }
+/** The machine-readable last line; `venue` names the venue the ratio is of (omitted for Binance spot alone, as before --venue). */
+function lastLine(ratio: number, venue: VenueName | null, peakRssMb: number, verifyMbPerS: number): string {
+  return `seal-hour ratio-vs-duckdb ${ratio.toFixed(3)}${venue === null ? '' : ` venue ${venue}`} peak-rss-mb ${peakRssMb.toFixed(0)} verify-mb-per-s ${verifyMbPerS.toFixed(0)}`
+}
 
-  const cpu = (t: { user: number; sys: number }) => `${(t.user + t.sys).toFixed(1)} s CPU (user ${t.user.toFixed(1)}, sys ${t.sys.toFixed(1)})`
-  console.log(`sealed: ${manifest.files.map((f) => `${f.name} ${f.rows} rows`).join(', ')}; agreement ${JSON.stringify(manifest.replica_agreement)}; completeness ${JSON.stringify(manifest.completeness)}`)
-  console.log(`seal-hour (best):   ${seal.wall.toFixed(2)} s wall, ${cpu(seal)}, peak RSS ${sealPeakMb.toFixed(0)} MB (highest of ${ROUNDS} rounds)`)
-  console.log(`duckdb (best):      ${duckWall.toFixed(2)} s wall, ${cpu({ user: duckCpu.user / 1e6, sys: duckCpu.system / 1e6 })}, ${duckRows} rows`)
-  console.log(`verify:             ${verify.wall.toFixed(2)} s wall, ${cpu(verify)}, peak RSS ${verify.rssMb.toFixed(0)} MB, ${(rawBytes / 1e6).toFixed(0)} MB raw JSON, ${(rawBytes / 1e6 / verify.wall).toFixed(0)} MB/s; findings ${JSON.stringify(summary['findings'] ?? summary)}`.slice(0, 400))
-  console.log(`seal-hour ratio-vs-duckdb ${(seal.wall / duckWall).toFixed(3)} peak-rss-mb ${sealPeakMb.toFixed(0)} verify-mb-per-s ${(rawBytes / 1e6 / verify.wall).toFixed(0)}`)
-  if (keep) await rm(root, { recursive: true, force: true })
-  if (keep) await rm(parquet, { force: true })
+/** The venues `argv` asks for (`--venue V`, default binance; `all`: every one), or a usage error. */
+function venuesOf(argv: string[]): VenueName[] | string {
+  const usage = `usage: seal-hour [--venue ${[...VENUE_NAMES, 'all'].join('|')}]`
+  if (argv.length === 0) return ['binance']
+  if (argv.length !== 2 || argv[0] !== '--venue') return `${usage}; got: ${argv.join(' ')}`
+  const v = argv[1]!
+  if (v === 'all') return VENUE_NAMES
+  if ((VENUE_NAMES as string[]).includes(v)) return [v as VenueName]
+  return `unknown venue ${JSON.stringify(v)}; supported: ${VENUE_NAMES.join(', ')}, or all`
+}
+
+const venues = venuesOf(process.argv.slice(2))
+if (typeof venues === 'string') {
+  console.error(`seal-hour: ${venues}`)
+  process.exit(2)
+}
+const keep = process.env.BENCH_DIR
+const dir = keep ?? await mkdtemp(join(tmpdir(), 'bench-seal-hour-'))
+try {
+  await mkdir(dir, { recursive: true })
+  const keys = join(dir, 'keys')
+  if (!existsSync(join(keys, 'jwks.json'))) timedCli(['key', 'new', '--out', keys, '--valid-from', '2026-01-01T00:00:00.000000000Z'])
+  const db = await DuckDBInstance.create(':memory:', { threads: '2' })
+  const conn = await db.connect()
+  const results: VenueResult[] = []
+  try {
+    for (const name of venues) {
+      if (venues.length > 1) console.log(`venue ${name}:`)
+      results.push(await benchVenue(name, join(dir, name), keys, conn))
+    }
+  } finally {
+    conn.closeSync()
+  }
+  if (results.length === 1) {
+    const r = results[0]!
+    console.log(lastLine(r.ratio, r.venue === 'binance' ? null : r.venue, r.peakRssMb, r.verifyMbPerS))
+  } else {
+    for (const r of results) {
+      console.log(`seal-hour venue ${r.venue} frames ${r.frames} seal-s ${r.sealWall.toFixed(2)} duckdb-s ${r.duckWall.toFixed(2)} ratio-vs-duckdb ${r.ratio.toFixed(3)} peak-rss-mb ${r.peakRssMb.toFixed(0)} verify-mb-per-s ${r.verifyMbPerS.toFixed(0)}`)
+    }
+    const worst = results.reduce((w, r) => (r.ratio > w.ratio ? r : w))
+    console.log(lastLine(worst.ratio, worst.venue, Math.max(...results.map((r) => r.peakRssMb)), Math.min(...results.map((r) => r.verifyMbPerS))))
+  }
 } finally {
   if (!keep) await rm(dir, { recursive: true, force: true })
 }

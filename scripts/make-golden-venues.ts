@@ -28,11 +28,11 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { WebSocket } from 'ws'
-import { receiptClock, type TimeDaemonSample } from '../src/formats/record/clock.js'
+import { syncedReceipt } from '../src/sim/synced-receipt.js'
 import { JournalBuilder } from '../src/formats/record/journal/journal.js'
 import { writeJwksFile } from '../src/formats/record/keys/keys.js'
 import { sealHour } from '../src/formats/record/seal/seal.js'
-import { eventTime, type Channel, type FrameEvent, type JournalEvent, type Replica } from '../src/formats/record/types.js'
+import { eventTime, type Channel, type JournalEvent, type Replica } from '../src/formats/record/types.js'
 import type { FaultPlanInput, SimulatedVenue } from '../src/sim/venue/faults.js'
 import { manualClock, startVenueSimulator, type VenueSimulator } from '../src/sim/venue/simulator.js'
 import type { TruthRecord } from '../src/sim/venue/truth.js'
@@ -177,7 +177,7 @@ async function journalOf(c: Case): Promise<JournalEvent[]> {
       const replica = conns.get(id)!
       const receiveTime = BigInt(r.sentUs ?? r.simTimeUs) * 1000n + DELAY[replica]
       const payload = Buffer.from(r.text)
-      events.push(frameAt(replica, id, receiveTime, payload))
+      events.push(syncedReceipt(replica, id, receiveTime, payload))
       if (!subscribed.has(id) && plan.answers?.(payload) === 'subscribed') {
         subscribed.add(id)
         events.push({ kind: 'subscribed', replica, connection: id, time: receiveTime, instruments: [...c.instruments] })
@@ -197,18 +197,6 @@ async function journalOf(c: Case): Promise<JournalEvent[]> {
   }).map((x) => x.e)
 }
 
-/** A receipt with the clock fields of a time daemon sampled every 8 s: the host 20 µs fast, NTS-synchronised. */
-function frameAt(replica: Replica, connection: string, receiveTime: bigint, payload: Uint8Array): FrameEvent {
-  const readAt = receiveTime - (receiveTime % (8_000n * MS))
-  const sample: TimeDaemonSample = { offset: replica === 'a' ? 20_000n : -15_000n, rootDelay: 900_000n, rootDispersion: 40_000n, synchronized: true, nts: true, measuredAt: readAt, readAt }
-  const clock = receiptClock(sample, receiveTime)
-  const frame: FrameEvent = { kind: 'frame', replica, connection, receiveTime, payload, binary: false }
-  if (!('withheld' in clock)) {
-    frame.clockOffset = clock.clockOffset
-    frame.clockErrorBound = clock.clockErrorBound
-  }
-  return frame
-}
 
 async function buildTree(cases: Case[], dir: string): Promise<void> {
   await mkdir(dir, { recursive: false })

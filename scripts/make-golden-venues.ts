@@ -9,6 +9,17 @@
  *                                                       resync -> partial, checksum_failure
  *   record-binance-usdm  channel=funding       2026-10-03T14  mark prices and funding rates (no tables) -> complete
  *                        channel=liquidations  2026-10-03T14  forced orders (no tables) -> complete
+ *   record-okx           trades, funding, liquidations (by instrument type, SWAP) -> complete; book: at 14:20
+ *                        replica b gets a corrupted checksum, at 14:40 the venue drops two BTC updates (a
+ *                        seqId gap, and a checksum failure on each replica), each followed by a resync
+ *                        -> partial, sequence_gap and checksum_failure
+ *   record-bybit         trades, funding (tickers), liquidations -> complete; book: at 14:30 the venue drops
+ *                        three ETHUSDT deltas (a gap in u), followed by a resync -> partial, sequence_gap
+ *   record-deribit       book, funding (ticker and perpetual) -> complete; trades: at 14:15 the venue drops
+ *                        two BTC-PERPETUAL trade_seqs -> partial, sequence_gap
+ *   record-coinbase      book -> complete; trades: at 14:25 the venue sends replica b one BTC-USD trade again
+ *                        with another price (a conflict); b's sequence_num then runs one ahead of a's, so no
+ *                        later copy pairs
  *
  * Each hour is what the venue simulator sent over real sockets to two connections subscribed as the
  * recorder's adapter subscribes them (its plan's requests, its resync after a mismatch), on a manual clock
@@ -36,6 +47,7 @@ import { eventTime, type Channel, type JournalEvent, type Replica } from '../src
 import type { FaultPlanInput, SimulatedVenue } from '../src/sim/venue/faults.js'
 import { manualClock, startVenueSimulator, type VenueSimulator } from '../src/sim/venue/simulator.js'
 import type { TruthRecord } from '../src/sim/venue/truth.js'
+import type { ChecksumCheck, FrameClass, SequenceSpan, SequenceState, VenueAdapter } from '../src/venues/adapter.js'
 import { getVenue, venueAt } from '../src/venues/index.js'
 import { CREATED_BY, goldenKey, REPO, writeHashes, writeOrCheckTree } from './make-golden-record.js'
 
@@ -55,11 +67,14 @@ const HEARTBEAT_NS = 10_000n * MS
 const DELAY: Record<Replica, bigint> = { a: 1_200_000n, b: 1_900_000n }
 const REPLICAS = ['a', 'b'] as const
 const minute = (m: number) => LEAD_MS + m * 60_000
+const OKX_SWAPS = ['BTC-USDT-SWAP', 'ETH-USDT-SWAP']
 
 interface Case {
   venue: SimulatedVenue
   channel: Channel
   instruments: string[]
+  /** What the connections subscribe, when not the instruments (OKX's liquidations: by instrument type). */
+  subscribe?: string[]
   rate: number
   depthIntervalMs: number
   faults: FaultPlanInput['faults']
@@ -78,6 +93,32 @@ const TREES: Record<string, Case[]> = {
   'record-binance-usdm': [
     { venue: 'binance-usdm', channel: 'funding', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
     { venue: 'binance-usdm', channel: 'liquidations', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
+  ],
+  'record-okx': [
+    { venue: 'okx', channel: 'trades', instruments: OKX_SWAPS, rate: 1, depthIntervalMs: 1000, faults: [] },
+    {
+      venue: 'okx', channel: 'book', instruments: OKX_SWAPS, rate: 1, depthIntervalMs: 1000, faults: [
+        { kind: 'checksum', at: minute(20), replica: 'b', stream: 'eth-usdt-swap@book' },
+        { kind: 'gap', at: minute(40), stream: 'btc-usdt-swap@book', count: 2 },
+      ],
+    },
+    { venue: 'okx', channel: 'funding', instruments: OKX_SWAPS, rate: 1, depthIntervalMs: 1000, faults: [] },
+    { venue: 'okx', channel: 'liquidations', instruments: OKX_SWAPS, subscribe: ['SWAP'], rate: 1, depthIntervalMs: 1000, faults: [] },
+  ],
+  'record-bybit': [
+    { venue: 'bybit', channel: 'trades', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
+    { venue: 'bybit', channel: 'book', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [{ kind: 'gap', at: minute(30), stream: 'ethusdt@book', count: 3 }] },
+    { venue: 'bybit', channel: 'funding', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
+    { venue: 'bybit', channel: 'liquidations', instruments: ['BTCUSDT', 'ETHUSDT'], rate: 1, depthIntervalMs: 1000, faults: [] },
+  ],
+  'record-deribit': [
+    { venue: 'deribit', channel: 'trades', instruments: ['BTC-PERPETUAL', 'ETH-PERPETUAL'], rate: 1, depthIntervalMs: 1000, faults: [{ kind: 'gap', at: minute(15), stream: 'btc-perpetual@trade', count: 2 }] },
+    { venue: 'deribit', channel: 'book', instruments: ['BTC-PERPETUAL', 'ETH-PERPETUAL'], rate: 1, depthIntervalMs: 1000, faults: [] },
+    { venue: 'deribit', channel: 'funding', instruments: ['BTC-PERPETUAL', 'ETH-PERPETUAL'], rate: 1, depthIntervalMs: 1000, faults: [] },
+  ],
+  'record-coinbase': [
+    { venue: 'coinbase', channel: 'trades', instruments: ['BTC-USD', 'ETH-USD'], rate: 1, depthIntervalMs: 1000, faults: [{ kind: 'conflict', at: minute(25), replica: 'b', stream: 'btc-usd@trade' }] },
+    { venue: 'coinbase', channel: 'book', instruments: ['BTC-USD', 'ETH-USD'], rate: 1, depthIntervalMs: 1000, faults: [] },
   ],
 }
 
@@ -98,18 +139,52 @@ function sentCount(sim: VenueSimulator, id: string): number {
   return n
 }
 
+/**
+ * What a recorder's connection makes of each message, as src/recorder/connection.ts does: the venue's
+ * checksums recomputed on its own books (a mismatch forgets the book), and each sequence span judged.
+ */
+class RecorderReading {
+  private readonly books: unknown
+  private readonly sequences = new Map<string, SequenceState>()
+  constructor(private readonly adapter: VenueAdapter, private readonly channel: Channel) {
+    this.books = adapter.books?.create()
+  }
+
+  read(payload: Uint8Array): { mismatches: ChecksumCheck[]; breaks: (SequenceSpan & { afterId: string; beforeId: string })[]; frame: FrameClass } {
+    const frame = this.adapter.classify(this.channel, payload, false)
+    const mismatches: ChecksumCheck[] = []
+    if (frame.kind === 'rows' && this.adapter.books !== undefined) {
+      for (const check of this.adapter.books.apply(this.books, frame, payload)) {
+        if (check.expected === check.computed) continue
+        this.adapter.books.reset(this.books, check.instrument)
+        mismatches.push(check)
+      }
+    }
+    const breaks: (SequenceSpan & { afterId: string; beforeId: string })[] = []
+    const spans = frame.kind === 'rows' || frame.kind === 'data' ? frame.sequences : frame.kind === 'unrepresentable' ? (frame.sequences ?? []) : []
+    for (const span of spans) {
+      const key = `${span.sequence}:${span.instrument}`
+      const v = this.adapter.sequence(this.sequences.get(key), span)
+      this.sequences.set(key, v.state)
+      if (v.verdict === 'gap') breaks.push({ ...span, afterId: v.afterId, beforeId: v.beforeId })
+    }
+    return { mismatches, breaks, frame }
+  }
+}
+
 /** What the simulator sent the case's two connections over the hour (and the lead before it), as its truth. */
 async function run(c: Case): Promise<{ truth: readonly TruthRecord[]; conns: Map<string, Replica> }> {
   const clock = manualClock(HOUR_MS - LEAD_MS)
   const sim = await startVenueSimulator({
     venue: c.venue, seed: 2026, instruments: c.instruments, rate: c.rate, depthIntervalMs: c.depthIntervalMs, clock: clock.now,
-    faults: { faults: c.faults }, pingIntervalMs: 3_600_000, pongTimeoutMs: 3_600_000, idleCloseMs: 3_600_000,
+    faults: { faults: c.faults }, realTimeKeepAlive: false,
   })
   const adapter = venueAt(c.venue, { ws: sim.wsUrl, rest: sim.restUrl })
+  const subscribe = c.subscribe ?? c.instruments
   const conns: Conn[] = []
   try {
     for (const replica of REPLICAS) {
-      const plan = adapter.connect(c.channel, c.instruments)
+      const plan = adapter.connect(c.channel, subscribe)
       const ws = new WebSocket(plan.url, { headers: { 'X-Pipe-Replica': replica } })
       const conn: Conn = { replica, ws, id: '', texts: [] }
       ws.on('message', (d) => conn.texts.push(d.toString()))
@@ -119,27 +194,28 @@ async function run(c: Case): Promise<{ truth: readonly TruthRecord[]; conns: Map
       await until(() => conn.texts.some((x) => plan.answers?.(Buffer.from(x)) === 'subscribed'), `${replica} subscribed`)
       conns.push(conn)
     }
-    const books = adapter.books
-    const states = conns.map(() => books?.create())
+    const readings = conns.map(() => new RecorderReading(adapter, c.channel))
     const read = conns.map(() => 0)
     const settle = () => Promise.all(conns.map((k) => until(() => k.texts.length >= sentCount(sim, k.id), `${k.id} to receive what it was sent`)))
+    const isSnapshotOf = (text: string, instrument: string) => {
+      const f = adapter.classify(c.channel, Buffer.from(text), false)
+      return f.kind === 'rows' && f.table === 'book_snapshots' && f.rows[0]?.instrument === instrument
+    }
     for (let ms = 0; ms < 3_600_000 + 2 * LEAD_MS; ms += 1000) {
       clock.advance(1000)
       sim.tick()
       await settle()
-      if (books === undefined) continue
-      // The recorder's answer to a mismatch: forget the book, ask the venue for it again.
+      // The recorder's answer to a book it can no longer trust (a mismatch, a break): ask the venue for it again.
       for (const [i, k] of conns.entries()) {
         for (; read[i]! < k.texts.length; read[i]!++) {
-          const payload = Buffer.from(k.texts[read[i]!]!)
-          const frame = adapter.classify(c.channel, payload, false)
-          if (frame.kind !== 'rows') continue
-          for (const check of books.apply(states[i]!, frame, payload)) {
-            if (check.expected === check.computed) continue
-            books.reset(states[i]!, check.instrument)
-            for (const text of adapter.connect(c.channel, c.instruments).resync?.(check.instrument) ?? []) k.ws.send(text)
+          const { mismatches, breaks } = readings[i]!.read(Buffer.from(k.texts[read[i]!]!))
+          const renew = new Set([...mismatches.map((m) => m.instrument), ...breaks.filter((b) => b.sequence === 'book').map((b) => b.instrument)])
+          for (const instrument of renew) {
+            const resync = adapter.connect(c.channel, subscribe).resync?.(instrument)
+            if (resync === undefined) throw new Error(`${c.venue} ${c.channel}: the book of ${instrument} cannot be asked for again on the connection; a golden hour has no reconnects`)
+            for (const text of resync) k.ws.send(text)
             const before = k.texts.length
-            await until(() => k.texts.slice(before).some((x) => x.includes('"type":"snapshot"')), `${k.id}'s new snapshot of ${check.instrument}`)
+            await until(() => k.texts.slice(before).some((x) => isSnapshotOf(x, instrument)), `${k.id}'s new snapshot of ${instrument}`)
             await settle()
           }
         }
@@ -157,8 +233,7 @@ async function run(c: Case): Promise<{ truth: readonly TruthRecord[]; conns: Map
 async function journalOf(c: Case): Promise<JournalEvent[]> {
   const { truth, conns } = await run(c)
   const adapter = getVenue(c.venue)
-  const books = adapter.books
-  const states = new Map([...conns.keys()].map((id) => [id, books?.create()]))
+  const readings = new Map([...conns.keys()].map((id) => [id, new RecorderReading(adapter, c.channel)]))
   const startNs = HOUR_NS - BigInt(LEAD_MS) * MS
   const events: JournalEvent[] = []
   for (const replica of REPLICAS) {
@@ -170,7 +245,8 @@ async function journalOf(c: Case): Promise<JournalEvent[]> {
     events.push({ kind: 'open', replica, connection: id, time: startNs + 2n })
   }
   const subscribed = new Set<string>()
-  const plan = adapter.connect(c.channel, c.instruments)
+  const subscribe = c.subscribe ?? c.instruments
+  const plan = adapter.connect(c.channel, subscribe)
   for (const r of truth) {
     if (r.kind !== 'frame' && r.kind !== 'reply') continue
     for (const id of r.kind === 'frame' ? r.to : [r.to]) {
@@ -180,15 +256,11 @@ async function journalOf(c: Case): Promise<JournalEvent[]> {
       events.push(syncedReceipt(replica, id, receiveTime, payload))
       if (!subscribed.has(id) && plan.answers?.(payload) === 'subscribed') {
         subscribed.add(id)
-        events.push({ kind: 'subscribed', replica, connection: id, time: receiveTime, instruments: [...c.instruments] })
+        events.push({ kind: 'subscribed', replica, connection: id, time: receiveTime, instruments: [...subscribe] })
       }
-      const frame = adapter.classify(c.channel, payload, false)
-      if (books === undefined || frame.kind !== 'rows') continue
-      for (const check of books.apply(states.get(id)!, frame, payload)) {
-        if (check.expected === check.computed) continue
-        books.reset(states.get(id)!, check.instrument)
-        events.push({ kind: 'checksum-mismatch', replica, connection: id, time: receiveTime, instrument: check.instrument, expected: check.expected, computed: check.computed })
-      }
+      const { mismatches, breaks } = readings.get(id)!.read(payload)
+      for (const check of mismatches) events.push({ kind: 'checksum-mismatch', replica, connection: id, time: receiveTime, instrument: check.instrument, expected: check.expected, computed: check.computed })
+      for (const b of breaks) events.push({ kind: 'sequence-break', replica, connection: id, time: receiveTime, instrument: b.instrument, afterId: b.afterId, beforeId: b.beforeId })
     }
   }
   return events.map((e, i) => ({ e, i })).filter(({ e }) => eventTime(e) < END_NS).sort((x, y) => {
@@ -196,7 +268,6 @@ async function journalOf(c: Case): Promise<JournalEvent[]> {
     return tx < ty ? -1 : tx > ty ? 1 : x.i - y.i
   }).map((x) => x.e)
 }
-
 
 async function buildTree(cases: Case[], dir: string): Promise<void> {
   await mkdir(dir, { recursive: false })

@@ -1,6 +1,7 @@
 /**
- * The golden sealed hours of the venues beyond Binance spot (test/golden/record-kraken, record-binance-usdm;
- * built by scripts/make-golden-venues.ts from what the venue simulator sent): their hashes, `pipe run
+ * The golden sealed hours of the venues beyond Binance spot (test/golden/record-<venue>: kraken,
+ * binance-usdm, okx, bybit, deribit, coinbase; built by scripts/make-golden-venues.ts from what the venue
+ * simulator sent): their hashes, `pipe run
  * verify` over them, what each manifest states (Kraken's book hour two checksum failures, each the venue's
  * checksum against the one the replica's books computed; USD-M's funding and liquidations chains raw files
  * only), the Kraken tables read back with DuckDB against the raw payloads, and the script making every byte
@@ -18,7 +19,8 @@ import { childEnv } from './helpers/io.js'
 import type { HourlyManifest } from '../src/formats/record/manifest.js'
 
 const GOLDEN = join(import.meta.dirname, 'golden')
-const TREES = ['record-kraken', 'record-binance-usdm']
+/** Each golden tree and its hours (channels). */
+const TREES: Record<string, number> = { 'record-kraken': 2, 'record-binance-usdm': 2, 'record-okx': 4, 'record-bybit': 4, 'record-deribit': 3, 'record-coinbase': 2 }
 const hourDir = (tree: string, venue: string, channel: string) => join(GOLDEN, tree, 'root', 'recorder=golden', `venue=${venue}`, `channel=${channel}`, 'date=2026-10-03', 'hour=14')
 const manifestOf = async (dir: string) => JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as HourlyManifest
 interface Envelope { payload: string; receipts: { replica: string; receive_time: string }[] }
@@ -28,7 +30,7 @@ const rowsOf = (m: HourlyManifest, file: string) => m.files.find((f) => f.name =
 const microseconds = (ts: string) => BigInt(Date.parse(ts.slice(0, 23) + 'Z')) * 1000n + BigInt(ts.slice(23, 26))
 
 t.test('each golden tree is what its hashes.txt lists', async (t) => {
-  for (const tree of TREES) {
+  for (const tree of Object.keys(TREES)) {
     const dir = join(GOLDEN, tree)
     const listed = (await readFile(join(dir, 'hashes.txt'), 'utf8')).trimEnd().split('\n').map((l) => /^([0-9a-f]{64}) {2}(.+)$/.exec(l)!)
     t.ok(listed.every(Boolean), `${tree}: sha256sum format`)
@@ -39,10 +41,10 @@ t.test('each golden tree is what its hashes.txt lists', async (t) => {
 })
 
 t.test('pipe run verify passes every golden venue hour', async (t) => {
-  for (const tree of TREES) {
+  for (const [tree, hours] of Object.entries(TREES)) {
     const r = spawnSync(process.execPath, ['dist/bin/pipe.js', 'run', 'verify', '--root', join(GOLDEN, tree, 'root'), '--keys', join(GOLDEN, tree, 'jwks.json'), '--json'], { env: childEnv(), encoding: 'utf8' })
     t.equal(r.status, 0, `${tree}: ${r.stdout}${r.stderr}`)
-    t.match(JSON.parse(r.stdout), { ok: true, hours: 2, findings: [] }, `${tree}: both of its hours`)
+    t.match(JSON.parse(r.stdout), { ok: true, hours, findings: [] }, `${tree}: its ${hours} hours`)
   }
 })
 
@@ -129,9 +131,25 @@ t.test('Binance USD-M funding and liquidations: chains of raw files only', async
   }
 })
 
+t.test('OKX, Bybit, Deribit, Coinbase: each hour states what the simulator did', async (t) => {
+  const m = async (venue: string, channel: string) => manifestOf(hourDir(`record-${venue}`, venue, channel))
+  const okxBook = await m('okx', 'book')
+  t.same(okxBook.completeness, { status: 'partial', reasons: ['sequence_gap', 'checksum_failure'] }, 'OKX book: a corrupted checksum and a gap in the seqIds')
+  t.same(okxBook.checksum_failures!.map((f) => f.instrument), ['ETH-USDT-SWAP', 'BTC-USDT-SWAP', 'BTC-USDT-SWAP'], 'OKX book: replica b\'s corrupted checksum, then the gap\'s on both replicas')
+  t.same(okxBook.sequence_gaps.map((g) => g.instrument), ['BTC-USDT-SWAP'])
+  for (const channel of ['trades', 'funding', 'liquidations']) t.same((await m('okx', channel)).completeness, { status: 'complete', reasons: [] }, `OKX ${channel}: complete`)
+  const bybitBook = await m('bybit', 'book')
+  t.same([bybitBook.completeness.reasons, bybitBook.sequence_gaps.map((g) => g.instrument)], [['sequence_gap'], ['ETHUSDT']], 'Bybit book: the deltas the venue dropped, a gap in u')
+  const deribitTrades = await m('deribit', 'trades')
+  t.same(deribitTrades.sequence_gaps.map((g) => [g.instrument, BigInt(g.before_id) - BigInt(g.after_id)]), [['BTC-PERPETUAL', 3n]], 'Deribit trades: two trade_seqs dropped')
+  const coinbaseTrades = await m('coinbase', 'trades')
+  t.same(coinbaseTrades.conflicts!.map((c) => c.instrument), ['BTC-USD'], 'Coinbase trades: the trade the venue sent replica b twice')
+  t.equal(coinbaseTrades.replica_agreement.conflict, 1)
+  t.ok(coinbaseTrades.replica_agreement.one_only > coinbaseTrades.replica_agreement.both, 'after it, b\'s sequence_num runs one ahead of a\'s: no copy pairs')
+})
+
 t.test('the simulator and the sealer still make every golden venue byte for byte (scripts/make-golden-venues.ts --check)', async (t) => {
   const r = spawnSync(process.execPath, ['dist/scripts/make-golden-venues.js', '--check'], { env: childEnv(), encoding: 'utf8', timeout: 300_000 })
   t.equal(r.status, 0, r.stderr)
-  t.match(r.stdout, /record-kraken: identical to a fresh build/)
-  t.match(r.stdout, /record-binance-usdm: identical to a fresh build/)
+  for (const tree of Object.keys(TREES)) t.match(r.stdout, new RegExp(`${tree}: identical to a fresh build`))
 })

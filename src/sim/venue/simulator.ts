@@ -50,6 +50,12 @@ export interface VenueSimulatorOptions {
   pongTimeoutMs?: number
   /** Real milliseconds without a request after which a venue that wants them (Kraken) drops a connection (default the venue's: Kraken 60,000). */
   idleCloseMs?: number
+  /**
+   * Whether the venue keeps its connections alive in real time (default true): pings, idle closes, Deribit's
+   * test requests, Coinbase's subscribe deadline. Off for a run on a manual clock that must make the same
+   * frames every time (scripts/make-golden-venues.ts), since real time then decides nothing.
+   */
+  realTimeKeepAlive?: boolean
   /** Simulated milliseconds a connection may live before the venue closes it with 1001 (default 24 hours, Binance's). */
   maxConnectionMs?: number
   /** A connection whose unsent bytes pass this is dropped as a slow reader (default 64 MiB). */
@@ -263,6 +269,7 @@ class Simulator implements VenueSimulator {
   private readonly pingIntervalMs: number
   private readonly pongTimeoutMs: number
   private readonly idleCloseMs: number | undefined
+  private readonly realTimeKeepAlive: boolean
   private readonly maxConnectionUs: number
   private readonly maxBufferedBytes: number
   private readonly tickMs: number
@@ -293,6 +300,7 @@ class Simulator implements VenueSimulator {
       if (!(v > 0)) throw new RangeError(`${name} must be positive`)
     }
     this.recording = o.truthFile !== undefined || (o.keepTruth ?? true)
+    this.realTimeKeepAlive = o.realTimeKeepAlive ?? true
 
     const market: Market = {
       instruments: this.instruments,
@@ -362,7 +370,7 @@ class Simulator implements VenueSimulator {
     this.wsUrl = `ws://127.0.0.1:${this.port}${this.protocol.basePath}`
     this.restUrl = `http://127.0.0.1:${this.port}`
     this.timers.push(setInterval(() => this.pump(), this.tickMs))
-    this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs, this.idleCloseMs ?? Infinity, this.protocol.keepAlive ? 400 : Infinity) / 4)))
+    if (this.realTimeKeepAlive) this.timers.push(setInterval(() => this.keepAlive(), Math.max(5, Math.min(this.pingIntervalMs, this.pongTimeoutMs, this.idleCloseMs ?? Infinity, this.protocol.keepAlive ? 400 : Infinity) / 4)))
     this.truthSink.flush()
   }
 

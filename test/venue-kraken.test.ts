@@ -228,6 +228,32 @@ t.test('times', async (t) => {
   t.match(krakenTimeNs('1600-01-01T00:00:00Z'), { code: 'time' })
 })
 
+t.test('times of one second read after another: the second remembered, each fraction its own', async (t) => {
+  t.equal(krakenTimeNs('2023-09-25T07:49:37.708706Z'), at('2023-09-25T07:49:37Z', 708706))
+  t.equal(krakenTimeNs('2023-09-25T07:49:37.000001Z'), at('2023-09-25T07:49:37Z', 1), 'the same second, another fraction')
+  t.equal(krakenTimeNs('2023-09-25T07:49:37.5Z'), at('2023-09-25T07:49:37Z', 500000), 'a shorter fraction')
+  t.equal(krakenTimeNs('2023-09-25T07:49:37Z'), at('2023-09-25T07:49:37Z', 0), 'the same second without a fraction')
+  t.match(krakenTimeNs('2023-09-25T07:49:37.1234567891Z'), { code: 'time' }, 'a tenth digit that is not zero, after the second was remembered')
+  t.match(krakenTimeNs('2023-09-25T07:49:37.12x4Z'), { code: 'structure' }, 'not a fraction')
+  t.equal(krakenTimeNs('2023-09-25T07:49:38.000002Z'), at('2023-09-25T07:49:38Z', 2), 'the next second')
+})
+
+t.test('a plain one-trade message read without its JSON tree gives what the general reading gives', async (t) => {
+  const trade = (o: { price?: string; qty?: string; side?: string; ord?: string; ts?: string; id?: string; symbol?: string } = {}) =>
+    `{"channel":"trade","type":"update","data":[{"symbol":"${o.symbol ?? 'BTC/USD'}","side":"${o.side ?? 'buy'}","price":${o.price ?? '61234.5'},"qty":${o.qty ?? '0.00123'},"ord_type":"${o.ord ?? 'market'}","trade_id":${o.id ?? '77'},"timestamp":"${o.ts ?? '2026-10-03T14:00:00.123456Z'}"}]}`
+  // A space after the first brace is still the same JSON, and never the plain form: the general path reads it.
+  const general = (text: string) => classify('trades', '{ ' + text.slice(1))
+  const cases = [
+    trade(), trade({ side: 'sell', price: '0.5147', qty: '6423.46326' }), trade({ price: '12', qty: '1' }), trade({ price: '0.10', qty: '2.500' }),
+    trade({ price: '1e-08' }), trade({ price: '123456789012345678901' }), trade({ qty: '0.0000000000000000001' }), trade({ ts: '2026-10-03T14:00:00Z' }),
+    trade({ ts: '1600-01-01T00:00:00Z' }), trade({ ts: 'yesterday' }), trade({ ord: 'Limit' }), trade({ id: '18446744073709551616' }), trade({ symbol: 'btc/usd' }),
+    trade({ side: 'BUY' }), trade({ price: '-1' }),
+  ]
+  for (const text of cases) t.same(classify('trades', text), general(text), text.slice(40, 130))
+  t.match(classify('trades', trade({ price: '01.5' })), { kind: 'unrepresentable', code: 'not-json' }, 'a leading zero is not JSON, on either path')
+  t.match(classify('trades', trade()), { kind: 'rows', rows: [{ instrument: 'BTC/USD', trade_id: '77', side: 'buy', price: '61234.5', size: '0.00123' }] })
+})
+
 t.test('connect: subscribe requests, acknowledgements, keep-alive, resync', async (t) => {
   const trades = kraken.connect('trades', ['MATIC/USD', 'BTC/USD'])
   t.equal(trades.url, 'wss://ws.kraken.com/v2')

@@ -81,17 +81,26 @@ function shortDecimalId(id: string): number {
  */
 const SEQUENCE_REORDER_SPANS = 256
 
+/**
+ * A span that starts the venue's numbering afresh: a snapshot, or an update numbered below the one it follows
+ * (OKX's seqId below its prevSeqId after a maintenance reset; OKX's keep-alive, seqId = prevSeqId, is not one). What comes after it in frame time is numbered from it, so nothing is
+ * reordered across it: spans are sorted only between such barriers (Bybit's `u` = 1 after a restart would
+ * otherwise be judged before the old book's last updates).
+ */
+const isBarrier = (span: SequenceSpan) => span.snapshot || span.last < span.first - 1n
+
 /** One sequence's spans waiting to be judged, oldest first from `head`, and the sequence's state. */
 interface PendingSpans {
   items: { span: SequenceSpan; inHour: boolean }[]
   head: number
-  /** The waiting spans are in the order judge's sort would give them (sorted, and no snapshot among them). */
+  /** The waiting spans are in the order judge's sort would give them (sorted, and no barrier among them). */
   sorted: boolean
-  snapshots: number
+  barriers: number
   state: SequenceState | undefined
 }
 
-class SequenceChecker {
+/** Judges a venue's sequence spans in venue order, within a reorder window, reporting each gap in the hour. */
+export class SequenceChecker {
   /** By sequence, then instrument. */
   private readonly pending = { trades: new Map<string, PendingSpans>(), book: new Map<string, PendingSpans>() }
 
@@ -100,12 +109,12 @@ class SequenceChecker {
   add(span: SequenceSpan, inHour: boolean): void {
     const bySequence = this.pending[span.sequence]
     let p = bySequence.get(span.instrument)
-    if (!p) bySequence.set(span.instrument, (p = { items: [], head: 0, sorted: false, snapshots: 0, state: undefined }))
+    if (!p) bySequence.set(span.instrument, (p = { items: [], head: 0, sorted: false, barriers: 0, state: undefined }))
     const items = p.items
     const item = { span, inHour }
-    if (span.snapshot) p.snapshots++
+    if (isBarrier(span)) p.barriers++
     const last = items.length > p.head ? items[items.length - 1]! : undefined
-    if (p.sorted && p.snapshots === 0 && last && last.span.first > span.first) {
+    if (p.sorted && p.barriers === 0 && last && last.span.first > span.first) {
       // The waiting spans are sorted by first id: insert after every span with an equal or smaller first id,
       // which is where the stable sort in judge would put a span pushed at the end.
       const first = span.first
@@ -120,7 +129,7 @@ class SequenceChecker {
     } else {
       items.push(item)
       // In order (the usual case) a sorted list stays sorted; otherwise judge sorts it.
-      if (!(p.sorted && p.snapshots === 0 && (!last || last.span.first <= span.first))) p.sorted = false
+      if (!(p.sorted && p.barriers === 0 && (!last || last.span.first <= span.first))) p.sorted = false
     }
     if (items.length - p.head > SEQUENCE_REORDER_SPANS) this.judge(p, items.length - p.head - SEQUENCE_REORDER_SPANS)
   }
@@ -130,19 +139,25 @@ class SequenceChecker {
   }
 
   private judge(p: PendingSpans, count: number): void {
-    if (!(p.sorted && p.snapshots === 0)) {
-      // Snapshots keep their place: only row-carrying updates are reordered among themselves.
+    if (!(p.sorted && p.barriers === 0)) {
+      // Barriers keep their place; the spans between two are sorted among themselves (stably).
       const waiting = p.items.slice(p.head)
-      waiting.sort((x, y) => (x.span.snapshot || y.span.snapshot ? 0 : x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0))
+      const byFirst = (x: { span: SequenceSpan }, y: { span: SequenceSpan }) => (x.span.first < y.span.first ? -1 : x.span.first > y.span.first ? 1 : 0)
+      let from = 0
+      for (let i = 0; i <= waiting.length; i++) {
+        if (i < waiting.length && !isBarrier(waiting[i]!.span)) continue
+        if (i - from > 1) waiting.splice(from, i - from, ...waiting.slice(from, i).sort(byFirst))
+        from = i + 1
+      }
       p.items = waiting
       p.head = 0
-      p.sorted = p.snapshots === 0
+      p.sorted = p.barriers === 0
     }
     const items = p.items
     for (let n = 0; n < count; n++) {
       const { span, inHour } = items[p.head]!
       items[p.head++] = undefined as never
-      if (span.snapshot) p.snapshots--
+      if (isBarrier(span)) p.barriers--
       const verdict = this.venue.sequence(p.state, span)
       p.state = verdict.state
       if (inHour && verdict.verdict === 'gap') this.onGap({ instrument: span.instrument, after_id: verdict.afterId, before_id: verdict.beforeId })

@@ -78,3 +78,18 @@ t.test('ping and pong; errors as Bybit writes them; a gap in the book\'s u', asy
   const read = readAsRecorder(adapter, 'book', book.texts)
   t.equal(read.verdicts.filter((v) => v === 'gap').length, 1, 'the dropped deltas break the u chain once')
 })
+
+t.test('a service restart: a snapshot with u = 1 to every subscriber, deltas from 2, and no gap', async (t) => {
+  const { sim, clock } = await bybit(t, { faults: { faults: [{ kind: 'restart', at: 3_000, stream: 'btcusdt@book' }] } })
+  const adapter = createBybitAdapter({ wsBase: sim.wsUrl })
+  const book = await subscribed(sim, adapter, 'book', 'a')
+  advance(sim, clock, 6_000, 100)
+  await settle(sim, [book])
+  const snapshots = parsed(book.texts).filter((x) => x['topic'] === 'orderbook.200.BTCUSDT' && x['type'] === 'snapshot') as { data: { u: number } }[]
+  t.equal(snapshots.length, 2, 'the subscription\'s snapshot and the restart\'s')
+  t.equal(snapshots[1]!.data.u, 1, 'the restart\'s has u = 1')
+  const after = parsed(book.texts).filter((x) => x['topic'] === 'orderbook.200.BTCUSDT' && x['type'] === 'delta').map((x) => (x['data'] as { u: number }).u)
+  t.ok(after.includes(2) && after.includes(3), 'deltas numbered from 2')
+  t.same(readAsRecorder(adapter, 'book', book.texts).verdicts.filter((v) => v === 'gap'), [], 'no gap')
+  await t.rejects(startVenueSimulator({ venue: 'kraken', faults: { faults: [{ kind: 'restart', at: 1, stream: 'btc/usd@book' }] } }), /kraken shows no restart/)
+})

@@ -112,3 +112,17 @@ t.test('faults: a corrupted checksum, a gap in the seqIds, a notice before a ser
   t.match(adapter.classify('book', Buffer.from(notice), false), { kind: 'control', closing: true }, 'the adapter reads the notice as a close to come')
   t.equal((await b.closed).code, 1001, 'and the venue closed the connection')
 })
+
+t.test('a maintenance reset: the next update\'s seqId below its prevSeqId, the chain going on from it, and no gap', async (t) => {
+  const { sim, clock } = await okx(t, { faults: { faults: [{ kind: 'restart', at: 3_000, stream: 'btc-usdt-swap@book' }] } })
+  const adapter = createOkxAdapter({ wsBase: sim.wsUrl })
+  const book = await subscribed(sim, adapter, 'book', 'a')
+  advance(sim, clock, 6_000, 100)
+  await settle(sim, [book])
+  const updates = parsed(book.texts).filter((x) => x['action'] === 'update' && (x['arg'] as { instId: string }).instId === 'BTC-USDT-SWAP').map((x) => (x['data'] as [{ prevSeqId: number; seqId: number }])[0])
+  const reset = updates.findIndex((u) => u.seqId < u.prevSeqId)
+  t.ok(reset > 0, 'one update\'s seqId is below its prevSeqId')
+  t.ok(updates.slice(reset + 1).every((u, i) => u.prevSeqId === updates[reset + i]!.seqId), 'the chain goes on from it')
+  const read = readAsRecorder(adapter, 'book', book.texts)
+  t.same([read.verdicts.filter((v) => v === 'gap'), read.mismatches], [[], []], 'no gap, every checksum matched')
+})

@@ -98,7 +98,10 @@ export interface ForceOrderEvent {
   tradeUs: number
 }
 
-export type MarketEvent = TradeEvent | DepthEvent | AggTradeEvent | MarkPriceEvent | ForceOrderEvent
+/** The whole book sent to every subscriber after the venue's book service restarted (Bybit's snapshot with u = 1). */
+export interface BookSnapshotEvent { kind: 'bookSnapshot'; ins: Instrument; us: number }
+
+export type MarketEvent = TradeEvent | DepthEvent | AggTradeEvent | MarkPriceEvent | ForceOrderEvent | BookSnapshotEvent
 
 /** The venue ids a frame carries (a trade's or aggregate's id, a depth update's `U`..`u`), or null (mark price, liquidations). */
 export function idsOf(ev: MarketEvent): { first: number; last: number } | null {

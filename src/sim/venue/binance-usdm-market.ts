@@ -65,7 +65,7 @@ export class UsdmInstrument extends Instrument {
   private lastDepthTUs = 0
 
   /** `naming`: Binance USD-M's by default; OKX's perpetuals trade on the same engine (okx-market.ts). */
-  constructor(symbol: string, seed: number, private readonly engine: Engine, naming: Naming = USDM_NAMING) {
+  constructor(symbol: string, seed: number, protected readonly engine: Engine, naming: Naming = USDM_NAMING) {
     super(symbol, seed, naming)
     this.markStream = this.lower + '@markPrice'
     this.forceStream = this.lower + '@forceOrder'

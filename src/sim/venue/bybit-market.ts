@@ -48,6 +48,11 @@ export class BybitInstrument extends UsdmInstrument {
     return ev
   }
 
+  /** A service restart: the next message is the book's snapshot with u = 1, the deltas after it 2, 3, ... */
+  restartNumbering(): void {
+    this.bookU = 1
+  }
+
   override nextMarkPrice(us: number): MarkPriceEvent {
     return (this.lastMark = super.nextMarkPrice(us))
   }
@@ -131,6 +136,7 @@ export function bybitEventText(ev: MarketEvent, _stream: string, variant: number
     case 'depth': text = bookText(ev, mutation, variant === 1 ? '1000' : '200'); break
     case 'markPrice': text = tickerText(ev, mutation); break
     case 'forceOrder': text = liquidationText(ev, mutation); break
+    case 'bookSnapshot': text = (ev.ins as BybitInstrument).bookSnapshot(`orderbook.${variant === 1 ? '1000' : '200'}.${ev.ins.symbol}`, ev.us); break
     default: throw new Error(`Bybit has no ${ev.kind} stream`)
   }
   return mutation === 'truncated' ? text.slice(0, -1) : text

@@ -41,6 +41,11 @@ export interface Dialect {
   readonly prices: 'string' | 'number'
   /** Whether the venue's book messages carry a checksum (a `checksum` fault corrupts it). */
   readonly checksums: boolean
+  /**
+   * The venue's book service restarting (a `restart` fault): the instrument numbers its book afresh, and
+   * what it sends every subscriber now, if anything (Bybit: the book's snapshot). Absent: the venue shows none.
+   */
+  restart?(ins: Instrument, us: number): MarketEvent | null
 }
 
 /** Binance spot: one endpoint, `/ws` and `/stream`. */
@@ -149,6 +154,7 @@ const okx: Dialect = {
   protocol: okxProtocol,
   prices: 'string',
   checksums: true,
+  restart: (ins) => { (ins as OkxInstrument).restartNumbering(); return null },
 }
 
 /** Bybit v5's public websocket, linear category (bybit-market.ts): USDT perpetuals, subscriptions by request, JSON pings from the client. */
@@ -166,6 +172,7 @@ const bybit: Dialect = {
   protocol: bybitProtocol,
   prices: 'string',
   checksums: false,
+  restart: (ins, us) => { (ins as BybitInstrument).restartNumbering(); return { kind: 'bookSnapshot', ins, us } },
 }
 
 /** Deribit's API v2 (deribit-market.ts): JSON-RPC over one websocket, perpetuals, heartbeats with test requests. */

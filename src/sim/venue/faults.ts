@@ -95,6 +95,11 @@ export const faultSchema = z.discriminatedUnion('kind', [
     stream: stream.refine(isBookStream, 'a checksum is a book\'s: name a book stream'),
   }),
   z.strictObject({
+    kind: z.literal('restart').describe('the venue\'s book service restarts and numbers the book afresh (Bybit: a new snapshot with u = 1 to every subscriber; OKX: the next update\'s seqId below its prevSeqId)'),
+    ...when,
+    stream: stream.refine(isBookStream, 'a restart is a book\'s: name a book stream'),
+  }),
+  z.strictObject({
     kind: z.literal('scheduled-disconnect').describe('the 24-hour disconnect, now: close code 1001, empty reason'),
     ...when,
     ...target,
@@ -107,7 +112,7 @@ export const faultSchema = z.discriminatedUnion('kind', [
   }),
 ]).superRefine((f, ctx) => {
   if ((f.at === undefined) === (f.afterFrames === undefined)) ctx.addIssue({ code: 'custom', message: 'give exactly one of at and afterFrames', path: ['at'] })
-  if (f.kind === 'gap') return
+  if (f.kind === 'gap' || f.kind === 'restart') return
   const targets = (f.replica === undefined ? 0 : 1) + (f.connection === undefined ? 0 : 1)
   const optional = f.kind === 'unrepresentable' || f.kind === 'checksum' || f.kind === 'scheduled-disconnect' || f.kind === 'server-shutdown'
   if (targets > 1 || (targets === 0 && !optional)) {

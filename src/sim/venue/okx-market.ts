@@ -48,6 +48,22 @@ export class OkxInstrument extends UsdmInstrument {
     this.liquidationStream = this.lower + '@liquidation'
   }
 
+  /** What the engine's ids are lowered by to make this book's seqIds: 0 until a maintenance reset. */
+  private seqOffset = 0
+
+  /** A maintenance reset: the next update's seqId starts again near 10, below its prevSeqId, and the chain goes on from there. */
+  restartNumbering(): void {
+    this.seqOffset = this.engine.lastId - 10
+  }
+
+  override nextDepth(us: number): DepthEvent {
+    const ev = super.nextDepth(us)
+    ev.U -= this.seqOffset
+    ev.u -= this.seqOffset
+    this.lastUpdateId = ev.u
+    return ev
+  }
+
   /** The book's levels, best first, as OKX writes them: `[px, sz, "0", orders]`. */
   private side(name: 'bids' | 'asks'): string[][] {
     return this.best(name, Infinity).map(([p, q]) => [this.fmtPrice(p), this.fmtQty(q), '0', String(1 + (hash32(p, q) % 9))])

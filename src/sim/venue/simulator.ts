@@ -507,7 +507,7 @@ class Simulator implements VenueSimulator {
     const all = (mutation?: Mutation, skip?: Connection) => {
       for (let v = 0; v < 4; v++) if (subs[v]!.length !== 0) this.broadcast(stream, ev, v, this.text(ev, stream.name, v, mutation), skip)
     }
-    const named = f.kind === 'gap' ? undefined : f
+    const named = f.kind === 'gap' || f.kind === 'restart' ? undefined : f
     const targeted = named !== undefined && (named.replica !== undefined || named.connection !== undefined)
     const target = targeted ? this.target(named!) : undefined
     if (targeted && (target === undefined || !target.streams.has(stream))) {
@@ -617,6 +617,15 @@ class Simulator implements VenueSimulator {
         const stream = this.streams.get(fault.stream)
         if (stream === undefined) return this.faultDone(armed, false, { why: `the simulator serves no stream ${fault.stream}` })
         stream.armed.push(armed)
+        return
+      }
+      case 'restart': {
+        const stream = this.streams.get(fault.stream)
+        const ins = [...this.instruments.values()].find((i) => i.depthStream === fault.stream)
+        if (stream === undefined || ins === undefined) return this.faultDone(armed, false, { why: `the simulator serves no stream ${fault.stream}` })
+        const ev = this.dialect.restart!(ins, this.clockUs)
+        this.faultDone(armed, true, { stream: fault.stream })
+        if (ev !== null) this.emit(stream, ev)
         return
       }
       case 'disconnect': case 'stall': {
@@ -866,6 +875,7 @@ class Simulator implements VenueSimulator {
   private refusal(fault: Fault): string | null {
     const d = this.dialect
     if (fault.kind === 'checksum' && !d.checksums) return `${d.venue}'s books carry no checksum`
+    if (fault.kind === 'restart' && d.restart === undefined) return `${d.venue} shows no restart of its book numbering`
     if (fault.kind === 'server-shutdown' && this.protocol.shutdownNotice === null) return `${d.venue} announces no server shutdown`
     if (fault.kind === 'unrepresentable') {
       if (fault.variant === 'price-number' && d.prices === 'number') return `${d.venue} writes prices as numbers: break one with price-string`

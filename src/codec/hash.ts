@@ -22,6 +22,17 @@ export async function createIncrementalHash(algorithm: HashAlgorithm): Promise<I
   return { update: (d) => h.update(d), digestHex: () => h.digest('hex') }
 }
 
+/** The BLAKE3 hex digest of each byte string given, from one hasher reused: for many small inputs (raw lines). */
+export async function blake3Digests(): Promise<(bytes: Uint8Array) => string> {
+  const { createBLAKE3 } = await import('hash-wasm')
+  const h = await createBLAKE3()
+  return (bytes) => {
+    h.init()
+    h.update(bytes)
+    return h.digest('hex')
+  }
+}
+
 /** Passes bytes through unchanged while hashing them; calls `done` with the hex digest at the end. */
 export function hashingPassThrough(hash: IncrementalHash, done: (hex: string, bytes: number) => void): Transform {
   let bytes = 0

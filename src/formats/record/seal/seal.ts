@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path'
 import { fsyncDir, writeFileAtomic } from '../../../core/atomic-write.js'
 import { PipeError, UsageError } from '../../../core/errors.js'
 import { formatBytes, openRegularFile, readInputFile } from '../../../core/input-file.js'
-import { createIncrementalHash } from '../../../codec/hash.js'
+import { blake3Digests, createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
 import { FILE_HEADER_SIZE, HOUR_NS, isRestated, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalFile, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
@@ -394,11 +394,12 @@ async function firstRecordFrom(journal: string, replica: Replica, t: bigint): Pr
 /**
  * The conflicts among the trade ids more than one line carried, found by reading those lines back from the
  * written raw file (only when there are such ids): a trade id whose lines state different side, price, size
- * or exchange_time, with every line's BLAKE3.
+ * or exchange_time, with every line's BLAKE3. The lines are hashed in a second reading, only those of the
+ * conflicts: a venue whose replicas' copies never pair (Coinbase) repeats every trade id, in a line apiece.
  */
 async function conflictsOf(repeated: Map<string, Set<string>>, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
   if (repeated.size === 0) return []
-  const found = new Map<string, { instrument: string; tradeId: string; first: string; conflict: boolean; lines: ConflictLine[] }>()
+  const found = new Map<string, { instrument: string; tradeId: string; first: string; conflict: boolean; lines: number[] }>()
   await eachRawLine(rawPath, async (line, index) => {
     const doc = JSON.parse(line.toString('utf8')) as { payload: string; payload_encoding: string }
     const binary = doc.payload_encoding === 'base64'
@@ -411,17 +412,24 @@ async function conflictsOf(repeated: Map<string, Set<string>>, rawPath: string, 
       if (onLine.has(key)) continue
       onLine.add(key)
       const fingerprint = `${row.side}\u0000${row.price}\u0000${row.size}\u0000${row.exchange_time}`
-      const entry = { raw_index: index, blake3: await blake3Hex(line) }
       const seen = found.get(key)
-      if (!seen) found.set(key, { instrument: row.instrument, tradeId: row.trade_id, first: fingerprint, conflict: false, lines: [entry] })
+      if (!seen) found.set(key, { instrument: row.instrument, tradeId: row.trade_id, first: fingerprint, conflict: false, lines: [index] })
       else {
-        seen.lines.push(entry)
+        seen.lines.push(index)
         if (fingerprint !== seen.first) seen.conflict = true
       }
     }
   })
   // Map order is first-seen order, which is the order of first lines.
-  return [...found.values()].filter((c) => c.conflict).map((c) => ({ instrument: c.instrument, trade_id: c.tradeId, lines: c.lines }))
+  const conflicts = [...found.values()].filter((c) => c.conflict)
+  if (conflicts.length === 0) return []
+  const hashes = new Map<number, string>()
+  for (const c of conflicts) for (const i of c.lines) hashes.set(i, '')
+  const digest = await blake3Digests()
+  await eachRawLine(rawPath, async (line, index) => {
+    if (hashes.has(index)) hashes.set(index, digest(line))
+  })
+  return conflicts.map((c) => ({ instrument: c.instrument, trade_id: c.tradeId, lines: c.lines.map((i): ConflictLine => ({ raw_index: i, blake3: hashes.get(i)! })) }))
 }
 
 /** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */

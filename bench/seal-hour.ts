@@ -11,9 +11,17 @@
  * - `binance`: Binance spot trades from src/sim/replicas.ts, as before this option.
  * - `binance-usdm`: USD-M aggregate trades (`@aggTrade`) on combined streams, as the recorder records futures.
  * - `kraken`: Kraken WebSocket v2 trade messages, one trade each.
- * The last two are made by the venue simulator's own market code (src/sim/venue: DIALECTS) and journaled here
- * as src/sim/replicas.ts journals Binance spot (connect, open, subscribed, then each frame's receipts, with
- * clock fields, and a `sequence-break` where a replica's own trade ids skip), without acknowledgement frames.
+ * - `okx`: OKX v5 `trades` pushes of perpetual swaps (`BTC-USDT-SWAP`), one taker order each.
+ * - `bybit`: Bybit v5 linear `publicTrade` messages (`BTCUSDT`), one trade each.
+ * - `deribit`: Deribit JSON-RPC notifications of `trades.<instrument>.100ms` (`BTC-PERPETUAL`), one trade each.
+ * - `coinbase`: Coinbase Advanced Trade `market_trades` updates (`BTC-USD`), one trade each, every copy
+ *   numbered by its replica's connection (`sequence_num`): see {@link coinbaseNumbering}.
+ * All but binance are made by the venue simulator's own market code (src/sim/venue: DIALECTS) and journaled
+ * here as src/sim/replicas.ts journals Binance spot (connect, open, subscribed, then each frame's receipts,
+ * with clock fields, and a `sequence-break` where a replica's own sequence skips), without acknowledgement
+ * or heartbeat frames. DuckDB reads a JSONL line per frame the sealer sees (a pair of identical copies is one
+ * frame; on Coinbase most copies differ, and each is a frame of its own), and the run checks that its table
+ * has as many rows as the sealed trades table.
  * Any venue but binance names itself in the last line (`seal-hour ratio-vs-duckdb R venue V peak-rss-mb ..`);
  * Binance spot's line is the one earlier runs printed, so that they compare.
  * `--venue all` runs every venue in turn, prints one summary line each (`seal-hour venue V frames N ..`),
@@ -44,7 +52,7 @@ import { hash32, seededRandom } from '../src/sim/random.js'
 import { COMBINED } from '../src/sim/venue/binance-market.js'
 import { DIALECTS } from '../src/sim/venue/dialects.js'
 import type { SimulatedVenue } from '../src/sim/venue/faults.js'
-import type { SequenceState } from '../src/venues/adapter.js'
+import type { SequenceSpan, SequenceState } from '../src/venues/adapter.js'
 import { getVenue } from '../src/venues/index.js'
 
 const FRAMES = Number(process.env.BENCH_FRAMES ?? 1_000_000)
@@ -58,8 +66,12 @@ const LEAD_NS = 10_000_000_000n
 const SEED = 11
 /** Nanoseconds in a millisecond, for the replicas' delays. */
 const MS = 1_000_000
-/** The Binance symbols traded on spot and on USD-M. */
-const BINANCE_SYMBOLS = ['BTCUSDT', 'ETHUSDT', 'SOLUSDT', 'BNBUSDT', 'XRPUSDT', 'ADAUSDT', 'DOGEUSDT', 'TRXUSDT', 'LINKUSDT', 'AVAXUSDT']
+/**
+ * The base currencies of each venue's ten instruments, written in the venue's form (`SOLUSDT`, `SOL/USD`,
+ * `SOL-USDT-SWAP`, ...). The simulator knows the first five's price, tick and lot (src/sim/binance-instruments.ts);
+ * the others get ones derived from their name.
+ */
+const BASES = ['BTC', 'ETH', 'SOL', 'BNB', 'XRP', 'ADA', 'DOGE', 'TRX', 'LINK', 'AVAX']
 const sealNodeArgs = (process.env.BENCH_SEAL_NODE_ARGS ?? '').split(' ').filter((s) => s !== '')
 
 /** A venue the bench seals: its instruments, how its hour is journaled, and DuckDB's reading of its frames. */
@@ -68,28 +80,74 @@ interface BenchVenue {
   /** Journals the hour's frames into `builder` and hands `jsonl` every trade frame with its frame time. */
   prepare(builder: JournalBuilder, jsonl: JsonlWriter): Promise<void>
   /** DuckDB's columns instrument, trade_id, side, price, size and exchange_time from a frame's JSON (`json`). */
-  columns: string
+  columns: TradeColumns
+  /** What the output says of the venue's frames, when they are not simply one per venue message. */
+  note?: string
 }
+
+/** The seven columns, each an SQL expression over a frame's JSON (`json`), as DuckDB writes them for a venue. */
+type TradeColumns = Record<'instrument' | 'trade_id' | 'side' | 'price' | 'size' | 'exchange_time', string>
+
+/** The SELECT list of `c`, in the sealed trades table's order of columns. */
+function selectList(c: TradeColumns): string {
+  return Object.entries(c).map(([name, expr]) => `${expr} AS ${name}`).join(',\n           ')
+}
+
+/** The text at `path` of the frame's JSON: a string as it is, a number as DuckDB writes the double it read. */
+const textAt = (path: string) => `json->>'${path}'`
+/**
+ * The decimal at `path`, a string or a JSON number (Kraken, Deribit). For a number DuckDB's text is that of the
+ * double it read, which is exact for the simulator's values (at most 10 significant digits; a double keeps 15).
+ */
+const decimalAt = (path: string) => `CAST(json->>'${path}' AS DECIMAL(38,18))`
+const millisAt = (path: string) => `CAST(json->>'${path}' AS BIGINT)`
+/** A time of integer milliseconds since the epoch. */
+const msTimeAt = (path: string) => `make_timestamp_ns(${millisAt(path)} * 1000000)`
+/** An RFC 3339 time (Kraken, Coinbase). */
+const rfc3339At = (path: string) => `CAST(json->>'${path}' AS TIMESTAMP_NS)`
 
 /**
  * Binance's trade columns; `at` is where the event lies in the frame (`$`, or `$.data` in a combined stream),
  * `id` the field of its trade id (`t` on spot, the aggregate id `a` on USD-M). exchange_time is the earlier of
  * `E` and `T`, as the adapters state it.
  */
-function binanceColumns(at: string, id: string): string {
-  return `json->>'${at}.s' AS instrument,
-           CAST(json->>'${at}.${id}' AS BIGINT) AS trade_id,
-           CASE WHEN CAST(json->'${at}.m' AS BOOLEAN) THEN 'sell' ELSE 'buy' END AS side,
-           CAST(json->>'${at}.p' AS DECIMAL(38,18)) AS price,
-           CAST(json->>'${at}.q' AS DECIMAL(38,18)) AS size,
-           make_timestamp_ns(least(CAST(json->>'${at}.E' AS BIGINT), CAST(json->>'${at}.T' AS BIGINT)) * 1000000) AS exchange_time`
+function binanceColumns(at: string, id: string): TradeColumns {
+  return {
+    instrument: textAt(`${at}.s`),
+    trade_id: `CAST(${textAt(`${at}.${id}`)} AS BIGINT)`,
+    side: `CASE WHEN CAST(json->'${at}.m' AS BOOLEAN) THEN 'sell' ELSE 'buy' END`,
+    price: decimalAt(`${at}.p`),
+    size: decimalAt(`${at}.q`),
+    exchange_time: `make_timestamp_ns(least(${millisAt(`${at}.E`)}, ${millisAt(`${at}.T`)}) * 1000000)`,
+  }
 }
 
-/** The venues benched; the simulator may speak more, which join here once their DuckDB reading is written. */
-type VenueName = 'binance' | 'binance-usdm' | 'kraken'
+/** Coinbase's texts as the simulator makes them, before a connection numbers them (coinbase-market.ts, `UNNUMBERED`). */
+const COINBASE_UNNUMBERED = '"sequence_num":0,'
+
+/**
+ * Coinbase numbers every connection's messages (`sequence_num`, +1 a message): each replica's copy of a frame
+ * carries its own count of the frames it has received, as the venue would number them. The two counts part at
+ * the first frame that reaches one replica only, and meet again only when the other replica misses one too:
+ * while they differ the copies are different bytes and never pair, each a frame of its own with its own rows.
+ */
+function coinbaseNumbering(): Numbering {
+  const received: Record<Replica, number> = { a: 0, b: 0 }
+  return (replica, text) => {
+    if (!text.includes(COINBASE_UNNUMBERED)) throw new Error(`a simulated Coinbase text without ${COINBASE_UNNUMBERED}: ${text}`)
+    return text.replace(COINBASE_UNNUMBERED, `"sequence_num":${received[replica]++},`)
+  }
+}
+
+/**
+ * The venues benched; the simulator may speak more, which join here once their DuckDB reading is written.
+ * The simulator sends one trade a message on every venue but Binance (whose frames are one trade), so
+ * `data[0]` (or its venue's like) is the frame's only row; the row counts check it.
+ */
+type VenueName = 'binance' | 'binance-usdm' | 'kraken' | 'okx' | 'bybit' | 'deribit' | 'coinbase'
 const VENUES: Record<VenueName, BenchVenue> = {
   binance: {
-    instruments: BINANCE_SYMBOLS,
+    instruments: BASES.map((b) => `${b}USDT`),
     async prepare(builder, jsonl) {
       const pairer = new FramePairer()
       const writeFrames = async (frames: MergedFrame[]) => {
@@ -112,24 +170,77 @@ const VENUES: Record<VenueName, BenchVenue> = {
     columns: binanceColumns('$', 't'),
   },
   'binance-usdm': {
-    instruments: BINANCE_SYMBOLS,
+    instruments: BASES.map((b) => `${b}USDT`),
     // The recorder subscribes futures through combined streams (src/venues/binance-usdm.ts).
     prepare(builder, jsonl) { return journalSimulatedHour('binance-usdm', this.instruments, COMBINED, builder, jsonl) },
     columns: binanceColumns('$.data', 'a'),
   },
   kraken: {
-    // Pairs beyond Binance's five known instruments get a price, tick and lot derived from their name.
-    instruments: ['BTC/USD', 'ETH/USD', 'SOL/USD', 'BNB/USD', 'XRP/USD', 'ADA/USD', 'DOGE/USD', 'TRX/USD', 'LINK/USD', 'AVAX/USD'],
+    instruments: BASES.map((b) => `${b}/USD`),
     prepare(builder, jsonl) { return journalSimulatedHour('kraken', this.instruments, 0, builder, jsonl) },
-    // The simulator sends one trade a message, so data[0] is the frame's only row (the row count checks it).
-    // Prices and quantities are JSON numbers: DuckDB's ->> gives their text as it writes the double it read,
-    // which is exact for the simulator's values (at most 10 significant digits; a double keeps 15).
-    columns: `json->>'$.data[0].symbol' AS instrument,
-           CAST(json->>'$.data[0].trade_id' AS BIGINT) AS trade_id,
-           json->>'$.data[0].side' AS side,
-           CAST(json->>'$.data[0].price' AS DECIMAL(38,18)) AS price,
-           CAST(json->>'$.data[0].qty' AS DECIMAL(38,18)) AS size,
-           CAST(json->>'$.data[0].timestamp' AS TIMESTAMP_NS) AS exchange_time`,
+    columns: {
+      instrument: textAt('$.data[0].symbol'),
+      trade_id: `CAST(${textAt('$.data[0].trade_id')} AS BIGINT)`,
+      side: textAt('$.data[0].side'),
+      price: decimalAt('$.data[0].price'),
+      size: decimalAt('$.data[0].qty'),
+      exchange_time: rfc3339At('$.data[0].timestamp'),
+    },
+  },
+  okx: {
+    instruments: BASES.map((b) => `${b}-USDT-SWAP`),
+    prepare(builder, jsonl) { return journalSimulatedHour('okx', this.instruments, 0, builder, jsonl) },
+    // exchange_time is the frame's earliest `ts`: with one trade, its own.
+    columns: {
+      instrument: textAt('$.arg.instId'),
+      trade_id: textAt('$.data[0].tradeId'),
+      side: textAt('$.data[0].side'),
+      price: decimalAt('$.data[0].px'),
+      size: decimalAt('$.data[0].sz'),
+      exchange_time: msTimeAt('$.data[0].ts'),
+    },
+  },
+  bybit: {
+    instruments: BASES.map((b) => `${b}USDT`),
+    prepare(builder, jsonl) { return journalSimulatedHour('bybit', this.instruments, 0, builder, jsonl) },
+    // A row's exchange_time is its trade's `T` (the message's `ts` counts only for the frame's, the earliest of
+    // both); its side is the venue's word, `Buy` or `Sell`.
+    columns: {
+      instrument: textAt('$.data[0].s'),
+      trade_id: textAt('$.data[0].i'),
+      side: textAt('$.data[0].S'),
+      price: decimalAt('$.data[0].p'),
+      size: decimalAt('$.data[0].v'),
+      exchange_time: msTimeAt('$.data[0].T'),
+    },
+  },
+  deribit: {
+    instruments: BASES.map((b) => `${b}-PERPETUAL`),
+    // Variant 0: the 100ms interval the recorder subscribes unauthenticated.
+    prepare(builder, jsonl) { return journalSimulatedHour('deribit', this.instruments, 0, builder, jsonl) },
+    columns: {
+      instrument: textAt('$.params.data[0].instrument_name'),
+      trade_id: textAt('$.params.data[0].trade_id'),
+      side: textAt('$.params.data[0].direction'),
+      price: decimalAt('$.params.data[0].price'),
+      size: decimalAt('$.params.data[0].amount'),
+      exchange_time: msTimeAt('$.params.data[0].timestamp'),
+    },
+  },
+  coinbase: {
+    instruments: BASES.map((b) => `${b}-USD`),
+    prepare(builder, jsonl) { return journalSimulatedHour('coinbase', this.instruments, 0, builder, jsonl, coinbaseNumbering()) },
+    note: 'each replica numbers its copies (sequence_num, its own count of frames received), so copies pair only where the two counts agree; '
+      + 'every other copy is a frame of its own, with its own rows, and a line of its own for DuckDB',
+    // The side is the maker's, `BUY` or `SELL`, written as Coinbase sends it (src/venues/coinbase.ts).
+    columns: {
+      instrument: textAt('$.events[0].trades[0].product_id'),
+      trade_id: textAt('$.events[0].trades[0].trade_id'),
+      side: textAt('$.events[0].trades[0].side'),
+      price: decimalAt('$.events[0].trades[0].price'),
+      size: decimalAt('$.events[0].trades[0].size'),
+      exchange_time: rfc3339At('$.events[0].trades[0].time'),
+    },
   },
 }
 const VENUE_NAMES = Object.keys(VENUES) as VenueName[]
@@ -161,6 +272,9 @@ class JsonlWriter {
   }
 }
 
+/** What a replica's connection makes of the venue's text of a frame (Coinbase: numbers it); called once per copy received. */
+type Numbering = (replica: Replica, text: string) => string
+
 /**
  * Journals an hour of `venue`'s trades as src/sim/replicas.ts journals Binance spot, with the frames the venue
  * simulator's market makes (`variant`: the text's form, e.g. a combined stream). The venue sends FRAMES an
@@ -168,8 +282,10 @@ class JsonlWriter {
  * after it was sent, `b` 0.1 to 2 ms after `a` (in 15% of frames 0.1 to 1 ms before it), 1% of frames reach
  * one replica only, and nothing is received at or after the hour's end. Each replica checks its trade ids
  * with the venue adapter's rule and journals a `sequence-break` after a frame that skips, as the recorder does.
+ * `numbering`, when given, makes each replica's copy of a frame (see {@link Numbering}). DuckDB gets a line
+ * per frame the sealer sees: the copies with the same bytes pair into one frame, at their frame time.
  */
-async function journalSimulatedHour(venue: SimulatedVenue, symbols: string[], variant: number, builder: JournalBuilder, jsonl: JsonlWriter): Promise<void> {
+async function journalSimulatedHour(venue: SimulatedVenue, symbols: string[], variant: number, builder: JournalBuilder, jsonl: JsonlWriter, numbering?: Numbering): Promise<void> {
   const dialect = DIALECTS[venue]
   const adapter = getVenue(venue)
   const instruments = dialect.instruments(symbols, SEED)
@@ -196,13 +312,11 @@ async function journalSimulatedHour(venue: SimulatedVenue, symbols: string[], va
     if (sent >= HOUR_END) break
     const ins = instruments[Math.floor(venueRand() * instruments.length)]!
     const text = dialect.text(ins.tradeEvent(us, spacingUs), ins.tradeStream, variant)
-    const payload = Buffer.from(text, 'utf8')
-    const frame = adapter.classify('trades', payload, false)
-    if (frame.kind !== 'rows') throw new Error(`${venue}'s adapter reads a simulated trade as ${frame.kind}: ${text}`)
     const delayA = 1.5 * MS + netRand() * MS
     const delayB = delayA + (netRand() < 0.85 ? 0.1 * MS + netRand() * 1.9 * MS : -(0.1 * MS + netRand() * 0.9 * MS))
     const missedBy: Replica | null = netRand() < 0.01 ? (netRand() < 0.5 ? 'a' : 'b') : null
-    const receipts: Receipt[] = []
+    // The frame's copies by their text: one entry unless the replicas' copies differ.
+    const copies = new Map<string, { payload: Buffer; sequences: SequenceSpan[]; receipts: Receipt[] }>()
     for (const replica of REPLICAS) {
       if (replica === missedBy) continue
       // A replica's receive times never go back (replicas.ts: one receipt a nanosecond at most).
@@ -210,17 +324,25 @@ async function journalSimulatedHour(venue: SimulatedVenue, symbols: string[], va
       if (receiveTime <= lastReceive[replica]) receiveTime = lastReceive[replica] + 1n
       if (receiveTime >= HOUR_END) continue
       lastReceive[replica] = receiveTime
-      const receipt = syncedReceipt(replica, connection[replica], receiveTime, payload)
+      const copyText = numbering ? numbering(replica, text) : text
+      let copy = copies.get(copyText)
+      if (copy === undefined) {
+        const payload = Buffer.from(copyText, 'utf8')
+        const frame = adapter.classify('trades', payload, false)
+        if (frame.kind !== 'rows') throw new Error(`${venue}'s adapter reads a simulated trade as ${frame.kind}: ${copyText}`)
+        copies.set(copyText, (copy = { payload, sequences: frame.sequences, receipts: [] }))
+      }
+      const receipt = syncedReceipt(replica, connection[replica], receiveTime, copy.payload)
       await builder.append(receipt)
-      receipts.push(receipt)
-      for (const span of frame.sequences) {
+      copy.receipts.push(receipt)
+      for (const span of copy.sequences) {
         const key = `${span.sequence}:${span.instrument}`
         const v = adapter.sequence(sequences[replica].get(key), span)
         sequences[replica].set(key, v.state)
         if (v.verdict === 'gap') await builder.append({ kind: 'sequence-break', replica, connection: connection[replica], time: receiveTime, instrument: span.instrument, afterId: v.afterId, beforeId: v.beforeId })
       }
     }
-    if (receipts.length > 0) await jsonl.add(frameTimeOf(receipts), text)
+    for (const [copyText, copy] of copies) await jsonl.add(frameTimeOf(copy.receipts), copyText)
   }
 }
 
@@ -252,13 +374,14 @@ async function benchVenue(name: VenueName, dir: string, keys: string, conn: Duck
   let journalBytes = 0
   for (const r of await readdir(journal)) for (const f of await readdir(join(journal, r))) journalBytes += (await stat(join(journal, r, f))).size
   console.log(`data: ${jsonlLines} trade frames over ${venue.instruments.length} instruments; journal ${(journalBytes / 1e6).toFixed(0)} MB, JSONL ${((await stat(jsonl)).size / 1e6).toFixed(0)} MB`)
+  if (venue.note) console.log(`${name}: ${venue.note}`)
 
   // (1) the sealer and (2) DuckDB (JSONL -> one zstd Parquet table, 2 threads, exact decimals and
   // nanosecond times), alternately; each side's best round counts.
   const root = join(dir, `root-${process.pid}`)
   const parquet = join(dir, `duckdb-${process.pid}.parquet`)
   const sql = `COPY (
-    SELECT ${venue.columns},
+    SELECT ${selectList(venue.columns)},
            make_timestamp_ns(CAST(json->>'$.receive_time' AS BIGINT)) AS receive_time
     FROM read_ndjson_objects('${jsonl}')
   ) TO '${parquet}' (FORMAT parquet, COMPRESSION zstd)`
@@ -292,6 +415,9 @@ async function benchVenue(name: VenueName, dir: string, keys: string, conn: Duck
     const rawBytes = new Decompressor().decompress(zst).byteLength
     const manifest = JSON.parse(await readFile(join(hourDir, 'manifest.json'), 'utf8')) as { files: { name: string; rows: number }[]; completeness: unknown; replica_agreement: unknown }
     const verifyMbPerS = rawBytes / 1e6 / verify.wall
+    // The comparison is fair only if DuckDB converted exactly the frames the sealer wrote rows for.
+    const sealedRows = manifest.files.find((f) => f.name === 'trades.parquet')?.rows
+    if (sealedRows !== duckRows) throw new Error(`the sealed trades table has ${sealedRows} rows, DuckDB's ${duckRows}`)
 
     const cpu = (t: { user: number; sys: number }) => `${(t.user + t.sys).toFixed(1)} s CPU (user ${t.user.toFixed(1)}, sys ${t.sys.toFixed(1)})`
     console.log(`sealed: ${manifest.files.map((f) => `${f.name} ${f.rows} rows`).join(', ')}; agreement ${JSON.stringify(manifest.replica_agreement)}; completeness ${JSON.stringify(manifest.completeness)}`)

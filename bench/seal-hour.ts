@@ -26,7 +26,8 @@
  * Binance spot's line is the one earlier runs printed, so that they compare.
  * `--venue all` runs every venue in turn, prints one summary line each (`seal-hour venue V frames N ..`),
  * then the last line with the worst of them: the highest ratio and the venue that has it, the highest peak
- * RSS, the lowest verify MB/s.
+ * RSS, the lowest verify MB/s. A venue that fails is reported and the others still run; the bench then fails
+ * without a last line.
  *
  * The seal and DuckDB run alternately BENCH_ROUNDS times (default 3) and each side's best wall time is
  * compared: the box is shared, and a neighbour's burst in one run should not decide the ratio.
@@ -462,21 +463,33 @@ try {
   const db = await DuckDBInstance.create(':memory:', { threads: '2' })
   const conn = await db.connect()
   const results: VenueResult[] = []
+  // With several venues, one that cannot be sealed (e.g. the seal's worker out of memory) is reported and the
+  // others still run; the bench fails at the end, with no last line, as a single venue's failure does.
+  const failed: VenueName[] = []
   try {
     for (const name of venues) {
-      if (venues.length > 1) console.log(`venue ${name}:`)
-      results.push(await benchVenue(name, join(dir, name), keys, conn))
+      if (venues.length === 1) results.push(await benchVenue(name, join(dir, name), keys, conn))
+      else {
+        console.log(`venue ${name}:`)
+        try {
+          results.push(await benchVenue(name, join(dir, name), keys, conn))
+        } catch (err) {
+          failed.push(name)
+          console.log(`failed: ${err instanceof Error ? err.message : String(err)}`)
+        }
+      }
     }
   } finally {
     conn.closeSync()
   }
-  if (results.length === 1) {
+  if (venues.length === 1) {
     const r = results[0]!
     console.log(lastLine(r.ratio, r.venue === 'binance' ? null : r.venue, r.peakRssMb, r.verifyMbPerS))
   } else {
     for (const r of results) {
       console.log(`seal-hour venue ${r.venue} frames ${r.frames} seal-s ${r.sealWall.toFixed(2)} duckdb-s ${r.duckWall.toFixed(2)} ratio-vs-duckdb ${r.ratio.toFixed(3)} peak-rss-mb ${r.peakRssMb.toFixed(0)} verify-mb-per-s ${r.verifyMbPerS.toFixed(0)}`)
     }
+    if (failed.length > 0) throw new Error(`no result for ${failed.join(', ')} (see each venue's output above)`)
     const worst = results.reduce((w, r) => (r.ratio > w.ratio ? r : w))
     console.log(lastLine(worst.ratio, worst.venue, Math.max(...results.map((r) => r.peakRssMb)), Math.min(...results.map((r) => r.verifyMbPerS))))
   }

@@ -10,7 +10,7 @@ import type { FaultPlanInput } from '../src/sim/venue/faults.js'
 import type { Channel } from '../src/formats/record/types.js'
 import { createBybitAdapter } from '../src/venues/bybit.js'
 import type { VenueAdapter } from '../src/venues/adapter.js'
-import { advance, connect, readAsRecorder, settle, until, type Client } from './helpers/sim-client.js'
+import { advance, type Client, connect, parsed, readAsRecorder, settle, subscribedAs, until } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 const SYMBOLS = ['BTCUSDT', 'ETHUSDT']
@@ -22,15 +22,8 @@ async function bybit(t: Test, o: VenueSimulatorOptions & { faults?: FaultPlanInp
   return { sim, clock }
 }
 
-async function subscribed(sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> {
-  const plan = adapter.connect(channel, SYMBOLS)
-  const c = await connect(sim, `/v5/public/linear?replica=${replica}`)
-  for (const text of plan.send) c.ws.send(text)
-  await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${channel} subscribed`)
-  return c
-}
+const subscribed = (sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> => subscribedAs(sim, adapter.connect(channel, SYMBOLS), replica)
 
-const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)
 
 t.test('four channels subscribed as the recorder does; the book\'s u +1 a message, every message read', async (t) => {
   const { sim, clock } = await bybit(t)

@@ -11,7 +11,7 @@ import type { FaultPlanInput } from '../src/sim/venue/faults.js'
 import type { Channel } from '../src/formats/record/types.js'
 import { createCoinbaseAdapter } from '../src/venues/coinbase.js'
 import type { VenueAdapter } from '../src/venues/adapter.js'
-import { advance, connect, readAsRecorder, settle, until, type Client } from './helpers/sim-client.js'
+import { advance, type Client, connect, parsed, readAsRecorder, settle, subscribedAs, until } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 const PRODUCTS = ['BTC-USD', 'ETH-USD']
@@ -23,15 +23,8 @@ async function coinbase(t: Test, o: VenueSimulatorOptions & { faults?: FaultPlan
   return { sim, clock }
 }
 
-async function subscribed(sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> {
-  const plan = adapter.connect(channel, PRODUCTS)
-  const c = await connect(sim, `/?replica=${replica}`)
-  for (const text of plan.send) c.ws.send(text)
-  await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${channel} subscribed`)
-  return c
-}
+const subscribed = (sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> => subscribedAs(sim, adapter.connect(channel, PRODUCTS), replica)
 
-const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)
 
 t.test('both channels subscribed as the recorder does; sequence_num +1 a message of the connection, every message read', async (t) => {
   const { sim, clock } = await coinbase(t)

@@ -11,7 +11,7 @@ import type { FaultPlanInput } from '../src/sim/venue/faults.js'
 import type { Channel } from '../src/formats/record/types.js'
 import { createDeribitAdapter } from '../src/venues/deribit.js'
 import type { VenueAdapter } from '../src/venues/adapter.js'
-import { advance, connect, readAsRecorder, settle, until, type Client } from './helpers/sim-client.js'
+import { advance, type Client, connect, parsed, readAsRecorder, settle, subscribedAs, until } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 const PERPETUALS = ['BTC-PERPETUAL', 'ETH-PERPETUAL']
@@ -24,16 +24,8 @@ async function deribit(t: Test, o: VenueSimulatorOptions & { faults?: FaultPlanI
 }
 
 /** A client subscribed as the recorder's plan subscribes `channel`, answering what the plan answers (test requests). */
-async function subscribed(sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> {
-  const plan = adapter.connect(channel, PERPETUALS)
-  const c = await connect(sim, `?replica=${replica}`)
-  c.ws.on('message', (d) => { const reply = plan.respond?.(Buffer.from(d.toString())); if (reply) c.ws.send(reply) })
-  for (const text of plan.send) c.ws.send(text)
-  await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${channel} subscribed`)
-  return c
-}
+const subscribed = (sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> => subscribedAs(sim, adapter.connect(channel, PERPETUALS), replica)
 
-const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)
 
 t.test('three channels subscribed as the recorder does; the book chained by change ids, trade_seq +1, every message read', async (t) => {
   const { sim, clock } = await deribit(t)

@@ -10,7 +10,7 @@ import { manualClock, startVenueSimulator, type VenueSimulator, type VenueSimula
 import type { FaultPlanInput } from '../src/sim/venue/faults.js'
 import type { TruthRecord } from '../src/sim/venue/truth.js'
 import { createKrakenAdapter, type KrakenAdapter } from '../src/venues/kraken.js'
-import { advance, connect, readAsRecorder, settle, until, type Client } from './helpers/sim-client.js'
+import { advance, type Client, connect, parsed, readAsRecorder, settle, subscribedAs, until } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 
@@ -22,15 +22,8 @@ async function kraken(t: Test, o: VenueSimulatorOptions & { faults?: FaultPlanIn
 }
 
 /** A client of the simulator subscribed as the recorder's Kraken plan subscribes `channel`. */
-async function subscribed(sim: VenueSimulator, adapter: KrakenAdapter, channel: 'trades' | 'book', replica: string): Promise<Client> {
-  const c = await connect(sim, `?replica=${replica}`)
-  const plan = adapter.connect(channel, ['BTC/USD', 'ETH/USD'])
-  for (const text of plan.send) c.ws.send(text)
-  await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${channel} subscribed`)
-  return c
-}
+const subscribed = (sim: VenueSimulator, adapter: KrakenAdapter, channel: 'trades' | 'book', replica: string): Promise<Client> => subscribedAs(sim, adapter.connect(channel, ['BTC/USD', 'ETH/USD']), replica)
 
-const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)
 
 t.test('subscribing as the recorder does: a status, an acknowledgement per symbol, each snapshot after it, and book checksums the adapter recomputes', async (t) => {
   const { sim, clock } = await kraken(t)

@@ -11,7 +11,7 @@ import type { FaultPlanInput } from '../src/sim/venue/faults.js'
 import type { Channel } from '../src/formats/record/types.js'
 import { createOkxAdapter } from '../src/venues/okx.js'
 import type { VenueAdapter } from '../src/venues/adapter.js'
-import { advance, connect, readAsRecorder, settle, until, type Client } from './helpers/sim-client.js'
+import { advance, type Client, connect, parsed, readAsRecorder, settle, subscribedAs, until } from './helpers/sim-client.js'
 
 const START = Date.UTC(2026, 9, 3, 14)
 const SWAPS = ['BTC-USDT-SWAP', 'ETH-USDT-SWAP']
@@ -24,15 +24,8 @@ async function okx(t: Test, o: VenueSimulatorOptions & { faults?: FaultPlanInput
 }
 
 /** A client subscribed as the recorder's OKX plan subscribes `channel`. */
-async function subscribed(sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> {
-  const plan = adapter.connect(channel, channel === 'liquidations' ? ['SWAP'] : SWAPS)
-  const c = await connect(sim, `/ws/v5/public?replica=${replica}`)
-  for (const text of plan.send) c.ws.send(text)
-  await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${channel} subscribed`)
-  return c
-}
+const subscribed = (sim: VenueSimulator, adapter: VenueAdapter, channel: Channel, replica: string): Promise<Client> => subscribedAs(sim, adapter.connect(channel, channel === 'liquidations' ? ['SWAP'] : SWAPS), replica)
 
-const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)
 
 t.test('four channels subscribed as the recorder does; books chained by seqId with checksums the adapter recomputes', async (t) => {
   const { sim, clock } = await okx(t)

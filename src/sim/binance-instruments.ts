@@ -17,6 +17,11 @@ export function fmt8(units: number): string {
   return i + '.' + String(units - i * 1e8 + 1e8).slice(1)
 }
 
+/** Text of an amount in units of 1e-8 without trailing zeros, as venues that send JSON numbers write it (`45285.2`, `0.001`, `12`). */
+export function fmtTrimmed(units: number): string {
+  return (units < 0 ? '-' : '') + fmt8(Math.abs(units)).replace(/0+$/, '').replace(/\.$/, '')
+}
+
 /** Decimals an amount in units of 1e-8 needs: a tick of 1,000,000 (0.01) needs 2. */
 export function decimalsOf(units: number): number {
   let d = 8

@@ -6,7 +6,7 @@ import { once } from 'node:events'
 import { WebSocket, type ClientOptions } from 'ws'
 import type { Channel } from '../../src/formats/record/types.js'
 import type { VenueSimulator } from '../../src/sim/venue/simulator.js'
-import type { ChecksumCheck, FrameClass, SequenceState, VenueAdapter } from '../../src/venues/adapter.js'
+import type { ChecksumCheck, ConnectPlan, FrameClass, SequenceState, VenueAdapter } from '../../src/venues/adapter.js'
 
 /** A websocket client of the simulator that keeps every text it receives. */
 export interface Client {
@@ -88,3 +88,21 @@ export function readAsRecorder(adapter: VenueAdapter, channel: Channel, texts: s
   return { classes, checks, mismatches: checks.filter((c) => c.expected !== c.computed), verdicts }
 }
 
+
+/**
+ * A client of the simulator opened and subscribed as the recorder's `plan` does it, labelled `replica`: the
+ * plan's requests sent, what the plan answers (Deribit's test requests) answered, until the plan reads its
+ * subscription acknowledged.
+ */
+export async function subscribedAs(sim: VenueSimulator, plan: ConnectPlan, replica: string): Promise<Client> {
+  if (!plan.url.startsWith(sim.wsUrl)) throw new Error(`the plan's ${plan.url} is not at the simulator's ${sim.wsUrl}`)
+  const path = plan.url.slice(sim.wsUrl.length)
+  const c = await connect(sim, `${path}${path.includes('?') ? '&' : '?'}replica=${replica}`)
+  if (plan.respond) c.ws.on('message', (d) => { const reply = plan.respond!(Buffer.from(d.toString())); if (reply) c.ws.send(reply) })
+  for (const text of plan.send) c.ws.send(text)
+  await until(() => c.texts.some((x) => plan.answers!(Buffer.from(x)) === 'subscribed'), `${replica} subscribed`)
+  return c
+}
+
+/** Each text as a JSON object. */
+export const parsed = (texts: string[]) => texts.map((x) => JSON.parse(x) as Record<string, unknown>)

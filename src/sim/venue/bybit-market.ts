@@ -11,12 +11,12 @@
  * (binance-usdm-market.ts): its aggregates are Bybit's trades, its mark prices and funding rates Bybit's
  * tickers, its liquidations Bybit's; the book's `u` is Bybit's own count of the symbol's messages.
  */
-import { fmt8 } from '../binance-instruments.js'
+import { fmtTrimmed as rate } from '../binance-instruments.js'
 import { hash32 } from '../random.js'
 import type { AggTradeEvent, DepthEvent, ForceOrderEvent, MarkPriceEvent, MarketEvent, Mutation, Naming } from './binance-market.js'
 import { SPOT_NAMING } from './binance-market.js'
 import { Engine, UsdmInstrument } from './binance-usdm-market.js'
-import type { Market, Protocol, Session } from './protocol.js'
+import { requestObject, type Market, type Protocol, type Session } from './protocol.js'
 
 export const BYBIT_NAMING: Naming = { ...SPOT_NAMING, market: 'Bybit linear', tradeSuffix: '@trade', depthSuffix: '@book', aggregateSuffix: null }
 
@@ -72,11 +72,6 @@ export class BybitInstrument extends UsdmInstrument {
       '","markPrice":"' + mark + '","indexPrice":"' + this.fmtPrice(m?.index ?? this.price) + '","fundingRate":"' + rate(m?.funding ?? 10_000) +
       '","nextFundingTime":"' + next + '","fundingIntervalHour":"8"},"cs":' + this.lastUpdateId + ',"ts":' + Math.floor(us / 1000) + '}'
   }
-}
-
-/** A funding rate in units of 1e-8 as Bybit writes it (`-0.000212`). */
-function rate(units: number): string {
-  return (units < 0 ? '-' : '') + fmt8(Math.abs(units)).replace(/0+$/, '').replace(/\.$/, '')
 }
 
 /** A UUID made from a trade id: Bybit's trade ids are UUIDs. */
@@ -173,14 +168,9 @@ export function bybitProtocol(market: Market): Protocol {
     },
 
     message(session, text) {
-      let req: unknown
-      try {
-        req = text === null ? null : JSON.parse(text)
-      } catch {
-        req = null
-      }
-      if (typeof req !== 'object' || req === null || Array.isArray(req)) return reply(session, undefined, 'unknown', false, 'error:request not json')
-      const { req_id: reqId, op, args } = req as { req_id?: unknown; op?: unknown; args?: unknown }
+      const req = requestObject(text)
+      if (req === null) return reply(session, undefined, 'unknown', false, 'error:request not json')
+      const { req_id: reqId, op, args } = req
       if (op === 'ping') return reply(session, reqId, 'ping', true, 'pong')
       if (op !== 'subscribe' && op !== 'unsubscribe') return reply(session, reqId, typeof op === 'string' ? op : 'unknown', false, `error:unknown op ${String(op)}`)
       if (!Array.isArray(args) || args.length === 0 || !args.every((a) => typeof a === 'string')) return reply(session, reqId, op, false, 'error:args must be topics')

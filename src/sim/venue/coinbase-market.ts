@@ -14,7 +14,7 @@
 import { fmt8 } from '../binance-instruments.js'
 import { Instrument, type DepthEvent, type MarketEvent, type Mutation, type Naming, type TradeEvent } from './binance-market.js'
 import { SPOT_NAMING } from './binance-market.js'
-import type { Market, Protocol, Session } from './protocol.js'
+import { requestObject, type Market, type Protocol, type Session } from './protocol.js'
 
 export const COINBASE_NAMING: Naming = {
   ...SPOT_NAMING,
@@ -127,14 +127,9 @@ export function coinbaseProtocol(market: Market): Protocol {
     },
 
     message(session, text) {
-      let req: unknown
-      try {
-        req = text === null ? null : JSON.parse(text)
-      } catch {
-        req = null
-      }
-      if (typeof req !== 'object' || req === null || Array.isArray(req)) return error(session, 'Failed to parse the message as JSON')
-      const { type, channel, product_ids: products } = req as { type?: unknown; channel?: unknown; product_ids?: unknown }
+      const req = requestObject(text)
+      if (req === null) return error(session, 'Failed to parse the message as JSON')
+      const { type, channel, product_ids: products } = req
       if (type !== 'subscribe' && type !== 'unsubscribe') return error(session, `type ${JSON.stringify(type)} is not subscribe or unsubscribe`)
       if (channel !== 'level2' && channel !== 'market_trades' && channel !== 'heartbeats') return error(session, `channel ${JSON.stringify(channel)} is not served: level2, market_trades, heartbeats`)
       const c = of(session)

@@ -13,11 +13,11 @@
  * (binance-usdm-market.ts): its trades, depth ids (Deribit's change ids, not consecutive), mark prices and
  * funding rates.
  */
-import { fmt8 } from '../binance-instruments.js'
+import { fmtTrimmed as number } from '../binance-instruments.js'
 import type { DepthEvent, MarkPriceEvent, MarketEvent, Mutation, Naming, TradeEvent } from './binance-market.js'
 import { SPOT_NAMING } from './binance-market.js'
 import { Engine, UsdmInstrument } from './binance-usdm-market.js'
-import type { Market, Protocol, Session } from './protocol.js'
+import { requestObject, type Market, type Protocol, type Session } from './protocol.js'
 
 export const DERIBIT_NAMING: Naming = {
   ...SPOT_NAMING,
@@ -61,11 +61,6 @@ export class DeribitInstrument extends UsdmInstrument {
   }
 }
 
-/** A value in units of 1e-8 as a JSON number, as Deribit writes it: no trailing zeros (`61234.5`, `10`). */
-function number(units: number): string {
-  return fmt8(units).replace(/0+$/, '').replace(/\.$/, '')
-}
-
 function notification(channel: string, data: string): string {
   return '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"' + channel + '","data":' + data + '}}'
 }
@@ -106,7 +101,7 @@ function bookText(d: DepthEvent, mutation: Mutation | undefined, variant: number
 
 function fundingText(m: MarkPriceEvent, stream: string, mutation: Mutation | undefined, variant: number): string {
   const ins = m.ins as DeribitInstrument
-  const rate = (m.funding < 0 ? '-' : '') + number(Math.abs(m.funding))
+  const rate = number(m.funding)
   const ms = Math.floor(m.us / 1000)
   if (stream === ins.perpetualStream) {
     return notification(channelOf('perpetual', ins, variant), '{"timestamp":' + ms + (mutation === 'missing-field' ? '' : ',"interest":' + (mutation === 'price-string' ? '"' + rate + '"' : rate)) +
@@ -176,14 +171,9 @@ export function deribitProtocol(market: Market): Protocol {
     },
 
     message(session, text) {
-      let req: unknown
-      try {
-        req = text === null ? null : JSON.parse(text)
-      } catch {
-        req = null
-      }
-      if (typeof req !== 'object' || req === null || Array.isArray(req)) return error(session, null, 11050, 'bad_request')
-      const { id, method, params } = req as { id?: unknown; method?: unknown; params?: unknown }
+      const req = requestObject(text)
+      if (req === null) return error(session, null, 11050, 'bad_request')
+      const { id, method, params } = req
       const p = (typeof params === 'object' && params !== null ? params : {}) as Record<string, unknown>
       switch (method) {
         case 'public/set_heartbeat': {

@@ -12,9 +12,9 @@
  * arise; depths 10 and 25 are refused rather than served wrong.
  */
 import * as zlib from 'node:zlib'
-import { decimalsOf, fmt8 } from '../binance-instruments.js'
+import { decimalsOf, fmtTrimmed as number } from '../binance-instruments.js'
 import { Instrument, type DepthEvent, type MarketEvent, type Mutation, type Naming, type TradeEvent } from './binance-market.js'
-import type { Market, Protocol, Session } from './protocol.js'
+import { requestObject, type Market, type Protocol, type Session } from './protocol.js'
 
 export const KRAKEN_NAMING: Naming = {
   market: 'Kraken', symbol: /^[A-Z0-9]{2,10}\/[A-Z0-9]{2,10}$/, symbolRule: 'BASE/QUOTE in A-Z and 0-9',
@@ -73,11 +73,6 @@ export class KrakenInstrument extends Instrument {
 /** A value in units of 1e-8 at `precision` decimals, as the checksum writes it: digits only, no leading zeros. */
 function checksumField(units: number, precision: number): string {
   return String(units / 10 ** (8 - precision))
-}
-
-/** A value in units of 1e-8 as Kraken writes a JSON number: no trailing zeros (`45285.2`, `0.001`, `12`). */
-function number(units: number): string {
-  return fmt8(units).replace(/0+$/, '').replace(/\.$/, '')
 }
 
 /** RFC 3339 UTC with microseconds, as Kraken writes times. */
@@ -195,14 +190,9 @@ export function krakenProtocol(market: Market): Protocol {
 
     message(session, text) {
       if (text === null) return error(session, 'binary frames are not supported: requests are JSON text', undefined, undefined)
-      let req: unknown
-      try {
-        req = JSON.parse(text)
-      } catch {
-        return error(session, 'Malformed request', undefined, undefined)
-      }
-      if (typeof req !== 'object' || req === null || Array.isArray(req)) return error(session, 'Malformed request', undefined, undefined)
-      const { method, params, req_id: id } = req as { method?: unknown; params?: unknown; req_id?: unknown }
+      const req = requestObject(text)
+      if (req === null) return error(session, 'Malformed request', undefined, undefined)
+      const { method, params, req_id: id } = req
       if (method === 'ping') return session.reply('{"method":"pong"' + reqId(id) + ',' + stamp() + '}')
       if (method !== 'subscribe' && method !== 'unsubscribe') return error(session, 'Method not supported', method, id)
       if (typeof params !== 'object' || params === null || Array.isArray(params)) return error(session, 'params: must be an object', method, id)

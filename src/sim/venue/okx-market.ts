@@ -21,7 +21,7 @@ import { hash32 } from '../random.js'
 import type { AggTradeEvent, DepthEvent, ForceOrderEvent, MarkPriceEvent, MarketEvent, Mutation, Naming } from './binance-market.js'
 import { SPOT_NAMING } from './binance-market.js'
 import { Engine, UsdmInstrument } from './binance-usdm-market.js'
-import type { Market, Protocol, Session } from './protocol.js'
+import { requestObject, type Market, type Protocol, type Session } from './protocol.js'
 
 export const OKX_NAMING: Naming = {
   ...SPOT_NAMING,
@@ -183,14 +183,9 @@ export function okxProtocol(market: Market): Protocol {
 
     message(session, text) {
       if (text === 'ping') return session.reply('pong')
-      let req: unknown
-      try {
-        req = text === null ? null : JSON.parse(text)
-      } catch {
-        req = null
-      }
-      if (typeof req !== 'object' || req === null || Array.isArray(req)) return event(session, { event: 'error', code: '60012', msg: `Invalid request: ${text === null ? 'a binary frame' : text.slice(0, 100)}` })
-      const { id, op, args } = req as { id?: unknown; op?: unknown; args?: unknown }
+      const req = requestObject(text)
+      if (req === null) return event(session, { event: 'error', code: '60012', msg: `Invalid request: ${text === null ? 'a binary frame' : text.slice(0, 100)}` })
+      const { id, op, args } = req
       const withId = typeof id === 'string' ? { id } : {}
       if (op !== 'subscribe' && op !== 'unsubscribe') return event(session, { ...withId, event: 'error', code: '60012', msg: `Invalid request: ${text!.slice(0, 100)}` })
       if (!Array.isArray(args) || args.length === 0) return event(session, { ...withId, event: 'error', code: '60012', msg: 'Invalid request: args must be a non-empty array' })

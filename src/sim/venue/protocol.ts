@@ -6,6 +6,18 @@
  */
 import type { Instrument, MarketEvent } from './binance-market.js'
 
+/** A client's request as a JSON object, or null when it is not one (a binary frame, not JSON, another value). */
+export function requestObject(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null
+  let req: unknown
+  try {
+    req = JSON.parse(text)
+  } catch {
+    return null
+  }
+  return typeof req === 'object' && req !== null && !Array.isArray(req) ? req as Record<string, unknown> : null
+}
+
 /** A connection, as a protocol acts on it. */
 export interface Session {
   readonly id: string

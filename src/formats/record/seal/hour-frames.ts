@@ -1,6 +1,6 @@
 /**
- * What an hour's frames become once paired: raw-file lines, table rows, venue sequence gaps, trade ids
- * seen twice and unrepresentable frames. `HourFrames` runs on a thread of its own (hour-frames-worker.ts)
+ * What an hour's frames become once paired: raw-file lines, table rows, venue sequence gaps, trades stated
+ * differently by two lines and unrepresentable frames. `HourFrames` runs on a thread of its own (hour-frames-worker.ts)
  * while the sealer's main thread reads the journal and pairs receipts; its files are compressed and
  * encoded on a further thread (hour-files.ts), so an hour's work spreads over the cores.
  */
@@ -12,66 +12,9 @@ import { HourFilesWriter } from './hour-files.js'
 import type { FileEntry, SequenceGap } from '../manifest.js'
 import type { FramePairing } from '../merge.js'
 import { RawLineWriter } from './raw-writer.js'
+import { TradeCopies, type ConflictCandidates } from './trade-copies.js'
 import { RowGroupCutter, tableFileName, type RowGroupColumns } from '../tables.js'
 import { CHANNEL_TABLES, type Channel, type TableName, type TableRow } from '../types.js'
-
-/**
- * The trade ids of one instrument seen so far. Venues number trades in sequence, so numeric ids are held
- * as sorted disjoint intervals — a million trades an hour take a handful of intervals, not a million map
- * entries (that map was most of the sealer's peak memory). Other ids fall back to a set.
- */
-export class TradeIdSet {
-  private readonly starts: number[] = []
-  private readonly ends: number[] = []
-  private readonly others = new Set<string>()
-
-  /** Adds an id; true when it was already there. */
-  add(id: string): boolean {
-    const n = shortDecimalId(id)
-    if (n < 0) {
-      if (this.others.has(id)) return true
-      this.others.add(id)
-      return false
-    }
-    const { starts, ends } = this
-    const last = ends.length - 1
-    if (last >= 0 && n === ends[last]! + 1) { ends[last] = n; return false }
-    let lo = 0
-    let hi = starts.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (starts[mid]! <= n) lo = mid + 1
-      else hi = mid
-    }
-    const i = lo - 1 // the last interval starting at or before n
-    if (i >= 0 && n <= ends[i]!) return true
-    const joinsLeft = i >= 0 && ends[i] === n - 1
-    const joinsRight = lo < starts.length && starts[lo] === n + 1
-    if (joinsLeft && joinsRight) { ends[i] = ends[lo]!; starts.splice(lo, 1); ends.splice(lo, 1) }
-    else if (joinsLeft) ends[i] = n
-    else if (joinsRight) starts[lo] = n
-    else { starts.splice(lo, 0, n); ends.splice(lo, 0, n) }
-    return false
-  }
-}
-
-
-/**
- * The number an id of at most 15 decimal digits without a leading zero states (exact in a double), or -1
- * for any other id. A loop over the characters: a regular expression test and Number() of each of a
- * million trade ids an hour cost several times as much.
- */
-function shortDecimalId(id: string): number {
-  const length = id.length
-  if (length === 0 || length > 15 || (length > 1 && id.charCodeAt(0) === 0x30)) return -1
-  let n = 0
-  for (let i = 0; i < length; i++) {
-    const digit = id.charCodeAt(i) - 0x30
-    if (digit < 0 || digit > 9) return -1
-    n = n * 10 + digit
-  }
-  return n
-}
 
 /**
  * Spans a reorder window apart in frame time can be out of venue order: two replicas with different
@@ -175,8 +118,8 @@ export interface HourFramesResult {
   sequenceGaps: SequenceGap[]
   /** Raw-file line indices of frames kept in the raw file only. */
   unrepresentable: number[]
-  /** Trade ids more than one line carried, by instrument: the candidates for conflicts. */
-  repeatedTradeIds: [string, string[]][]
+  /** The trades whose lines stated them differently, and those lines: to be read back (seal.ts). */
+  conflictCandidates: ConflictCandidates
 }
 
 /**
@@ -191,8 +134,7 @@ export class HourFrames {
   private readonly sequences: SequenceChecker
   private readonly gaps: SequenceGap[] = []
   private readonly unrepresentable: number[] = []
-  private readonly tradeIds = new Map<string, TradeIdSet>()
-  private readonly repeated = new Map<string, Set<string>>()
+  private readonly tradeCopies = new TradeCopies()
   private waitFor: Promise<void> | undefined
 
   constructor(dir: string, private readonly venue: VenueAdapter, private readonly channel: Channel, createdBy: string) {
@@ -225,7 +167,7 @@ export class HourFrames {
           const row = rows[i]!
           row.raw_index = rawIndex
           row.receive_time = frame.frameTime
-          if (this.channel === 'trades') this.trade(row)
+          if (this.channel === 'trades') this.tradeCopies.add(row, rawIndex)
         }
         cutter.add(rows, this.tablePaths.get(cls.table)!, (g: RowGroupColumns) => { this.waitFor = this.files.group(g) ?? this.waitFor })
       }
@@ -233,17 +175,6 @@ export class HourFrames {
     const wait = this.waitFor
     this.waitFor = undefined
     return wait
-  }
-
-  /** Notes the trade ids that more than one line carries (candidates for conflicts). */
-  private trade(row: TableRow): void {
-    if (row.trade_id === null) return
-    let ids = this.tradeIds.get(row.instrument)
-    if (!ids) this.tradeIds.set(row.instrument, (ids = new TradeIdSet()))
-    if (!ids.add(row.trade_id)) return
-    let repeated = this.repeated.get(row.instrument)
-    if (!repeated) this.repeated.set(row.instrument, (repeated = new Set()))
-    repeated.add(row.trade_id)
   }
 
   /** Writes the last rows, lands every file and says what the frames showed. */
@@ -258,7 +189,7 @@ export class HourFrames {
     const files = await this.files.finish(this.raw.lines)
     return {
       files, rawLines: this.raw.lines, sequenceGaps: this.gaps, unrepresentable: this.unrepresentable,
-      repeatedTradeIds: [...this.repeated].map(([instrument, ids]) => [instrument, [...ids]]),
+      conflictCandidates: this.tradeCopies.candidates(),
     }
   }
 

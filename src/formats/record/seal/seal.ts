@@ -16,6 +16,7 @@ import {
 } from '../manifest.js'
 import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
 import { HourFramesWriter } from './hour-frames.js'
+import type { ConflictCandidates } from './trade-copies.js'
 import { formatTime } from '../time.js'
 import { REPLICAS, eventTime, type Channel, type JournalEvent, type Replica } from '../types.js'
 
@@ -308,7 +309,7 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       else coverage[replica].noRecordAfter()
     }
     const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
-    const conflicts = await conflictsOf(new Map(written.repeatedTradeIds.map(([instrument, ids]) => [instrument, new Set(ids)])), join(dir, RAW_FILE_NAME), o.venue, o.channel)
+    const conflicts = await conflictsOf(written.conflictCandidates, join(dir, RAW_FILE_NAME), o.venue, o.channel)
     const uncovered = uncoveredByBoth(covered.a, covered.b)
     const reasons = new Set<CompletenessReason>()
     if (uncovered.reconnect) reasons.add('reconnect')
@@ -392,24 +393,31 @@ async function firstRecordFrom(journal: string, replica: Replica, t: bigint): Pr
 }
 
 /**
- * The conflicts among the trade ids more than one line carried, found by reading those lines back from the
- * written raw file (only when there are such ids): a trade id whose lines state different side, price, size
- * or exchange_time, with every line's BLAKE3. The lines are hashed in a second reading, only those of the
- * conflicts: a venue whose replicas' copies never pair (Coinbase) repeats every trade id, in a line apiece.
+ * The conflicts among the candidates the frames' thread found (trade-copies.ts): a trade id whose lines
+ * state different side, price, size or exchange_time, with every line's BLAKE3. Only the candidates' lines
+ * are parsed and hashed, in one reading of the written raw file; their trades are compared as written, so
+ * a fingerprint that collided there adds nothing.
  */
-async function conflictsOf(repeated: Map<string, Set<string>>, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
-  if (repeated.size === 0) return []
+async function conflictsOf(candidates: ConflictCandidates, rawPath: string, venue: VenueAdapter, channel: Channel): Promise<Conflict[]> {
+  if (candidates.lines.length === 0) return []
+  const wanted = new Set(candidates.trades.map(([instrument, tradeId]) => `${instrument}\u0000${tradeId}`))
   const found = new Map<string, { instrument: string; tradeId: string; first: string; conflict: boolean; lines: number[] }>()
+  const hashes = new Map<number, string>()
+  const digest = await blake3Digests()
+  let next = 0
   await eachRawLine(rawPath, async (line, index) => {
+    if (index !== candidates.lines[next]) return
+    next++
+    hashes.set(index, digest(line))
     const doc = JSON.parse(line.toString('utf8')) as { payload: string; payload_encoding: string }
     const binary = doc.payload_encoding === 'base64'
     const cls = venue.classify(channel, Buffer.from(doc.payload, binary ? 'base64' : 'utf8'), binary)
     if (cls.kind !== 'rows') return
     const onLine = new Set<string>()
     for (const row of cls.rows) {
-      if (row.trade_id === null || !repeated.get(row.instrument)?.has(row.trade_id)) continue
+      if (row.trade_id === null) continue
       const key = `${row.instrument}\u0000${row.trade_id}`
-      if (onLine.has(key)) continue
+      if (!wanted.has(key) || onLine.has(key)) continue
       onLine.add(key)
       const fingerprint = `${row.side}\u0000${row.price}\u0000${row.size}\u0000${row.exchange_time}`
       const seen = found.get(key)
@@ -421,15 +429,8 @@ async function conflictsOf(repeated: Map<string, Set<string>>, rawPath: string, 
     }
   })
   // Map order is first-seen order, which is the order of first lines.
-  const conflicts = [...found.values()].filter((c) => c.conflict)
-  if (conflicts.length === 0) return []
-  const hashes = new Map<number, string>()
-  for (const c of conflicts) for (const i of c.lines) hashes.set(i, '')
-  const digest = await blake3Digests()
-  await eachRawLine(rawPath, async (line, index) => {
-    if (hashes.has(index)) hashes.set(index, digest(line))
-  })
-  return conflicts.map((c) => ({ instrument: c.instrument, trade_id: c.tradeId, lines: c.lines.map((i): ConflictLine => ({ raw_index: i, blake3: hashes.get(i)! })) }))
+  return [...found.values()].filter((c) => c.conflict)
+    .map((c) => ({ instrument: c.instrument, trade_id: c.tradeId, lines: c.lines.map((i): ConflictLine => ({ raw_index: i, blake3: hashes.get(i)! })) }))
 }
 
 /** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */

@@ -1,7 +1,8 @@
 import t, { type Test } from 'tap'
+import { utcTimeNs } from '../src/venues/frame-fields.js'
 import type { Channel } from '../src/formats/record/types.js'
 import type { FrameClass, SequenceSpan, SequenceState } from '../src/venues/adapter.js'
-import { COINBASE_CONNECTION_WIDE, coinbase, coinbaseSequence, coinbaseTimeNs, createCoinbaseAdapter } from '../src/venues/coinbase.js'
+import { COINBASE_CONNECTION_WIDE, coinbase, coinbaseSequence, createCoinbaseAdapter } from '../src/venues/coinbase.js'
 
 const enc = new TextEncoder()
 const classify = (channel: Channel, text: string): FrameClass => coinbase.classify(channel, enc.encode(text), false)
@@ -82,6 +83,25 @@ t.test('market_trades -> one trades row per trade, exactly as written, the maker
   t.equal(classify('trades', TRADES.replace('{"trade_id"', '{"extra":[1],"trade_id"')).kind, 'rows', 'unknown fields are ignored')
   const big = classify('trades', TRADES.replace('"sequence_num":0', '"sequence_num":9007199254740993'))
   t.same(big.kind === 'rows' && big.sequences, [span('trades', 9007199254740993n)], 'sequence numbers beyond 2^53 exactly')
+})
+
+t.test('a plain market_trades message read without its JSON tree gives what the general reading gives', async (t) => {
+  // A space before the last brace is still the same JSON, and never the plain form: the general path reads it.
+  const general = (text: string) => classify('trades', text.slice(0, -1) + ' }')
+  const entry = '{"trade_id":"000000000","product_id":"ETH-USD","price":"1260.01","size":"0.3","side":"BUY","time":"2019-08-14T20:42:27.265Z"}'
+  const swap = (from: string, to: string) => TRADES.replace(from, to)
+  const cases = [
+    TRADES, TRADES.replace(entry, `${entry},${entry.replace('"000000000"', '"000000001"').replace('.265Z', '.264Z').replace('"BUY"', '"SELL"')}`),
+    swap('"type":"snapshot"', '"type":"update"'), swap('"sequence_num":0', '"sequence_num":18446744073709551616'),
+    swap('"price":"1260.01"', '"price":"1e3"'), swap('"price":"1260.01"', '"price":"123456789012345678901"'), swap('"size":"0.3"', '"size":"0.0000000000000000001"'),
+    swap('"price":"1260.01"', '"price":""'), swap('"side":"BUY"', '"side":"buy"'), swap('"trade_id":"000000000"', '"trade_id":""'),
+    swap('.265Z', '.2650000000Z'), swap('.265Z', '.2650000001Z'), swap('2019-08-14T20:42:27.265Z', '1600-01-01T00:00:00Z'), swap('.265Z', 'Z'),
+    swap('"type":"snapshot"', '"type":"other"'), swap('"price":"1260.01"', '"price":1260.01'), swap('"sequence_num":0', '"sequence_num":-1'),
+    swap(',"size":"0.3"', ''), swap('"trades":[', '"trades":[]}],"x":[{"trades":['), swap('"events":[', '"events":[{"type":"update","trades":[]},'),
+    swap('"client_id":""', '"client_id":"a\\"b"'),
+  ]
+  for (const text of cases) t.same(classify('trades', text), general(text), text.slice(90, 230))
+  t.match(classify('trades', TRADES), { kind: 'rows', rows: [{ instrument: 'ETH-USD', trade_id: '000000000', side: 'BUY', price: '1260.01', size: '0.3' }], sequences: [{ first: 0n }] })
 })
 
 t.test('level2 snapshot -> book_snapshots, update -> book_deltas; offer is ask; a quantity of "0" kept', async (t) => {
@@ -248,15 +268,15 @@ t.test('sequence rule: sequence_num + 1 per message of the connection, whatever 
 })
 
 t.test('times', async (t) => {
-  t.equal(coinbaseTimeNs('2023-02-09T20:32:50.714964855Z'), at('2023-02-09T20:32:50Z', 714_964_855n), 'nine digits')
-  t.equal(coinbaseTimeNs('2023-02-09T20:19:35.39625135Z'), at('2023-02-09T20:19:35Z', 396_251_350n), 'eight digits')
-  t.equal(coinbaseTimeNs('2019-08-14T20:42:27.265Z'), at('2019-08-14T20:42:27Z', 265_000_000n), 'three digits')
-  t.equal(coinbaseTimeNs('1970-01-01T00:00:00Z'), 0n, 'no fraction')
-  t.equal(coinbaseTimeNs('2019-08-14T20:42:27.2650000000Z'), at('2019-08-14T20:42:27Z', 265_000_000n), 'a tenth digit that is zero')
-  t.match(coinbaseTimeNs('2019-08-14t20:42:27Z'), { code: 'structure' })
-  t.match(coinbaseTimeNs('2019-08-14T20:42:27.Z'), { code: 'structure' })
-  t.match(coinbaseTimeNs('2023-06-23 20:31:56.121961769 +0000 UTC m=+91717.525857105'), { code: 'structure' }, 'the heartbeat\'s current_time is no RFC 3339 time')
-  t.match(coinbaseTimeNs('1600-01-01T00:00:00Z'), { code: 'time' })
+  t.equal(utcTimeNs('2023-02-09T20:32:50.714964855Z'), at('2023-02-09T20:32:50Z', 714_964_855n), 'nine digits')
+  t.equal(utcTimeNs('2023-02-09T20:19:35.39625135Z'), at('2023-02-09T20:19:35Z', 396_251_350n), 'eight digits')
+  t.equal(utcTimeNs('2019-08-14T20:42:27.265Z'), at('2019-08-14T20:42:27Z', 265_000_000n), 'three digits')
+  t.equal(utcTimeNs('1970-01-01T00:00:00Z'), 0n, 'no fraction')
+  t.equal(utcTimeNs('2019-08-14T20:42:27.2650000000Z'), at('2019-08-14T20:42:27Z', 265_000_000n), 'a tenth digit that is zero')
+  t.match(utcTimeNs('2019-08-14t20:42:27Z'), { code: 'structure' })
+  t.match(utcTimeNs('2019-08-14T20:42:27.Z'), { code: 'structure' })
+  t.match(utcTimeNs('2023-06-23 20:31:56.121961769 +0000 UTC m=+91717.525857105'), { code: 'structure' }, 'the heartbeat\'s current_time is no RFC 3339 time')
+  t.match(utcTimeNs('1600-01-01T00:00:00Z'), { code: 'time' })
 })
 
 t.test('connect: subscribe requests, answers, resync', async (t) => {

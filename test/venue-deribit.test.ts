@@ -100,6 +100,27 @@ t.test('trades -> one row per trade: trade_id, the taker direction, numbers as w
   t.match(opt, { kind: 'rows', rows: [{ instrument: option, size: '0.1' }], sequences: [{ instrument: option }] }, 'an option: the instrument from the channel and the trade')
 })
 
+t.test('a plain trades notification read without its JSON tree gives what the general reading gives', async (t) => {
+  // A space before the last brace is still the same JSON (every offset a reason names the same), and never the
+  // plain form: the general path reads it.
+  const general = (text: string) => classify('trades', text.slice(0, -1) + ' }')
+  const swap = (from: string, to: string) => TRADES.replace(from, to)
+  const cases = [
+    TRADES, note(TRADES_CHANNEL, `[${TRADE_0},${TRADE_1}]`), note('trades.BTC-PERPETUAL.agg2', `[${TRADE_1},${TRADE_0}]`),
+    swap('"price":8950,', '"price":0.5,'), swap('"amount":10', '"amount":0.0000001'), swap('"price":8950,', '"price":1e-05,'),
+    swap('"price":8950,', '"price":-1,'), swap('"price":8950,', '"price":123456789012345678901,'), swap('"amount":10', '"amount":0.0000000000000000001'),
+    swap('"instrument_name":"BTC-PERPETUAL"', '"instrument_name":"ETH-PERPETUAL"'), swap('"direction":"sell"', '"direction":"SELL"'),
+    swap('"trade_id":"48079269"', '"trade_id":""'), swap('"trade_seq":30289442', '"trade_seq":18446744073709551616'),
+    swap('"timestamp":1590484512188', '"timestamp":9223372036855'), swap('"timestamp":1590484512188', '"timestamp":0'),
+    swap('"amount":10', '"amount":"10"'), swap(',"amount":10', ''), swap('"mark_price":8948.9', '"mark_price":-8.9e+3'),
+    note('trades.BTC-PERPETUAL.1s', `[${TRADE_0}]`), note(TRADES_CHANNEL, '[]'), TRADES.replace('"sell",', '"sell", '),
+    note(TRADES_CHANNEL, `[${TRADE_0},${TRADE_0.replace('"tick_direction":2', '"tick_direction":2,"tick_direction":3')}]`),
+  ]
+  for (const text of cases) t.same(classify('trades', text), general(text), text.slice(60, 200))
+  t.match(classify('trades', TRADES), { kind: 'rows', rows: [{ instrument: 'BTC-PERPETUAL', trade_id: '48079269', side: 'sell', price: '8950', size: '10' }] })
+  t.match(classify('trades', swap('"price":8950,', '"price":08950,')), { kind: 'unrepresentable', code: 'not-json' }, 'a leading zero is not JSON, on either path')
+})
+
 t.test('malformed trades yield no rows and a reason; ids that parsed still count', async (t) => {
   unrep(t, classify('trades', TRADES.replace('"direction":"sell"', '"direction":"short"')), 'structure', /direction "short" is not buy or sell/, 'direction')
   unrep(t, classify('trades', TRADES.replace('"price":8950', '"price":"8950"')), 'structure', /price is not a number/, 'price as a string')

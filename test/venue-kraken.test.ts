@@ -1,8 +1,9 @@
 import t, { type Test } from 'tap'
+import { utcTimeNs } from '../src/venues/frame-fields.js'
 import type { Channel } from '../src/formats/record/types.js'
 import type { FrameClass, SequenceSpan } from '../src/venues/adapter.js'
 import {
-  createKrakenAdapter, kraken, krakenChecksumField, krakenSequence, krakenTimeNs, krakenTradeSequence,
+  createKrakenAdapter, kraken, krakenChecksumField, krakenSequence, krakenTradeSequence,
   type KrakenAdapter,
 } from '../src/venues/kraken.js'
 
@@ -220,22 +221,22 @@ t.test('trade sequence: trade_id == prev + 1 per symbol', async (t) => {
 })
 
 t.test('times', async (t) => {
-  t.equal(krakenTimeNs('2023-09-25T07:49:37.708706Z'), at('2023-09-25T07:49:37Z', 708706))
-  t.equal(krakenTimeNs('2023-09-25T07:49:37Z'), at('2023-09-25T07:49:37Z', 0), 'no fraction')
-  t.equal(krakenTimeNs('2023-09-25T07:49:37.123456789Z'), at('2023-09-25T07:49:37Z', 123456) + 789n, 'nine digits')
-  t.equal(krakenTimeNs('2023-09-25T07:49:37.1234567890Z'), at('2023-09-25T07:49:37Z', 123456) + 789n, 'a tenth digit that is zero')
-  t.match(krakenTimeNs('2023-09-25t07:49:37Z'), { code: 'structure' })
-  t.match(krakenTimeNs('1600-01-01T00:00:00Z'), { code: 'time' })
+  t.equal(utcTimeNs('2023-09-25T07:49:37.708706Z'), at('2023-09-25T07:49:37Z', 708706))
+  t.equal(utcTimeNs('2023-09-25T07:49:37Z'), at('2023-09-25T07:49:37Z', 0), 'no fraction')
+  t.equal(utcTimeNs('2023-09-25T07:49:37.123456789Z'), at('2023-09-25T07:49:37Z', 123456) + 789n, 'nine digits')
+  t.equal(utcTimeNs('2023-09-25T07:49:37.1234567890Z'), at('2023-09-25T07:49:37Z', 123456) + 789n, 'a tenth digit that is zero')
+  t.match(utcTimeNs('2023-09-25t07:49:37Z'), { code: 'structure' })
+  t.match(utcTimeNs('1600-01-01T00:00:00Z'), { code: 'time' })
 })
 
 t.test('times of one second read after another: the second remembered, each fraction its own', async (t) => {
-  t.equal(krakenTimeNs('2023-09-25T07:49:37.708706Z'), at('2023-09-25T07:49:37Z', 708706))
-  t.equal(krakenTimeNs('2023-09-25T07:49:37.000001Z'), at('2023-09-25T07:49:37Z', 1), 'the same second, another fraction')
-  t.equal(krakenTimeNs('2023-09-25T07:49:37.5Z'), at('2023-09-25T07:49:37Z', 500000), 'a shorter fraction')
-  t.equal(krakenTimeNs('2023-09-25T07:49:37Z'), at('2023-09-25T07:49:37Z', 0), 'the same second without a fraction')
-  t.match(krakenTimeNs('2023-09-25T07:49:37.1234567891Z'), { code: 'time' }, 'a tenth digit that is not zero, after the second was remembered')
-  t.match(krakenTimeNs('2023-09-25T07:49:37.12x4Z'), { code: 'structure' }, 'not a fraction')
-  t.equal(krakenTimeNs('2023-09-25T07:49:38.000002Z'), at('2023-09-25T07:49:38Z', 2), 'the next second')
+  t.equal(utcTimeNs('2023-09-25T07:49:37.708706Z'), at('2023-09-25T07:49:37Z', 708706))
+  t.equal(utcTimeNs('2023-09-25T07:49:37.000001Z'), at('2023-09-25T07:49:37Z', 1), 'the same second, another fraction')
+  t.equal(utcTimeNs('2023-09-25T07:49:37.5Z'), at('2023-09-25T07:49:37Z', 500000), 'a shorter fraction')
+  t.equal(utcTimeNs('2023-09-25T07:49:37Z'), at('2023-09-25T07:49:37Z', 0), 'the same second without a fraction')
+  t.match(utcTimeNs('2023-09-25T07:49:37.1234567891Z'), { code: 'time' }, 'a tenth digit that is not zero, after the second was remembered')
+  t.match(utcTimeNs('2023-09-25T07:49:37.12x4Z'), { code: 'structure' }, 'not a fraction')
+  t.equal(utcTimeNs('2023-09-25T07:49:38.000002Z'), at('2023-09-25T07:49:38Z', 2), 'the next second')
 })
 
 t.test('a plain one-trade message read without its JSON tree gives what the general reading gives', async (t) => {

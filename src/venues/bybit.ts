@@ -77,7 +77,7 @@ import {
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
   type SequenceState, type SequenceVerdict, type VenueAdapter,
 } from './adapter.js'
-import { Bad, describe, INT64_MAX, str, UINT_RE, withSpans } from './frame-fields.js'
+import { Bad, clip, describe, INT64_MAX, str, UINT_RE, withSpans } from './frame-fields.js'
 
 export type BybitCategory = 'linear' | 'spot' | 'inverse'
 
@@ -102,9 +102,6 @@ export const BYBIT_ARGS_PER_REQUEST = 10
 export const BYBIT_MAX_ARGS_CHARS = 21_000
 /** Replies are short; a longer frame is not parsed by `answers`. */
 const MAX_REPLY_BYTES = 4096
-/** At most this much of a venue's message goes into a control note. */
-const NOTE_TEXT = 200
-
 const NS_PER_MS = 1_000_000n
 
 /** The topic prefix of each of our channels. */
@@ -127,10 +124,6 @@ const CATEGORY_SUMMARY: Readonly<Record<BybitCategory, string>> = {
   linear: 'Bybit (V5 public websocket), linear: USDT and USDC perpetuals, USDT futures',
   spot: 'Bybit (V5 public websocket), spot',
   inverse: 'Bybit (V5 public websocket), inverse perpetuals and futures',
-}
-
-function clip(s: string): string {
-  return s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s
 }
 
 /** A non-negative JSON integer, exactly. */

@@ -81,13 +81,12 @@
  */
 import type { Channel } from '../formats/record/types.js'
 import { isDecimal38Text } from '../formats/record/decimal.js'
-import { newTimeParts, parseTimeBytes, timePartsToNs, TimeError } from '../formats/record/time.js'
 import {
   consecutiveIds, decodeUtf8, isJsonObject, JsonNumber, JsonReadError, readJson,
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
   type SequenceSpan, type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
-import { Bad, describe, nonEmpty, str, UINT_RE } from './frame-fields.js'
+import { Bad, clip, describe, eachPlainElement, nonEmpty, str, UINT_RE, utcTimeNs } from './frame-fields.js'
 
 export interface CoinbaseOptions {
   /** Websocket URL; default `wss://advanced-trade-ws.coinbase.com`. */
@@ -114,13 +113,6 @@ const HEARTBEATS = 'heartbeats'
 const SUBSCRIPTIONS = 'subscriptions'
 /** Replies are read by `answers` up to this size (a subscriptions reply lists every product subscribed). */
 const MAX_ANSWER_BYTES = 256 * 1024
-/** At most this much of a venue's message goes into a control note. */
-const NOTE_TEXT = 200
-
-const TIME_RE = /^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?Z$/
-
-const clip = (s: string): string => (s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s)
-
 function decimal(o: JsonObject, key: string, what: string): string {
   const v = str(o, key, what)
   if (!isDecimal38Text(v)) throw new Bad('decimal', `${what}: ${key} ${JSON.stringify(clip(v))} is not a decimal DECIMAL(38, 18) holds exactly`)
@@ -135,30 +127,8 @@ function objects(v: JsonValue | undefined, what: string): JsonObject[] {
   })
 }
 
-const timeParts = newTimeParts()
-const textEncoder = new TextEncoder()
-
-/**
- * Nanoseconds since the epoch of an RFC 3339 UTC time (`Z`) with a fraction of up to nine digits (more only
- * when they are zeros), or why not: `structure` for another form or an invalid date, `time` beyond int64.
- */
-export function coinbaseTimeNs(text: string): bigint | { code: 'structure' | 'time'; reason: string } {
-  const m = TIME_RE.exec(text)
-  if (m === null) return { code: 'structure', reason: `${JSON.stringify(clip(text))} is not an RFC 3339 UTC time` }
-  let fraction = m[2] ?? ''
-  if (fraction.length > 9) {
-    if (!/^0+$/.test(fraction.slice(9))) return { code: 'time', reason: `${JSON.stringify(text)} is finer than a nanosecond` }
-    fraction = fraction.slice(0, 9)
-  }
-  const bytes = textEncoder.encode(`${m[1]!}.${fraction.padEnd(9, '0')}Z`)
-  const code = parseTimeBytes(bytes, 0, bytes.length, timeParts)
-  if (code === TimeError.RANGE) return { code: 'time', reason: `${JSON.stringify(text)} does not fit int64 nanoseconds` }
-  if (code !== TimeError.OK) return { code: 'structure', reason: `${JSON.stringify(text)} is not a valid time` }
-  return timePartsToNs(timeParts.sec, timeParts.nsec)
-}
-
 function time(o: JsonObject, key: string, what: string): bigint {
-  const t = coinbaseTimeNs(str(o, key, what))
+  const t = utcTimeNs(str(o, key, what))
   if (typeof t !== 'bigint') throw new Bad(t.code, `${what}: ${key} ${t.reason}`)
   return t
 }
@@ -239,10 +209,45 @@ function errorNote(v: JsonObject): string {
   return clip(`error${parts.length > 0 ? ': ' + parts.join(': ') : ''}`)
 }
 
+/** A market_trades message as Coinbase writes it, up to its first trade: no whitespace, the documented keys in order, one event. */
+const PLAIN_TRADES_HEAD_RE = /^\{"channel":"market_trades","client_id":"[^"\\\x00-\x1f]*","timestamp":"[^"\\\x00-\x1f]*","sequence_num":(0|[1-9][0-9]*),"events":\[\{"type":"(?:snapshot|update)","trades":\[/
+/** One trade in the documented order. */
+const PLAIN_TRADE_RE = /\{"trade_id":"([^"\\\x00-\x1f]+)","product_id":"([^"\\\x00-\x1f]+)","price":"([^"\\\x00-\x1f]*)","size":"([^"\\\x00-\x1f]*)","side":"(BUY|SELL)","time":"([^"\\\x00-\x1f]*)"\}/y
+
+/**
+ * The class of a plain market_trades message ({@link PLAIN_TRADES_HEAD_RE}, {@link PLAIN_TRADE_RE}) without
+ * building its JSON tree, or null to take the general path. Gives exactly what the general path gives for
+ * such a payload; anything it would refuse (a decimal DECIMAL(38, 18) cannot hold, a time it does not take)
+ * goes the general path, which says why.
+ */
+function plainTrades(text: string): FrameClass | null {
+  const head = PLAIN_TRADES_HEAD_RE.exec(text)
+  if (head === null) return null
+  const rows: ParsedRow[] = []
+  let exchangeTime: bigint | null = null
+  const end = eachPlainElement(text, head[0].length, PLAIN_TRADE_RE, (m) => {
+    const price = m[3]!
+    const size = m[4]!
+    if (!isDecimal38Text(price) || !isDecimal38Text(size)) return false
+    const t = utcTimeNs(m[6]!)
+    if (typeof t !== 'bigint') return false
+    if (exchangeTime === null || t < exchangeTime) exchangeTime = t
+    rows.push({ instrument: m[2]!, trade_id: m[1]!, side: m[5]!, price, size, exchange_time: t })
+    return true
+  })
+  if (end === -1 || end + 3 !== text.length || !text.endsWith('}]}')) return null
+  const seq = BigInt(head[1]!)
+  return { kind: 'rows', table: 'trades', rows, exchangeTime, sequences: [{ sequence: 'trades', instrument: COINBASE_CONNECTION_WIDE, first: seq, last: seq, snapshot: false }] }
+}
+
 function classifyCoinbase(channel: Served, payload: Uint8Array, binary: boolean): FrameClass {
   if (binary) return { kind: 'unrepresentable', code: 'not-json', reason: 'binary frame; Coinbase sends JSON text frames' }
   const text = decodeUtf8(payload)
   if (text === null) return { kind: 'unrepresentable', code: 'not-json', reason: 'payload is not UTF-8' }
+  if (channel === 'trades') {
+    const fast = plainTrades(text)
+    if (fast !== null) return fast
+  }
   let v: JsonValue
   try {
     v = readJson(text)

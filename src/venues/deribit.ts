@@ -65,13 +65,13 @@
  *   channel for the connection, a message off its structure) is unrepresentable.
  */
 import type { Channel } from '../formats/record/types.js'
-import { isDecimal38Text, jsonNumberToPlainDecimal } from '../formats/record/decimal.js'
+import { isDecimal38Text } from '../formats/record/decimal.js'
 import {
   consecutiveIds, decodeUtf8, isJsonObject, JsonNumber, JsonReadError, readJson,
   type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow, type SequenceSpan,
   type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter,
 } from './adapter.js'
-import { Bad, describe, INT64_MAX, nonEmpty, str, UINT_RE, withSpans } from './frame-fields.js'
+import { Bad, clip, describe, eachPlainElement, INT64_MAX, nonEmpty, numberDecimal as decimal, str, UINT_RE, withSpans } from './frame-fields.js'
 
 /** The notification intervals Deribit documents for the market-data channels. */
 export const DERIBIT_INTERVALS: readonly string[] = ['raw', '100ms', 'agg2']
@@ -105,12 +105,8 @@ const CONTROL_CHANNELS: ReadonlySet<string> = new Set(['platform_state', 'platfo
 const PLATFORM_STATE = 'platform_state'
 
 const NS_PER_MS = 1_000_000n
-/** At most this much of a venue's message goes into a control note. */
-const NOTE_TEXT = 200
 /** A test_request is short; a longer frame is not parsed by `respond`. */
 const MAX_TEST_REQUEST_BYTES = 512
-
-const clip = (s: string): string => (s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s)
 
 function uint(o: JsonObject, key: string, what: string): bigint {
   const v = o[key]
@@ -125,14 +121,6 @@ function msTime(o: JsonObject, key: string, what: string): bigint {
   const ns = ms * NS_PER_MS
   if (ns > INT64_MAX) throw new Bad('time', `${what}: ${key} ${ms} ms does not fit int64 nanoseconds`)
   return ns
-}
-
-/** The plain decimal of a JSON number that DECIMAL(38, 18) holds exactly. */
-function decimal(v: JsonValue | undefined, what: string): string {
-  if (!(v instanceof JsonNumber)) throw new Bad('structure', `${what} is ${describe(v, 'a number')}`)
-  const plain = jsonNumberToPlainDecimal(v.text)
-  if (plain === null || !isDecimal38Text(plain)) throw new Bad('decimal', `${what} ${v.text} is not a decimal DECIMAL(38, 18) holds exactly`)
-  return plain
 }
 
 function jsonNumber(o: JsonObject, key: string, what: string, required: boolean): void {
@@ -325,10 +313,48 @@ function parseResponse(v: JsonObject, text: string): FrameClass {
   return { kind: 'control', note: `${request} answered` }
 }
 
+/** A trades notification as Deribit writes it, up to its first trade: no whitespace, the documented keys in order. */
+const PLAIN_TRADES_HEAD_RE = /^\{"jsonrpc":"2\.0","method":"subscription","params":\{"channel":"trades\.([A-Za-z0-9_-]+)\.(?:raw|100ms|agg2)","data":\[/
+/** One trade in the documented order (an optional `liquidation` last); prices and amounts without sign or exponent. */
+const PLAIN_TRADE_RE = /\{"trade_seq":(0|[1-9][0-9]*),"trade_id":"([^"\\\x00-\x1f]+)","timestamp":([1-9][0-9]{0,12}),"tick_direction":[0-3],"price":((?:0|[1-9][0-9]*)(?:\.[0-9]+)?),"mark_price":-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?,"instrument_name":"([A-Za-z0-9_-]+)","index_price":-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?,"direction":"(buy|sell)","amount":((?:0|[1-9][0-9]*)(?:\.[0-9]+)?)(?:,"liquidation":"[A-Z]{1,2}")?\}/y
+
+/**
+ * The class of a plain trades notification ({@link PLAIN_TRADES_HEAD_RE}, {@link PLAIN_TRADE_RE}) without
+ * building its JSON tree, or null to take the general path. Gives exactly what the general path gives for
+ * such a payload; anything it would refuse (another instrument, a decimal DECIMAL(38, 18) cannot hold) goes
+ * the general path, which says why.
+ */
+function plainTrades(text: string): FrameClass | null {
+  const head = PLAIN_TRADES_HEAD_RE.exec(text)
+  if (head === null) return null
+  const instrument = head[1]!
+  const rows: ParsedRow[] = []
+  const spans: SequenceSpan[] = []
+  let exchangeTime: bigint | null = null
+  const end = eachPlainElement(text, head[0].length, PLAIN_TRADE_RE, (m) => {
+    const price = m[4]!
+    const size = m[7]!
+    if (m[5] !== instrument || !isDecimal38Text(price) || !isDecimal38Text(size)) return false
+    const seq = BigInt(m[1]!)
+    const t = BigInt(m[3]!) * NS_PER_MS
+    if (t > INT64_MAX) return false
+    if (exchangeTime === null || t < exchangeTime) exchangeTime = t
+    spans.push({ sequence: 'trades', instrument, first: seq, last: seq, snapshot: false })
+    rows.push({ instrument, trade_id: m[2]!, side: m[6]!, price, size, exchange_time: t })
+    return true
+  })
+  if (end === -1 || end + 2 !== text.length || text.charCodeAt(end) !== 0x7d || text.charCodeAt(end + 1) !== 0x7d) return null
+  return { kind: 'rows', table: 'trades', rows, exchangeTime, sequences: spans }
+}
+
 function classifyDeribit(channel: DeribitChannel, payload: Uint8Array, binary: boolean): FrameClass {
   if (binary) return { kind: 'unrepresentable', code: 'not-json', reason: 'binary frame; Deribit sends JSON text frames' }
   const text = decodeUtf8(payload)
   if (text === null) return { kind: 'unrepresentable', code: 'not-json', reason: 'payload is not UTF-8' }
+  if (channel === 'trades') {
+    const fast = plainTrades(text)
+    if (fast !== null) return fast
+  }
   let v: JsonValue
   try {
     v = readJson(text)

@@ -72,13 +72,12 @@
 import * as zlib from 'node:zlib'
 import type { Channel } from '../formats/record/types.js'
 import { isDecimal38Text, jsonNumberToPlainDecimal, toDecimal38_18 } from '../formats/record/decimal.js'
-import { newTimeParts, parseTimeBytes, timePartsToNs, TimeError } from '../formats/record/time.js'
 import {
   consecutiveIds, decodeUtf8, isJsonObject, JsonNumber, JsonReadError, readJson,
   type ChecksumCheck, type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
   type SequenceSpan, type SequenceState, type SequenceVerdict, type SnapshotRequest, type VenueAdapter, type VenueBooks,
 } from './adapter.js'
-import { Bad, describe, str, UINT_RE, withSpans } from './frame-fields.js'
+import { Bad, describe, numberDecimal as decimal, str, UINT_RE, utcTimeNs, withSpans } from './frame-fields.js'
 
 export interface KrakenOptions {
   /** Websocket URL; default `wss://ws.kraken.com/v2`. */
@@ -108,7 +107,6 @@ const MAX_PAIRS = 100_000
 const MAX_ACK_BYTES = 4096
 
 const UINT32_MAX = 4294967295n
-const TIME_RE = /^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.([0-9]+))?Z$/
 
 function symbolOf(o: JsonObject, what: string): string {
   const s = str(o, 'symbol', what)
@@ -123,47 +121,8 @@ function uint(o: JsonObject, key: string, what: string): JsonNumber {
   return v
 }
 
-/** The plain decimal of a JSON number that DECIMAL(38, 18) holds exactly. */
-function decimal(v: JsonValue | undefined, what: string): string {
-  if (!(v instanceof JsonNumber)) throw new Bad('structure', `${what} is ${describe(v, 'a number')}`)
-  const plain = jsonNumberToPlainDecimal(v.text)
-  if (plain === null || !isDecimal38Text(plain)) throw new Bad('decimal', `${what} ${v.text} is not a decimal DECIMAL(38, 18) holds exactly`)
-  return plain
-}
-
-const timeParts = newTimeParts()
-const textEncoder = new TextEncoder()
-
-/** The second a time's text began with, and its nanoseconds: trades of one second share it (the parse is half a seal's time). */
-let cachedSecond = ''
-let cachedSecondNs = 0n
-const FRACTION_RE = /^\.([0-9]{1,9})Z$/
-
-/** Nanoseconds since the epoch of an RFC 3339 UTC time with up to nine fraction digits (more if they are zeros). */
-export function krakenTimeNs(text: string): bigint | { code: 'structure' | 'time'; reason: string } {
-  if (cachedSecond !== '' && text.startsWith(cachedSecond)) {
-    const f = FRACTION_RE.exec(text.slice(cachedSecond.length))
-    if (f !== null) return cachedSecondNs + BigInt(f[1]!.padEnd(9, '0'))
-  }
-  const m = TIME_RE.exec(text)
-  if (m === null) return { code: 'structure', reason: `${JSON.stringify(text)} is not an RFC 3339 UTC time` }
-  let fraction = m[2] ?? ''
-  if (fraction.length > 9) {
-    if (!/^0+$/.test(fraction.slice(9))) return { code: 'time', reason: `${JSON.stringify(text)} is finer than a nanosecond` }
-    fraction = fraction.slice(0, 9)
-  }
-  const bytes = textEncoder.encode(`${m[1]!}.${fraction.padEnd(9, '0')}Z`)
-  const code = parseTimeBytes(bytes, 0, bytes.length, timeParts)
-  if (code === TimeError.RANGE) return { code: 'time', reason: `${JSON.stringify(text)} does not fit int64 nanoseconds` }
-  if (code !== TimeError.OK) return { code: 'structure', reason: `${JSON.stringify(text)} is not a valid time` }
-  const ns = timePartsToNs(timeParts.sec, timeParts.nsec)
-  cachedSecond = m[1]!
-  cachedSecondNs = ns - BigInt(fraction.padEnd(9, '0'))
-  return ns
-}
-
 function time(o: JsonObject, key: string, what: string): bigint {
-  const t = krakenTimeNs(str(o, key, what))
+  const t = utcTimeNs(str(o, key, what))
   if (typeof t !== 'bigint') throw new Bad(t.code, `${what}: ${key} ${t.reason}`)
   return t
 }
@@ -367,7 +326,7 @@ function plainTrade(text: string): FrameClass | null {
   const price = m[3]!
   const size = m[4]!
   if (!isDecimal38Text(price) || !isDecimal38Text(size)) return null
-  const t = krakenTimeNs(m[6]!)
+  const t = utcTimeNs(m[6]!)
   if (typeof t !== 'bigint') return null
   const instrument = m[1]!
   const id = m[5]!

@@ -68,7 +68,7 @@ import {
   type ChecksumCheck, type ConnectPlan, type FrameClass, type JsonObject, type JsonValue, type ParsedRow,
   type SequenceSpan, type SequenceState, type SequenceVerdict, type VenueAdapter, type VenueBooks,
 } from './adapter.js'
-import { Bad, describe, INT64_MAX, nonEmpty, str, UINT_RE, withSpans } from './frame-fields.js'
+import { Bad, clip, describe, INT64_MAX, nonEmpty, str, UINT_RE, withSpans } from './frame-fields.js'
 
 export interface OkxOptions {
   /** Websocket base; default `wss://ws.okx.com:8443` (the public service is its `/ws/v5/public`). */
@@ -258,13 +258,6 @@ function parseLiquidations(arg: JsonObject, data: JsonValue | undefined): FrameC
     objects(d['details'], `${what}: details`).forEach((x, j) => times.push(msTime(x, 'ts', `${what}: details[${j}]`)))
   })
   return { kind: 'data', exchangeTime: earliest(times), sequences: [] }
-}
-
-/** At most this much of a venue's message goes into a control note. */
-const NOTE_TEXT = 200
-
-function clip(s: string): string {
-  return s.length > NOTE_TEXT ? s.slice(0, NOTE_TEXT) + '…' : s
 }
 
 function argText(arg: JsonValue | undefined): string {

@@ -14,6 +14,7 @@ const options = z.object({
   dir: z.string({ error: DIR_MESSAGE }).min(1, DIR_MESSAGE).describe('the store (jetcarp-store.json, refs/, objects/, ...) or export (pack.json, index/, tables/, ...) to check'),
   level: z.number({ error: LEVEL_MESSAGE }).int(LEVEL_MESSAGE).min(0, LEVEL_MESSAGE).max(3, LEVEL_MESSAGE).default(3)
     .describe('check levels 0 to this one: 0 documents and rows, 1 hashes, ids and pins, 2 signatures and keys, 3 replay'),
+  allObjects: z.boolean().default(false).describe('also hash every file under a store\'s objects/, not only those its versions name: a stray object is found (a full fsck; level 1 and up)'),
 })
 
 /**
@@ -42,7 +43,7 @@ export const checkPackStage = defineStage({
     const kind = await packKind(o.dir)
     if (kind === undefined) throw new UsageError(NOT_A_PACK, '--dir: neither a store (jetcarp-store.json) nor an export (pack.json)', { location: { file: o.dir } })
     Object.assign(ctx.summary, { level: o.level, kind })
-    const checker = new PackChecker(o.dir, { level: o.level as CheckLevel, signal: ctx.signal })
+    const checker = new PackChecker(o.dir, { level: o.level as CheckLevel, signal: ctx.signal, allObjects: o.allObjects })
     return (async function* () {
       const noteCodes: Record<string, number> = {}
       for await (const { note, ...issue } of checker.run()) {
@@ -60,7 +61,7 @@ export const checkPackStage = defineStage({
   },
 })
 
-/** `pipe run pack-check DIR [--level N] [--json]`. */
+/** `pipe run pack-check DIR [--level N] [--all-objects] [--json]`. */
 export const packCheckPipeline = definePipeline({
   name: 'pack-check',
   summary: 'Check a pack store or export (pack format 1.0) at conformance levels 0 to 3: documents and rows, hashes, ids and pins, signatures and keys, replay',
@@ -68,7 +69,7 @@ export const packCheckPipeline = definePipeline({
   positional: ['dir'],
   stages(o) {
     return [
-      { stage: 'check-pack', options: { dir: o.dir, level: o.level } },
+      { stage: 'check-pack', options: { dir: o.dir, level: o.level, allObjects: o.allObjects } },
       { stage: 'report', options: { field: 'notes' } },
     ]
   },

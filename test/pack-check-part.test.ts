@@ -22,6 +22,7 @@ import { PACK_TABLES, type TableSchema } from '../src/formats/pack/tables/table-
 import { LIFE } from '../src/sim/pack-records.js'
 import { BLOCK, buildStore, cleanRows, inflatedPart, patternRow, type Row } from './pack-check-fixtures.js'
 import { parquetWriteBuffer } from 'hyparquet-writer'
+import { WRITER_CODES } from '../src/formats/pack/check/writer-rules.js'
 
 
 const dir = await mkdtemp(join(tmpdir(), 'pack-check-pool-'))
@@ -197,12 +198,53 @@ t.test('rows whose times, floats or partition values break the row rules are fou
   const issues: CheckIssue[] = []
   for await (const i of checkPart({ rel: 'p', file: part.file, schema, partition: { g: 'one' } }, { level: 1, tilings: new Map(), ruleFamilies: new Map() })) issues.push(i)
   t.same(issues.map((i) => [i.code, i.target]), [
+    // hyparquet-writer's defaults: snappy, and an offset index without a column index.
+    ['pack.part-not-zstd', 'p'],
+    ['pack.part-no-page-index', 'p'],
     ['pack.table-time-invalid', 'p row 7'],
     ['pack.parquet-rows-unsorted', 'p row 12'],
     ['pack.table-row-invalid', 'p row 21'],
     ['pack.partition-value-invalid', 'p row 33'],
   ], 'each on its row, in row order, among row groups with nothing to find')
-  t.match(issues[2], { level: 1, detail: /^x: expected a finite float64, got NaN$/ })
+  t.match(issues[4], { level: 1, detail: /^x: expected a finite float64, got NaN$/ })
+})
+
+/** The issues of a part's rows, without the writer rules hyparquet-writer's defaults break (shown above). */
+const rowIssues = (issues: CheckIssue[]) => issues.filter((i) => !Object.values(WRITER_CODES).includes(i.code as never))
+
+t.test('writer rules: a part not zstd, without statistics or page indexes, with local paths in its cells', async (t) => {
+  const schema: TableSchema = {
+    name: 'test', schemaId: 'jetcarp-test 1', kind: 'event', sortColumns: ['s'], partitionColumns: [], ourChoice: false,
+    columns: [{ name: 's', type: { kind: 'string' }, nullable: false }, { name: 'l', type: { kind: 'list', element: { kind: 'string' } }, nullable: true }],
+  }
+  const parquetSchema = [
+    { name: 'root', num_children: 2 }, { name: 's', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'REQUIRED' },
+    { name: 'l', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 }, { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+    { name: 'element', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' },
+  ] as const
+  const write = (s: string[], l: (string[] | null)[], statistics: boolean) =>
+    save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 's', data: s, statistics }, { name: 'l', data: l }], schema: parquetSchema as never })))
+  const writerIssues = async (file: string, level: 0 | 1) => {
+    const issues: CheckIssue[] = []
+    for await (const i of checkPart({ rel: 'p', file, schema }, { level, tilings: new Map(), ruleFamilies: new Map() })) issues.push(i)
+    return issues.filter((i) => rowIssues([i]).length === 0)
+  }
+  // Neither a rule, a speed, a URL's path nor a relative path is a local path.
+  const s = ['B3/S23', 'C:\\Users\\alice\\x.png', 'c/4 orthogonal', 'https://example.org/a/b', 'see /home/alice/x', 'plain']
+  const part = await write(s, [null, ['a'], [], ['2c/5', '~/notes'], null, ['file:///tmp/y']], false)
+  const issues = await writerIssues(part.file, 1)
+  t.same(issues.map((i) => [i.code, i.detail]), [
+    ['pack.part-not-zstd', 'row group 0, column s: compressed with SNAPPY; parts are written with zstd (and 1 more of its 2 column chunks)'],
+    ['pack.part-no-statistics', 'row group 0, column s: no statistics (min, max and null count); parts are written with statistics'],
+    ['pack.part-no-page-index', 'row group 0, column s: no column index and no offset index locating its data pages; parts are written with page indexes (and 1 more of its 2 column chunks)'],
+    ['pack.local-path', 'row 1, column s: a local path "C:\\\\Users\\\\alice\\\\x.png" (and 3 more cells); a pack holds file names, never local paths'],
+  ], 'one finding a rule, naming the first chunk or cell that breaks it and how many more do')
+  t.ok(issues.every((i) => i.level === 1 && !i.note && i.target === 'p'), 'failures, at level 1, on the part')
+  t.same(await writerIssues(part.file, 0), [], 'level 0 does not hold a writer to them')
+
+  const inList = await write(['a', 'b', 'c', 'd'], [null, ['a/b'], [], ['2c/5', '~/notes']], true)
+  t.same((await writerIssues(inList.file, 1)).filter((i) => i.code === 'pack.local-path').map((i) => i.detail),
+    ['row 3, column l[]: a local path "~/notes"; a pack holds file names, never local paths'], 'a list element\'s row')
 })
 
 t.test('rows out of order by their UTF-8 bytes are found within row groups and across them', async (t) => {
@@ -216,7 +258,7 @@ t.test('rows out of order by their UTF-8 bytes are found within row groups and a
   const issues: CheckIssue[] = []
   const listing = { rows: values.length, first: 'a', last: 'y' }
   for await (const i of checkPart({ rel: 'p', file: part.file, schema, listing }, { level: 1, tilings: new Map(), ruleFamilies: new Map() })) issues.push(i)
-  t.same(issues.map((i) => [i.code, i.target]), [
+  t.same(rowIssues(issues).map((i) => [i.code, i.target]), [
     ['pack.parquet-rows-unsorted', 'p row 3'],
     ['pack.parquet-rows-unsorted', 'p row 6'],
     ['pack.parquet-rows-unsorted', 'p row 7'],
@@ -230,5 +272,5 @@ t.test('rows out of order by their UTF-8 bytes are found within row groups and a
   const long = await save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 's', data: many, type: 'STRING', nullable: false }], rowGroupSize: 5000 })))
   const found: CheckIssue[] = []
   for await (const i of checkPart({ rel: 'p', file: long.file, schema, listing: { rows: many.length, first: many[0]!, last: many.at(-1)! } }, { level: 1, tilings: new Map(), ruleFamilies: new Map() })) found.push(i)
-  t.same(found.map((i) => [i.code, i.target]), [['pack.parquet-rows-unsorted', 'p row 2048']], 'a row out of order where a stretch begins')
+  t.same(rowIssues(found).map((i) => [i.code, i.target]), [['pack.parquet-rows-unsorted', 'p row 2048']], 'a row out of order where a stretch begins')
 })

@@ -4,7 +4,8 @@
  * cumulative, and each kind of damage is refused with its level and code, on the file or record it concerns.
  * Cases run at once: a check mostly waits on small reads, so they overlap well.
  */
-import { appendFile, mkdtemp, readdir, readFile, rename, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { appendFile, copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, truncate, unlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -138,6 +139,44 @@ t.test('levels are cumulative: a media file that does not hash is level 1, and l
   includes(t, issues, [['1 pack.object-hash-mismatch', media]])
   await unlink(fileOf(s.dir, media))
   exactly(t, await check(s.dir, 0), ['0 pack.object-missing'])
+})
+
+t.test('writer rules in a store: a local path in a document, media bytes of another kind, stray objects (--all-objects)', async (t) => {
+  const pathy = await buildStore(fresh(), small({ manifest: (doc) => ({ ...doc, later_minor: { note: 'built from \\\\lab-nas\\packs\\life' } }) }))
+  const manifest = objectPath(pathy.manifest, 'json')
+  exactly(t, await check(pathy.dir, 1), ['1 pack.local-path'], 'a local path in the manifest')
+  includes(t, await check(pathy.dir, 1), [['1 pack.local-path', manifest]])
+  t.match((await check(pathy.dir, 1)).find((i) => i.code === 'pack.local-path'), { detail: /^\.later_minor\.note: a local path "\\\\\\\\lab-nas\\\\packs\\\\life"/ })
+  exactly(t, await check(pathy.dir, 0), [], 'level 0 does not hold a writer to it')
+
+  const gif = await buildStore(fresh(), withRows((rows) => { rows.media![0]!.media_type = 'image/gif' }))
+  const png = objectPath(penroseRows.media![0]!.object as string, 'png')
+  const named = objectPath(penroseRows.media![0]!.object as string, 'gif')
+  await copyFile(fileOf(gif.dir, png), fileOf(gif.dir, named))
+  const issues = await check(gif.dir, 1)
+  exactly(t, issues, ['1 pack.media-kind-mismatch'])
+  includes(t, issues, [['1 pack.media-kind-mismatch', named]])
+  t.match(issues.find((i) => i.code === 'pack.media-kind-mismatch'), { detail: 'its row states "image/gif", its bytes are a PNG image' })
+
+  const stray = await damaged(async (s) => {
+    const other = Buffer.from('{"not":"what the name says"}')
+    const unnamed = Buffer.from('{"an":"object nothing names"}')
+    const hex = createHash('sha256').update(unnamed).digest('hex')
+    await mkdir(fileOf(s.dir, `objects/sha256/${hex.slice(0, 2)}`), { recursive: true })
+    await writeFile(fileOf(s.dir, `objects/sha256/${hex.slice(0, 2)}/${hex}.json`), unnamed)
+    await mkdir(fileOf(s.dir, 'objects/sha256/ab'), { recursive: true })
+    await writeFile(fileOf(s.dir, `objects/sha256/ab/ab${'0'.repeat(62)}.json`), other)
+    await writeFile(fileOf(s.dir, 'objects/sha256/ab/notes.txt'), 'left here')
+    await writeFile(fileOf(s.dir, `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`), other).catch(async () => {
+      await mkdir(fileOf(s.dir, 'objects/sha256/cd'), { recursive: true })
+      await writeFile(fileOf(s.dir, `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`), other)
+    })
+  })
+  exactly(t, await check(stray.dir, 3), [], 'objects nothing names are not read without --all-objects')
+  const all = await check(stray.dir, 1, { allObjects: true })
+  exactly(t, all, ['1 pack.object-stray', '1 pack.object-stray', '1 pack.object-stray'], 'a name that is not its hash, no object name, a folder that is not its prefix; an unnamed object with the right name is none')
+  includes(t, all, [['1 pack.object-stray', `objects/sha256/ab/ab${'0'.repeat(62)}.json`], ['1 pack.object-stray', 'objects/sha256/ab/notes.txt'], ['1 pack.object-stray', `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`]])
+  exactly(t, await check(clean.dir, 3, { allObjects: true }), [], 'a clean store has no stray object')
 })
 
 t.test('a wrong hash and a wrong size of each kind of object', async (t) => {

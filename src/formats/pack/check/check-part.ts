@@ -19,6 +19,7 @@ import { isContentId, quote } from '../documents/documents.js'
 import { MOVER_PATTERNS_CAP, type MoverPatterns } from '../records/mover-patterns.js'
 import { isPartitionValue, ROW_CODES, rowValidator, sortColumnsComparator, sortKeyText, WRITE_CODES, type PackType, type RowFinding, type TableSchema } from '../tables/table-schemas.js'
 import { CHECK_CODES, failure, note, type CheckIssue, type CheckLevel } from './check-run.js'
+import { localPathCells, partRuleBreaks, WRITER_CODES, type LocalPathCells } from './writer-rules.js'
 
 /** A part to check, as its index names it. */
 export interface PartSpec {
@@ -81,9 +82,17 @@ export async function* checkPart(spec: PartSpec, ctx: PartContext, hook?: RowHoo
     return { opened: false, rows: 0, complete: false }
   }
   const rows = new PartRows(spec, ctx)
+  const writerRules = ctx.level >= 1
+  let localPaths: LocalPathCells | null = null
   try {
+    if (writerRules) for (const broken of partRuleBreaks(await opened.part.chunkFacts())) yield failure(broken.code, spec.rel, broken.detail)
     for await (const batch of opened.part.batches()) {
       ctx.signal?.throwIfAborted()
+      if (writerRules) {
+        const found = localPathCells(batch)
+        if (found && localPaths) localPaths.count += found.count
+        else localPaths ??= found
+      }
       yield* rows.batch(batch, hook)
     }
   } catch (err) {
@@ -92,6 +101,10 @@ export async function* checkPart(spec: PartSpec, ctx: PartContext, hook?: RowHoo
     return { opened: true, rows: 0, complete: false }
   } finally {
     await opened.part.close()
+  }
+  if (localPaths) {
+    const more = localPaths.count > 1 ? ` (and ${localPaths.count - 1} more cells)` : ''
+    yield failure(WRITER_CODES.localPath, spec.rel, `row ${localPaths.row}, column ${localPaths.column}: a local path ${quote(localPaths.path)}${more}; a pack holds file names, never local paths`)
   }
   yield* rows.finish()
   return { opened: true, rows: rows.rows, complete: rows.valid === rows.rows, ...(rows.moverPatterns.length > 0 ? { moverPatterns: rows.moverPatterns } : {}) }

@@ -40,6 +40,7 @@ import {
   type MediaFile,
 } from '../documents/store.js'
 import { FACT_CONFLICT, ROW_CODES, WRITE_CODES } from '../tables/table-schemas.js'
+import { localPathInJson, WRITER_CODES } from './writer-rules.js'
 
 export type CheckLevel = 0 | 1 | 2 | 3
 
@@ -112,7 +113,7 @@ const LEVEL_1: readonly string[] = [
   STORE_CODES.objectHashMismatch, STORE_CODES.objectSizeMismatch, STORE_CODES.mediaType,
   INDEX_CODES.tooManyParts, INDEX_CODES.tooManyChildren, INDEX_CODES.partitionMalformed, INDEX_CODES.searchMismatch,
   ...Object.values(WALK_CODES), ...Object.values(ROW_CODES), WRITE_CODES.unsorted, ...Object.values(IDENTITY_CODES), ...Object.values(ROW_RULE_CODES), ...Object.values(GEOMETRY_CODES),
-  CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked, CHECK_CODES.factsUnkept, CHECK_CODES.retractionsUnkept,
+  ...Object.values(WRITER_CODES), CHECK_CODES.schemaUnknown, CHECK_CODES.partRows, CHECK_CODES.partBounds, CHECK_CODES.tilingMissing, CHECK_CODES.recordPin, CHECK_CODES.geometryLint, CHECK_CODES.retractsNotCumulative, CHECK_CODES.factConflict, CHECK_CODES.moverClassUnchecked, CHECK_CODES.ratersUnchecked, CHECK_CODES.rowUnchecked, CHECK_CODES.factsUnkept, CHECK_CODES.retractionsUnkept,
 ]
 const LEVEL_2: readonly string[] = [
   ...Object.values(SIG_CODES), ...Object.values(KEY_STATEMENT_CODES), ...Object.values(KEY_CODES),
@@ -257,6 +258,8 @@ export class CheckTooLarge extends Error {
 /** A part of at least this many bytes goes to a thread, by default. */
 const THREAD_PART_BYTES = 256 * 1024
 
+const OBJECT_FILE_NAME = /^([0-9a-f]{64})\.(?:json|parquet|png|gif|webp)$/
+
 export class CheckRun {
   readonly level: CheckLevel
   readonly signal: AbortSignal | undefined
@@ -269,6 +272,7 @@ export class CheckRun {
   /** Data objects checked, by path: whether they may be read. */
   private readonly objects = new Map<string, boolean>()
   private readonly visited = new Set<string>()
+  private readonly localPaths: CheckIssue[] = []
 
   constructor(
     readonly root: string,
@@ -326,8 +330,35 @@ export class CheckRun {
   }
 
   /** A manifest or index at `rel`: from level 1 checked against its hash before it is used (at 0 only its length). */
-  readDocument(rel: string, hash: string): Promise<PackResult<Buffer>> {
-    return this.at(1) ? readDocumentObject(this.file(rel), hash) : readDocumentFile(this.file(rel))
+  async readDocument(rel: string, hash: string): Promise<PackResult<Buffer>> {
+    return this.linted(rel, await (this.at(1) ? readDocumentObject(this.file(rel), hash) : readDocumentFile(this.file(rel))))
+  }
+
+  /** A JSON document at `rel` that has no hash to be checked against (pack.json, a ref, a key statement, an export's manifest). */
+  async readPlainDocument(rel: string): Promise<PackResult<Buffer>> {
+    return this.linted(rel, await readDocumentFile(this.file(rel)))
+  }
+
+  /**
+   * The local paths found in documents as they were read, reported when the check ends (the index walk reads
+   * documents where no issue can be yielded); one a document, so as many as the documents a check tracks.
+   */
+  *documentIssues(): Generator<CheckIssue> {
+    yield* this.localPaths
+    this.localPaths.length = 0
+  }
+
+  private linted(rel: string, read: PackResult<Buffer>): PackResult<Buffer> {
+    if (!read.ok || !this.at(1)) return read
+    let doc: unknown
+    try {
+      doc = JSON.parse(read.value.toString('utf8'))
+    } catch {
+      return read // its reader refuses it, naming the rule
+    }
+    const found = localPathInJson(doc)
+    if (found) this.localPaths.push(failure(WRITER_CODES.localPath, rel, `${found.at}: a local path ${JSON.stringify(found.path)}; a pack holds file names, never local paths`))
+    return read
   }
 
   /** Loads indexes for index-walk.ts, remembering the path of the last one asked for (what a failure concerns). */
@@ -372,6 +403,41 @@ export class CheckRun {
    * that is not there has none. A link is refused: a store and an export are plain files, and a link
    * could point out of them. Other names are ignored, as the spec ignores paths it does not know.
    */
+  /**
+   * With --all-objects, a store's every file under objects/ hashed, as a full fsck: one whose name is not
+   * the SHA-256 of its bytes (or not an object's name at all) is stray. Objects the check read are not read again.
+   */
+  async *allObjects(): AsyncGenerator<CheckIssue> {
+    let folder: Dir
+    try {
+      folder = await opendir(this.file('objects/sha256'))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return
+      throw err
+    }
+    const prefixes: string[] = []
+    const cap = this.caps.listed ?? LISTED_CAP
+    for await (const e of folder) {
+      if (prefixes.length === cap) throw new CheckTooLarge('objects/sha256', `the folder holds more than the ${cap} entries a check lists; it and what lies beyond were not checked`)
+      if (e.isDirectory()) prefixes.push(e.name)
+      else yield failure(WRITER_CODES.strayObject, `objects/sha256/${e.name}`, 'not an object\'s folder (objects/sha256/<aa>/)')
+    }
+    for (const prefix of prefixes.sort()) {
+      const rel = `objects/sha256/${prefix}`
+      for (const f of yield* this.list(rel, /^(.*)$/)) {
+        if (this.objects.has(f.rel)) continue
+        const m = OBJECT_FILE_NAME.exec(f.key)
+        if (m === null || m[1]!.slice(0, 2) !== prefix) {
+          yield failure(WRITER_CODES.strayObject, f.rel, `not an object's name (objects/sha256/<aa>/<64 hex digits>.<json|parquet|png|gif|webp>, <aa> its first two digits)`)
+          continue
+        }
+        this.stats.objects++
+        const v = await verifyObjectFile(this.file(f.rel), `sha256:${m[1]!}`)
+        if (!v.ok) yield failure(WRITER_CODES.strayObject, f.rel, `its name is not its hash: ${v.detail}`)
+      }
+    }
+  }
+
   async *list(rel: string, name: RegExp): AsyncGenerator<CheckIssue, { key: string; rel: string }[]> {
     let folder: Dir
     try {

@@ -24,6 +24,7 @@ import { partFacts } from '../tables/parquet-read.js'
 import type { AutomatonTiling, Neighbourhood, PatternCell } from './replay-automaton.js'
 import { REPLAY_CODES, replayPeriodic, type ReplayStatus } from './replay.js'
 import { mediaExtension, type MediaFile } from '../documents/store.js'
+import { mediaKindOf, partRuleBreaks, readHead, WRITER_CODES } from './writer-rules.js'
 import { PACK_TABLES, REFERENCE_PATCH_SCHEMA, ROW_CODES, SCHEMAS_BY_ID, partitionFindings, type PackTableName, type TableSchema } from '../tables/table-schemas.js'
 import { checkAperiodicTilingRow, checkLatticeTilingRow } from '../geometry/tilings.js'
 import { checkPart, type RecordTiling, type RowHook } from './check-part.js'
@@ -470,7 +471,11 @@ export class TableChecker {
       yield run.thrown(err, target)
       return
     }
-    yield* run.dataObject(rel, row.object as string, Number(row.bytes))
+    if (!(yield* run.dataObject(rel, row.object as string, Number(row.bytes))) || !run.at(1)) return
+    const kind = mediaKindOf(await readHead(run.file(rel), 12))
+    if (kind !== ext.value) {
+      yield run.issue(WRITER_CODES.mediaKind, rel, `its row states ${quote(row.media_type)}, its bytes are ${kind === null ? 'no PNG, GIF or WebP' : `a ${kind.toUpperCase()} image`}`)
+    }
   }
 
   // -------------------------------------------------------------------------------------------------
@@ -606,6 +611,8 @@ export class TableChecker {
       return
     }
     run.stats.parts++
-    if (run.at(1) && facts.facts.rows !== listed.rows) yield run.issue(CHECK_CODES.partRows, rel, `its index states ${listed.rows} rows, the part has ${facts.facts.rows}`)
+    if (!run.at(1)) return
+    if (facts.facts.rows !== listed.rows) yield run.issue(CHECK_CODES.partRows, rel, `its index states ${listed.rows} rows, the part has ${facts.facts.rows}`)
+    for (const broken of partRuleBreaks(facts.facts.chunks)) yield run.issue(broken.code, rel, broken.detail)
   }
 }

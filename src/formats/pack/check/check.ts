@@ -48,6 +48,8 @@ export interface CheckOptions {
   threadPartBytes?: number
   /** How much a check keeps across parts, so that memory stays bounded (the defaults; tests give less). */
   caps?: CheckCaps
+  /** A store's every file under objects/ hashed, not only those its versions name (a full fsck; level 1 and up). */
+  allObjects?: boolean
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -94,6 +96,8 @@ export class PackChecker {
     const versions = new VersionCheck(run)
     try {
       yield* kind === 'store' ? versions.store() : versions.export()
+      yield* run.documentIssues()
+      if (this.options.allObjects && kind === 'store' && run.at(1)) yield* run.allObjects()
     } catch (err) {
       if (!(err instanceof CheckTooLarge)) throw err
       yield run.issue(CHECK_CODES.checkTooLarge, err.target, err.message)
@@ -192,7 +196,7 @@ class VersionCheck {
 
   async *store(): AsyncGenerator<CheckIssue> {
     const run = this.run
-    const doc = await readDocumentFile(run.file(STORE_DOCUMENT_PATH))
+    const doc = await run.readPlainDocument(STORE_DOCUMENT_PATH)
     const parsed = doc.ok ? parseStoreDocument(doc.value) : doc
     if (!parsed.ok) yield run.issue(parsed.code, STORE_DOCUMENT_PATH, parsed.detail)
     if (run.at(2)) this.chain = yield* this.keyChain()
@@ -224,7 +228,7 @@ class VersionCheck {
   /** A ref, its manifest and the parents the store holds, then (level 2) its signature, feed, publisher and seq. */
   private async *ref(feed: string, rel: string): AsyncGenerator<CheckIssue> {
     const run = this.run
-    const read = await readDocumentFile(run.file(rel))
+    const read = await run.readPlainDocument(rel)
     const parsed = read.ok ? parseRef(read.value, { feed }) : read
     if (!parsed.ok) {
       yield run.issue(parsed.code, rel, parsed.detail)
@@ -367,7 +371,7 @@ class VersionCheck {
    */
   private async *readManifest(rel: string, hash: string | undefined, required: boolean): AsyncGenerator<CheckIssue, { manifest: Manifest; bytes: Buffer } | undefined> {
     const run = this.run
-    const read = hash === undefined ? await readDocumentFile(run.file(rel)) : await run.readDocument(rel, hash)
+    const read = hash === undefined ? await run.readPlainDocument(rel) : await run.readDocument(rel, hash)
     if (!read.ok) {
       if (required || read.code !== STORE_CODES.objectMissing) yield run.issue(read.code, rel, read.detail)
       return undefined
@@ -392,7 +396,7 @@ class VersionCheck {
     const cap = run.caps.keyStatementBytes ?? KEY_STATEMENT_BYTES_CAP
     let left = cap
     for (const f of yield* run.list('keys', KEY_NAME)) {
-      const read = await readDocumentFile(run.file(f.rel))
+      const read = await run.readPlainDocument(f.rel)
       if (!read.ok) {
         yield run.issue(read.code, f.rel, read.detail)
         continue

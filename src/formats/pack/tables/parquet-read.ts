@@ -516,6 +516,11 @@ export class PackPart {
     return Number(this.metadata.num_rows)
   }
 
+  /** Its column chunks' facts (codec, statistics, page indexes): what a conformance check holds a writer to. */
+  chunkFacts(): Promise<ChunkFacts[]> {
+    return chunkFacts(this.file, this.metadata, this.pages, this.limits)
+  }
+
   /** The decoded bytes the row groups read so far counted against the part's limit. */
   get decodedBytes(): number {
     return this.meter.bytes
@@ -692,30 +697,7 @@ export async function partFacts(path: string, limits: ReadLimits = READ_LIMITS):
   if ('findings' in checked) return { ok: false, findings: checked.findings }
   const { file, metadata, pages } = checked
   try {
-    const elements = leafElements(metadata)
-    const chunks: ChunkFacts[] = []
-    for (const scan of pages) {
-      const chunk = metadata.row_groups[scan.rowGroup]!.columns.find((c) => c.meta_data === scan.meta)!
-      const md = scan.meta
-      const data = scan.pages.filter((p) => p.version > 0)
-      const stats = md.statistics
-      const allNull = stats?.null_count !== undefined && stats.null_count === md.num_values
-      chunks.push({
-        rowGroup: scan.rowGroup,
-        column: scan.column,
-        codec: md.codec,
-        encodings: [...md.encodings],
-        dictionaryPage: scan.pages.some((p) => p.type === 'DICTIONARY_PAGE'),
-        dataPages: data.length,
-        pageVersions: [...new Set(data.map((p) => p.version))].sort(),
-        statistics: stats?.null_count !== undefined && (allNull || (stats.min_value !== undefined && stats.max_value !== undefined)),
-        columnIndex: await readIndex(file, chunk.column_index_offset, chunk.column_index_length, limits, (reader) => readColumnIndex(reader, elements.get(scan.column)!).null_pages.length === data.length),
-        offsetIndex: await readIndex(file, chunk.offset_index_offset, chunk.offset_index_length, limits, (reader) => {
-          const locations = readOffsetIndex(reader).page_locations
-          return locations.length === data.length && locations.every((l, i) => Number(l.offset) === data[i]!.offset && l.compressed_page_size === data[i]!.headerBytes + data[i]!.compressedBytes) && locations[0]?.first_row_index === 0n
-        }),
-      })
-    }
+    const chunks = await chunkFacts(file, metadata, pages, limits)
     return {
       ok: true,
       facts: {
@@ -733,6 +715,35 @@ export async function partFacts(path: string, limits: ReadLimits = READ_LIMITS):
   } finally {
     await file.close()
   }
+}
+
+/** Each column chunk's codec, encodings, pages, statistics and page indexes, as the footer and page headers state them. */
+async function chunkFacts(file: PartFile, metadata: FileMetaData, pages: readonly ChunkScan[], limits: ReadLimits): Promise<ChunkFacts[]> {
+  const elements = leafElements(metadata)
+  const chunks: ChunkFacts[] = []
+  for (const scan of pages) {
+    const chunk = metadata.row_groups[scan.rowGroup]!.columns.find((c) => c.meta_data === scan.meta)!
+    const md = scan.meta
+    const data = scan.pages.filter((p) => p.version > 0)
+    const stats = md.statistics
+    const allNull = stats?.null_count !== undefined && stats.null_count === md.num_values
+    chunks.push({
+      rowGroup: scan.rowGroup,
+      column: scan.column,
+      codec: md.codec,
+      encodings: [...md.encodings],
+      dictionaryPage: scan.pages.some((p) => p.type === 'DICTIONARY_PAGE'),
+      dataPages: data.length,
+      pageVersions: [...new Set(data.map((p) => p.version))].sort(),
+      statistics: stats?.null_count !== undefined && (allNull || (stats.min_value !== undefined && stats.max_value !== undefined)),
+      columnIndex: await readIndex(file, chunk.column_index_offset, chunk.column_index_length, limits, (reader) => readColumnIndex(reader, elements.get(scan.column)!).null_pages.length === data.length),
+      offsetIndex: await readIndex(file, chunk.offset_index_offset, chunk.offset_index_length, limits, (reader) => {
+        const locations = readOffsetIndex(reader).page_locations
+        return locations.length === data.length && locations.every((l, i) => Number(l.offset) === data[i]!.offset && l.compressed_page_size === data[i]!.headerBytes + data[i]!.compressedBytes) && locations[0]?.first_row_index === 0n
+      }),
+    })
+  }
+  return chunks
 }
 
 /** Reads a page index's bytes within the file and the footer limit, pre-scans them, then parses them with `parse`. */

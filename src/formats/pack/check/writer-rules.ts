@@ -47,11 +47,11 @@ export function partRuleBreaks(chunks: readonly ChunkFacts[]): PartRuleBreak[] {
 }
 
 /**
- * A local path in a text: an absolute path of two names or more (`/x/y`) starting the text or after a
- * space, quote, bracket, `=`, `,` or `;` (so a URL's path, after its host, is none, nor `B3/S23`), a home
+ * A local path in a text: an absolute path of two names or more (`/x/y`) starting the text or after an
+ * ASCII space, quote, bracket, `=`, `,` or `;` (so a URL's path, after its host, is none, nor `B3/S23`), a home
  * path `~/`, a drive `C:\` or `C:/`, a share `\\server\`, or `file://`. Returns the path as found.
  */
-const LOCAL_PATH_RE = /(?:^|[\s"'(\[{<=,;])((?:\/[^\s/"'<>]+\/[^\s"'<>]*)|~\/[^\s"'<>]*|[A-Za-z]:[\\/][^\s"'<>]*|\\\\[^\s\\"'<>]+\\[^\s"'<>]*)|(file:\/\/[^\s"'<>]*)/i
+const LOCAL_PATH_RE = /(?:^|[ \t\n\r\v\f"'(\[{<=,;])((?:\/[^\s/"'<>]+\/[^\s"'<>)\]}]*)|~\/[^\s"'<>)\]}]*|[A-Za-z]:[\\/][^\s"'<>)\]}]*|\\\\[^\s\\"'<>]+\\[^\s"'<>)\]}]*)|(file:\/\/[^\s"'<>)\]}]*)/i
 /** Characters one of the forms needs: a text without them holds none (most cells), and is not matched at all. */
 const LOCAL_PATH_HINT = /[/\\]/
 
@@ -122,8 +122,18 @@ export function localPathCells(batch: RowBatch): LocalPathCells | null {
     if (v.kind === 'string') {
       // Most columns hold no slash or backslash at all: one search of their bytes passes them.
       if (v.bytes.indexOf(0x2f) < 0 && v.bytes.indexOf(0x5c) < 0) return
+      // A dictionary entry is looked at once, however many slots hold it.
+      const seen = v.entry === null ? null : new Set<number>()
       for (let i = 0; i < v.length; i++) {
         if (v.valid && !v.valid[i]) continue
+        if (seen !== null) {
+          const e = v.entry![i]!
+          if (e >= 0) {
+            if (seen.has(e)) continue
+            seen.add(e)
+          }
+        }
+        if (!mayHoldLocalPath(v.bytes, v.start[i]!, v.end[i]!)) continue
         const path = localPathIn(v.text(i))
         if (path === null) continue
         if (found) found.count++
@@ -139,6 +149,30 @@ export function localPathCells(batch: RowBatch): LocalPathCells | null {
   for (const [name, v] of batch.columns) scan(v, name, (slot) => slot)
   return found
 }
+
+/**
+ * Whether a cell's UTF-8 bytes may hold a local path, without decoding them: a `/` or `\` at the start or
+ * after a boundary (as LOCAL_PATH_RE's), `~/`, a drive's `:\` or `:/`, or `\\`. Rules (`B3/S23`), speeds
+ * (`c/4`) and most cells with a slash fail it. `file://` has `:/`.
+ */
+export function mayHoldLocalPath(bytes: Uint8Array, start: number, end: number): boolean {
+  for (let p = start; p < end; p++) {
+    const c = bytes[p]!
+    if (c !== 0x2f && c !== 0x5c) continue
+    if (p === start) return true
+    const before = bytes[p - 1]!
+    if (before === 0x3a /* : */ || before === 0x7e /* ~ */ || BOUNDARY_BYTES[before] === 1) return true
+    if (c === 0x5c && bytes[p + 1] === 0x5c) return true
+  }
+  return false
+}
+
+/** The bytes LOCAL_PATH_RE takes as a boundary before a path: white space, quotes, brackets, `=`, `,`, `;`. */
+const BOUNDARY_BYTES = (() => {
+  const table = new Uint8Array(256)
+  for (const c of ' \t\n\r\v\f"\'([{<=,;') table[c.charCodeAt(0)] = 1
+  return table
+})()
 
 /** The list (slot of the list vector) whose elements include element slot `j`: offsets[r] <= j < offsets[r + 1]. */
 function rowOfElement(offsets: Int32Array, j: number): number {

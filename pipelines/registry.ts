@@ -3,6 +3,8 @@ import { verifyRaw } from './verify-raw.js'
 import { sealHourPipeline } from './seal-hour.js'
 import { sealSink } from '../src/sinks/seal.js'
 import { fileSource, stdinSource } from '../src/sources/file.js'
+import { httpFileSource } from '../src/sources/http-file.js'
+import { fetchObjectStage } from '../src/transforms/fetch-object.js'
 import { atomicFileSink } from '../src/sinks/atomic-file.js'
 import { reportSink } from '../src/sinks/report.js'
 import { stdoutSink } from '../src/sinks/stdout.js'
@@ -15,7 +17,7 @@ import type { StageDef } from '../src/core/stage.js'
 
 /** Every stage and pipeline the CLI knows; users' JSON pipelines name stages from here. */
 export const registry = new Registry()
-for (const stage of [fileSource, stdinSource, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink]) {
+for (const stage of [fileSource, stdinSource, httpFileSource, fetchObjectStage, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink]) {
   registry.addStage(stage as unknown as StageDef)
 }
 registry.addStage(sealSink as unknown as StageDef)

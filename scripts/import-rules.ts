@@ -16,6 +16,7 @@ import ts from 'typescript'
 export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'src/core': [],
   'src/codec': ['src/core'],
+  'src/net': ['src/core'],
   'src/formats/json': [],
   'src/formats/record': ['src/core', 'src/codec', 'src/formats/json'],
   'src/formats/record/journal': ['src/formats/record', 'src/core', 'src/codec', 'src/formats/json'],
@@ -31,8 +32,8 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'src/formats/pack/check': ['src/formats/pack/keys', 'src/formats/pack/geometry', 'src/formats/pack/tables', 'src/formats/pack/documents', 'src/formats/pack/records', 'src/core', 'src/codec', 'src/formats/json'],
   'src/formats/pack/publish': ['src/formats/pack/keys', 'src/formats/pack/geometry', 'src/formats/pack/tables', 'src/formats/pack/documents', 'src/formats/pack/records', 'src/formats/pack/check', 'src/core', 'src/codec', 'src/formats/json'],
   'src/formats/pack/export': ['src/formats/pack/keys', 'src/formats/pack/tables', 'src/formats/pack/documents', 'src/core', 'src/codec', 'src/formats/json'],
-  'src/sources': ['src/core', 'src/codec', 'src/formats', 'src/venues'],
-  'src/transforms': ['src/sources', 'src/core', 'src/codec', 'src/formats', 'src/venues'],
+  'src/sources': ['src/core', 'src/codec', 'src/net', 'src/formats', 'src/venues'],
+  'src/transforms': ['src/sources', 'src/core', 'src/codec', 'src/net', 'src/formats', 'src/venues'],
   'src/sinks': ['src/transforms', 'src/core', 'src/codec', 'src/formats', 'src/venues'],
   'src/sim': ['src/core', 'src/codec', 'src/formats', 'src/venues'],
   'src/recorder': ['src/core', 'src/codec', 'src/formats', 'src/venues'],

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto'
-import { createReadStream } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { fetchObject } from '../net/http-object.js'
+import { openRegularFile } from '../core/input-file.js'
 import { defineStage } from '../core/stage.js'
 import { READ_CHUNK } from './file.js'
 
@@ -38,10 +38,12 @@ export const httpFileSource = defineStage({
         retries: o.retries, timeoutMs: o.timeoutMs, stallMs: o.stallMs, signal: ctx.signal,
       })
       ctx.summary.http_requests = got.requests
+      const { fh } = await openRegularFile(got.path)
       return (async function* () {
         try {
-          yield* createReadStream(got.path, { highWaterMark: READ_CHUNK })
+          yield* fh.createReadStream({ highWaterMark: READ_CHUNK })
         } finally {
+          await fh.close().catch(() => undefined)
           await rm(dir, { recursive: true, force: true })
         }
       })()

@@ -4,7 +4,7 @@
  * path in any document or table cell, media bytes of the kind their row states. Readers stay lenient on
  * these; pack-check reports them, at level 1.
  */
-import { open } from 'node:fs/promises'
+import { openRegularFile } from '../../../core/input-file.js'
 import type { ChunkFacts, RowBatch, Vector } from '../tables/parquet-read.js'
 import type { MediaExtension } from '../documents/store.js'
 
@@ -87,7 +87,7 @@ export function localPathInJson(value: unknown, at = ''): { path: string; at: st
 
 /** A file's first `n` bytes (fewer when it is shorter). */
 export async function readHead(path: string, n: number): Promise<Uint8Array> {
-  const fh = await open(path, 'r')
+  const { fh } = await openRegularFile(path)
   try {
     const head = new Uint8Array(n)
     const { bytesRead } = await fh.read(head, 0, n, 0)

@@ -186,6 +186,21 @@ async function packKey(flags: PackKeyFlags): Promise<void> {
   process.stdout.write([headline, ...pk.describePublisherKey(key)].join('\n') + '\n')
 }
 
+/** `pipe library stats` as text. */
+function libraryStatsText(s: import('../src/library/library.js').LibraryStats): string {
+  const nonZero = (o: Record<string, number>) => Object.entries(o).map(([k, n]) => `${k} ${n}`).join(', ')
+  return [
+    `schema ${s.schema}`,
+    `records: ${nonZero(s.facts)}`,
+    `events: ${nonZero(s.events)}`,
+    `objects: ${s.objects} (${s.objectBytes} bytes)`,
+    `retractions: ${s.retractions}; revoked keys: ${s.revokedKeys}; needs_reverify: ${s.needsReverify}`,
+    `imports: ${s.imports}`,
+    `feeds followed: ${s.follows.length}`,
+    ...s.follows.map((f) => `  ${f.publisher} ${f.feed}: seq ${f.seq}, manifest ${f.manifest}`),
+  ].join('\n') + '\n'
+}
+
 /** `pipe list venues`: each venue's channels with their tables, streams and sequence rules, its checksum and endpoints. */
 function venueList(): string {
   const out: string[] = []
@@ -312,12 +327,43 @@ async function main(argv: string[]): Promise<number> {
       })
       .demandCommand(1, 'name a pack command: key')
       .strictCommands())
+    .command('library', 'The pack library (a SQLite database of imported packs): what it holds', (y) => y
+      .command('stats', 'Count what the library holds: records by table, events, objects, retractions, revoked keys, imports, followed feeds', (k) => k
+        .option('library', { type: 'string', demandOption: true, describe: 'the library database' })
+        .option('json', { type: 'boolean', describe: 'print one JSON object' })
+        .strictOptions(), async (args) => {
+        const { Library } = await import('../src/library/library.js')
+        const lib = Library.open(String(args.library))
+        try {
+          process.stdout.write(args.json ? `${JSON.stringify(lib.stats())}\n` : libraryStatsText(lib.stats()))
+        } finally {
+          lib.close()
+        }
+      })
+      .command('query', 'Print the rows of one table: a pack table (by content id, or under each publisher) or one of the library\'s own', (k) => k
+        .option('library', { type: 'string', demandOption: true, describe: 'the library database' })
+        .option('table', { type: 'string', demandOption: true, describe: 'tilings, rules, patterns, ants, quickstart, aliases, verifications, ..., or pack_imports, pack_retractions, pack_revoked, pack_follows, pack_reverify, objects' })
+        .option('id', { type: 'string', describe: 'only the record with this id (events: whose first key column is it)' })
+        .option('json', { type: 'boolean', describe: 'print one JSON object, {table, rows}' })
+        .strictOptions(), async (args) => {
+        const { Library } = await import('../src/library/library.js')
+        const lib = Library.open(String(args.library))
+        try {
+          const rows = lib.query(String(args.table), args.id === undefined ? undefined : String(args.id))
+          if (args.json) process.stdout.write(`${JSON.stringify({ table: args.table, rows: [...rows] })}\n`)
+          else for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`)
+        } finally {
+          lib.close()
+        }
+      })
+      .demandCommand(1, 'name a library command: stats, query')
+      .strictCommands())
     .command('demo', 'Record two simulated hours of Binance trades and depth from the venue simulator, seal and verify them (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
       const { runDemo } = await import('../pipelines/demo.js')
       // The daemon seals each hour with this CLI, in a child process.
       exitCode = await runDemo(String(args.out), process.argv[1]!)
     })
-    .demandCommand(1, 'name a command: list, stages, describe, run, key, pack, demo')
+    .demandCommand(1, 'name a command: list, stages, describe, run, key, pack, library, demo')
     .strictCommands()
     .help()
     .fail((msg, err) => {

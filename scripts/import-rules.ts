@@ -37,6 +37,7 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'src/sinks': ['src/transforms', 'src/core', 'src/codec', 'src/formats', 'src/venues'],
   'src/sim': ['src/core', 'src/codec', 'src/formats', 'src/venues'],
   'src/recorder': ['src/core', 'src/codec', 'src/formats', 'src/venues'],
+  'src/library': ['src/core', 'src/codec', 'src/net', 'src/formats/pack', 'src/formats/json'],
   'pipelines': ['src'],
   'bin': ['src', 'pipelines'],
 }

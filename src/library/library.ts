@@ -1,0 +1,373 @@
+/**
+ * The pack library: one SQLite database (better-sqlite3) of what imported packs hold, and a folder of
+ * content-addressed objects beside it (docs/library.md). An import changes it in one transaction, so a
+ * refused pack, a crash or a full disk leaves it as it was. Revoked keys are kept for good, and a
+ * retraction flags a record without deleting the user's copy.
+ */
+import { createHash } from 'node:crypto'
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import Database from 'better-sqlite3'
+import { PipeError, UsageError } from '../core/errors.js'
+
+/** The schema this build writes; each step of MIGRATIONS takes a database one version up. */
+export const LIBRARY_SCHEMA_VERSION = 1
+
+export const LIBRARY_CODES = {
+  /** A database made by a newer pipe: its schema is past what this build knows. */
+  newer: 'library.schema-newer',
+  /** A file that is not a pipe library (another SQLite database, or not SQLite at all). */
+  notALibrary: 'library.not-a-library',
+  /** A table `query` does not know. */
+  unknownTable: 'library.unknown-table',
+  /** An object whose bytes are not its name's. */
+  objectHash: 'library.object-hash-mismatch',
+} as const
+
+/** The pack tables of facts (one row per content id, whoever publishes it) and of events (rows under their publisher). */
+export const FACT_TABLES = ['tilings', 'rules', 'patterns', 'ants', 'quickstart', 'aliases'] as const
+export const EVENT_TABLES = ['verifications', 'sightings', 'provenance', 'annotations', 'media', 'ratings', 'raters', 'score_models'] as const
+export type FactTable = (typeof FACT_TABLES)[number]
+export type EventTable = (typeof EVENT_TABLES)[number]
+
+/**
+ * Version 1. Rows are kept as the RFC 8785 text of the pack's row (`row`), keyed as the pack keys them:
+ * a fact by its table's content id, an event by its publisher and its sort columns.
+ */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE library_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+  CREATE TABLE pack_imports (
+    id INTEGER PRIMARY KEY,
+    manifest TEXT NOT NULL,
+    publisher TEXT NOT NULL,
+    feed TEXT NOT NULL,
+    source TEXT NOT NULL,
+    started TEXT NOT NULL,
+    finished TEXT NOT NULL,
+    facts_added INTEGER NOT NULL,
+    events_added INTEGER NOT NULL,
+    objects_added INTEGER NOT NULL,
+    retractions_added INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX pack_imports_manifest ON pack_imports (manifest);
+  CREATE TABLE facts (
+    table_name TEXT NOT NULL,
+    id TEXT NOT NULL,
+    row TEXT NOT NULL,
+    import_id INTEGER NOT NULL REFERENCES pack_imports (id),
+    needs_reverify INTEGER NOT NULL DEFAULT 0 CHECK (needs_reverify IN (0, 1)),
+    PRIMARY KEY (table_name, id)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE events (
+    table_name TEXT NOT NULL,
+    publisher TEXT NOT NULL,
+    key TEXT NOT NULL,
+    row TEXT NOT NULL,
+    import_id INTEGER NOT NULL REFERENCES pack_imports (id),
+    PRIMARY KEY (table_name, publisher, key)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE objects (
+    hash TEXT PRIMARY KEY,
+    ext TEXT NOT NULL CHECK (ext IN ('parquet', 'png', 'gif', 'webp')),
+    bytes INTEGER NOT NULL,
+    import_id INTEGER NOT NULL REFERENCES pack_imports (id)
+  ) STRICT;
+  CREATE TABLE pack_retractions (
+    target TEXT NOT NULL,
+    publisher TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    import_id INTEGER NOT NULL REFERENCES pack_imports (id),
+    PRIMARY KEY (target, publisher)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE pack_revoked (
+    fingerprint TEXT PRIMARY KEY,
+    publisher TEXT NOT NULL,
+    seen_in TEXT NOT NULL,
+    first_seen TEXT NOT NULL
+  ) STRICT;
+  CREATE TABLE pack_follows (
+    publisher TEXT NOT NULL,
+    feed TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    manifest TEXT NOT NULL,
+    source TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    PRIMARY KEY (publisher, feed)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE pack_reverify (
+    import_id INTEGER NOT NULL REFERENCES pack_imports (id),
+    table_name TEXT NOT NULL,
+    id TEXT NOT NULL,
+    outcome TEXT NOT NULL CHECK (outcome IN ('confirmed', 'failed', 'unchecked')),
+    detail TEXT NOT NULL,
+    PRIMARY KEY (import_id, table_name, id)
+  ) STRICT, WITHOUT ROWID;
+  `,
+]
+
+export interface ImportRecord {
+  manifest: string
+  publisher: string
+  feed: string
+  source: string
+  started: string
+  finished: string
+}
+
+export interface ImportCounts {
+  factsAdded: number
+  eventsAdded: number
+  objectsAdded: number
+  retractionsAdded: number
+}
+
+/** What one transaction may do to the library; see Library.change. */
+export interface LibraryChange {
+  readonly importId: number
+  /** A fact row: 'added', 'same' (the library has it, identical), or 'differs' (the library's row stands). */
+  fact(table: FactTable, id: string, row: string): 'added' | 'same' | 'differs'
+  /** An event row under its publisher: 'added' or 'same' (a row with that key is there already, and stands). */
+  event(table: EventTable, publisher: string, key: string, row: string): 'added' | 'same'
+  /** An object's bytes into the library's folder, checked against its name first. */
+  object(hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp', bytes: Uint8Array): Promise<'added' | 'same'>
+  retract(target: string, publisher: string, manifest: string): 'added' | 'same'
+  /** A key revoked for good: no later import can undo it. */
+  revoke(fingerprint: string, publisher: string, seenIn: string, at: string): void
+  flagReverify(table: FactTable, id: string): void
+  reverifyResult(table: FactTable, id: string, outcome: 'confirmed' | 'failed' | 'unchecked', detail: string): void
+  follow(publisher: string, feed: string, seq: number, manifest: string, source: string, at: string): void
+}
+
+export interface LibraryStats {
+  schema: number
+  facts: Record<string, number>
+  events: Record<string, number>
+  objects: number
+  objectBytes: number
+  retractions: number
+  revokedKeys: number
+  imports: number
+  needsReverify: number
+  follows: { publisher: string; feed: string; seq: number; manifest: string }[]
+}
+
+const SHA256_NAME = /^sha256:([0-9a-f]{64})$/
+
+export class Library {
+  private constructor(private readonly db: Database.Database, readonly path: string) {}
+
+  /** The objects' folder: `<db>.objects/sha256/<aa>/<hex>.<ext>`. */
+  get objectsDir(): string {
+    return `${this.path}.objects`
+  }
+
+  /** Opens (making it when `create`) the library at `path`, taking its schema up to this build's. */
+  static open(path: string, opts: { create?: boolean } = {}): Library {
+    let db: Database.Database
+    try {
+      db = new Database(path, { fileMustExist: !opts.create })
+    } catch (err) {
+      throw new UsageError('env.enoent', `cannot open the library: ${(err as Error).message}`, { location: { file: path } })
+    }
+    try {
+      db.pragma('journal_mode = WAL')
+      db.pragma('synchronous = FULL')
+      db.pragma('foreign_keys = ON')
+      migrate(db, path)
+    } catch (err) {
+      db.close()
+      if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new PipeError(LIBRARY_CODES.notALibrary, `${path} is not a SQLite database, so no pipe library`, { exitCode: 2, location: { file: path } })
+      throw err
+    }
+    return new Library(db, path)
+  }
+
+  close(): void {
+    this.db.close()
+  }
+
+  get schemaVersion(): number {
+    return schemaVersionOf(this.db)
+  }
+
+  /**
+   * Runs `change` in one transaction under a new import record: everything it did is kept together with
+   * the record, or (when it throws) nothing is. Objects are written into the folder before the commit; one
+   * left by a transaction that did not commit is named by its hash and harms nothing.
+   */
+  async change(record: ImportRecord, change: (c: LibraryChange) => Promise<void>): Promise<ImportCounts & { importId: number }> {
+    const db = this.db
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      const importId = Number(db.prepare(`INSERT INTO pack_imports (manifest, publisher, feed, source, started, finished, facts_added, events_added, objects_added, retractions_added)
+        VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0)`).run(record.manifest, record.publisher, record.feed, record.source, record.started, record.finished).lastInsertRowid)
+      const counts: ImportCounts = { factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0 }
+      const getFact = db.prepare('SELECT row FROM facts WHERE table_name = ? AND id = ?').pluck()
+      const putFact = db.prepare('INSERT INTO facts (table_name, id, row, import_id) VALUES (?, ?, ?, ?)')
+      const putEvent = db.prepare('INSERT OR IGNORE INTO events (table_name, publisher, key, row, import_id) VALUES (?, ?, ?, ?, ?)')
+      const hasObject = db.prepare('SELECT 1 FROM objects WHERE hash = ?').pluck()
+      const putObject = db.prepare('INSERT INTO objects (hash, ext, bytes, import_id) VALUES (?, ?, ?, ?)')
+      const putRetraction = db.prepare('INSERT OR IGNORE INTO pack_retractions (target, publisher, manifest, import_id) VALUES (?, ?, ?, ?)')
+      const lib = this
+      await change({
+        importId,
+        fact(table, id, row) {
+          const have = getFact.get(table, id) as string | undefined
+          if (have !== undefined) return have === row ? 'same' : 'differs'
+          putFact.run(table, id, row, importId)
+          counts.factsAdded++
+          return 'added'
+        },
+        event(table, publisher, key, row) {
+          if (putEvent.run(table, publisher, key, row, importId).changes === 0) return 'same'
+          counts.eventsAdded++
+          return 'added'
+        },
+        async object(hash, ext, bytes) {
+          const hex = SHA256_NAME.exec(hash)?.[1]
+          const got = createHash('sha256').update(bytes).digest('hex')
+          if (hex === undefined || got !== hex) throw new PipeError(LIBRARY_CODES.objectHash, `an object named ${hash} hashes to sha256:${got}; it is not stored`)
+          if (hasObject.get(hash) !== undefined) return 'same'
+          await lib.writeObjectFile(hex, ext, bytes)
+          putObject.run(hash, ext, bytes.byteLength, importId)
+          counts.objectsAdded++
+          return 'added'
+        },
+        retract(target, publisher, manifest) {
+          if (putRetraction.run(target, publisher, manifest, importId).changes === 0) return 'same'
+          counts.retractionsAdded++
+          return 'added'
+        },
+        revoke(fingerprint, publisher, seenIn, at) {
+          db.prepare('INSERT OR IGNORE INTO pack_revoked (fingerprint, publisher, seen_in, first_seen) VALUES (?, ?, ?, ?)').run(fingerprint, publisher, seenIn, at)
+        },
+        flagReverify(table, id) {
+          db.prepare('UPDATE facts SET needs_reverify = 1 WHERE table_name = ? AND id = ?').run(table, id)
+        },
+        reverifyResult(table, id, outcome, detail) {
+          db.prepare('INSERT OR REPLACE INTO pack_reverify (import_id, table_name, id, outcome, detail) VALUES (?, ?, ?, ?, ?)').run(importId, table, id, outcome, detail)
+        },
+        follow(publisher, feed, seq, manifest, source, at) {
+          db.prepare(`INSERT INTO pack_follows (publisher, feed, seq, manifest, source, updated) VALUES (?, ?, ?, ?, ?, ?)
+            ON CONFLICT (publisher, feed) DO UPDATE SET seq = excluded.seq, manifest = excluded.manifest, source = excluded.source, updated = excluded.updated`).run(publisher, feed, seq, manifest, source, at)
+        },
+      })
+      db.prepare('UPDATE pack_imports SET facts_added = ?, events_added = ?, objects_added = ?, retractions_added = ? WHERE id = ?')
+        .run(counts.factsAdded, counts.eventsAdded, counts.objectsAdded, counts.retractionsAdded, importId)
+      db.exec('COMMIT')
+      return { ...counts, importId }
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK')
+      throw err
+    }
+  }
+
+  isRevoked(fingerprint: string): boolean {
+    return this.db.prepare('SELECT 1 FROM pack_revoked WHERE fingerprint = ?').pluck().get(fingerprint) !== undefined
+  }
+
+  /** The last version accepted from a feed, or undefined when it is not followed. */
+  following(publisher: string, feed: string): { seq: number; manifest: string } | undefined {
+    return this.db.prepare('SELECT seq, manifest FROM pack_follows WHERE publisher = ? AND feed = ?').get(publisher, feed) as { seq: number; manifest: string } | undefined
+  }
+
+  stats(): LibraryStats {
+    const db = this.db
+    const byTable = (sql: string) => Object.fromEntries((db.prepare(sql).all() as { t: string; n: number }[]).map((r) => [r.t, r.n]))
+    const objects = db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM objects').get() as { n: number; b: number }
+    const count = (table: string) => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number
+    return {
+      schema: this.schemaVersion,
+      facts: { ...Object.fromEntries(FACT_TABLES.map((t) => [t, 0])), ...byTable('SELECT table_name AS t, count(*) AS n FROM facts GROUP BY table_name') },
+      events: { ...Object.fromEntries(EVENT_TABLES.map((t) => [t, 0])), ...byTable('SELECT table_name AS t, count(*) AS n FROM events GROUP BY table_name') },
+      objects: objects.n,
+      objectBytes: objects.b,
+      retractions: count('pack_retractions'),
+      revokedKeys: count('pack_revoked'),
+      imports: count('pack_imports'),
+      needsReverify: db.prepare('SELECT count(*) FROM facts WHERE needs_reverify = 1').pluck().get() as number,
+      follows: db.prepare('SELECT publisher, feed, seq, manifest FROM pack_follows ORDER BY publisher, feed').all() as LibraryStats['follows'],
+    }
+  }
+
+  /**
+   * The rows of one pack table (a fact table by content id, an event table under every publisher), or of
+   * one of the library's own (pack_imports, pack_retractions, pack_revoked, pack_follows, pack_reverify),
+   * in key order; with `id`, the fact with that id, or the events whose key starts with it.
+   */
+  *query(table: string, id?: string): Generator<Record<string, unknown>> {
+    const db = this.db
+    if ((FACT_TABLES as readonly string[]).includes(table)) {
+      const rows = id === undefined
+        ? db.prepare('SELECT f.id, f.row, f.needs_reverify, f.import_id, EXISTS (SELECT 1 FROM pack_retractions r WHERE r.target = f.id) AS retracted FROM facts f WHERE f.table_name = ? ORDER BY f.id').iterate(table)
+        : db.prepare('SELECT f.id, f.row, f.needs_reverify, f.import_id, EXISTS (SELECT 1 FROM pack_retractions r WHERE r.target = f.id) AS retracted FROM facts f WHERE f.table_name = ? AND f.id = ?').iterate(table, id)
+      for (const r of rows as Iterable<{ id: string; row: string; needs_reverify: number; import_id: number; retracted: number }>) {
+        yield { id: r.id, row: JSON.parse(r.row) as unknown, needs_reverify: r.needs_reverify === 1, retracted: r.retracted === 1, import_id: r.import_id }
+      }
+      return
+    }
+    if ((EVENT_TABLES as readonly string[]).includes(table)) {
+      const rows = id === undefined
+        ? db.prepare('SELECT publisher, key, row, import_id FROM events WHERE table_name = ? ORDER BY publisher, key').iterate(table)
+        : db.prepare("SELECT publisher, key, row, import_id FROM events WHERE table_name = ? AND (key = ? OR substr(key, 1, length(?) + 1) = ? || char(31)) ORDER BY publisher, key").iterate(table, id, id, id)
+      for (const r of rows as Iterable<{ publisher: string; key: string; row: string; import_id: number }>) {
+        yield { publisher: r.publisher, key: r.key.split('\u001f'), row: JSON.parse(r.row) as unknown, import_id: r.import_id }
+      }
+      return
+    }
+    const own: Record<string, string> = {
+      pack_imports: 'SELECT * FROM pack_imports ORDER BY id', pack_retractions: 'SELECT * FROM pack_retractions ORDER BY target, publisher',
+      pack_revoked: 'SELECT * FROM pack_revoked ORDER BY fingerprint', pack_follows: 'SELECT * FROM pack_follows ORDER BY publisher, feed',
+      pack_reverify: 'SELECT * FROM pack_reverify ORDER BY import_id, table_name, id', objects: 'SELECT * FROM objects ORDER BY hash',
+    }
+    const sql = own[table]
+    if (sql === undefined) {
+      throw new UsageError(LIBRARY_CODES.unknownTable, `--table ${JSON.stringify(table)}: a pack table (${[...FACT_TABLES, ...EVENT_TABLES].join(', ')}) or one of the library's own (${Object.keys(own).join(', ')})`, { location: { field: 'table' } })
+    }
+    yield* db.prepare(sql).iterate() as Iterable<Record<string, unknown>>
+  }
+
+  private async writeObjectFile(hex: string, ext: string, bytes: Uint8Array): Promise<void> {
+    const path = join(this.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.${ext}`)
+    await mkdir(dirname(path), { recursive: true })
+    const tmp = `${path}.${process.pid}.tmp`
+    try {
+      await writeFile(tmp, bytes, { flush: true })
+      await rename(tmp, path)
+    } catch (err) {
+      await rm(tmp, { force: true })
+      throw err
+    }
+  }
+}
+
+/** An event's key as stored: its sort columns' values, each as text, joined by U+001F (no pack text holds it). */
+export function eventKey(values: readonly unknown[]): string {
+  return values.map((v) => (v === null || v === undefined ? '' : String(v))).join('\u001f')
+}
+
+function schemaVersionOf(db: Database.Database): number {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'library_meta'").pluck().get() !== undefined
+  if (!hasMeta) return 0
+  const v = db.prepare("SELECT value FROM library_meta WHERE key = 'schema_version'").pluck().get() as string | undefined
+  return v === undefined ? 0 : Number(v)
+}
+
+/** Takes the database up to LIBRARY_SCHEMA_VERSION, one step a transaction; refuses one it does not know. */
+function migrate(db: Database.Database, path: string): void {
+  const version = schemaVersionOf(db)
+  if (version === 0) {
+    const tables = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'").pluck().get() as number
+    if (tables > 0) throw new PipeError(LIBRARY_CODES.notALibrary, `${path} is a SQLite database of other tables, not a pipe library`, { exitCode: 2, location: { file: path } })
+  }
+  if (version > LIBRARY_SCHEMA_VERSION) {
+    throw new PipeError(LIBRARY_CODES.newer, `${path} is a library of schema ${version}; this pipe knows schemas up to ${LIBRARY_SCHEMA_VERSION} (a newer pipe made it)`, { exitCode: 2, location: { file: path } })
+  }
+  for (let v = version; v < LIBRARY_SCHEMA_VERSION; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!)
+      db.prepare("INSERT INTO library_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(v + 1))
+    })()
+  }
+}

@@ -1,0 +1,153 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { eventKey, Library, LIBRARY_SCHEMA_VERSION, type ImportRecord } from '../src/library/library.js'
+import { childEnv } from './helpers/io.js'
+
+const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
+const built = fileURLToPath(new URL('../dist/src/library/library.js', import.meta.url))
+const base = await mkdtemp(join(tmpdir(), 'library-'))
+let made = 0
+const fresh = () => join(base, `l${made++}.db`)
+const record = (manifest: string): ImportRecord => ({ manifest, publisher: 'SHA256:pub', feed: 'life', source: '/somewhere', started: '2026-12-07T00:00:00Z', finished: '2026-12-07T00:00:01Z' })
+const sha = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`
+const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.from('a picture')])
+
+t.test('a new library is made at this build\'s schema, and opens again as it was', async (t) => {
+  const path = fresh()
+  t.throws(() => Library.open(path), { code: 'env.enoent' }, 'opening without create does not make one')
+  const lib = Library.open(path, { create: true })
+  t.equal(lib.schemaVersion, LIBRARY_SCHEMA_VERSION)
+  t.match(lib.stats(), { schema: 1, facts: { patterns: 0, tilings: 0 }, events: { verifications: 0 }, objects: 0, imports: 0, follows: [] })
+  lib.close()
+  const again = Library.open(path)
+  t.equal(again.schemaVersion, 1)
+  again.close()
+})
+
+t.test('what is not a library, or a newer one, is refused and left as it was', async (t) => {
+  const other = fresh()
+  const db = new Database(other)
+  db.exec('CREATE TABLE mine (x INTEGER)')
+  db.close()
+  t.throws(() => Library.open(other), { code: 'library.not-a-library', message: /a SQLite database of other tables/ })
+  const text = fresh()
+  await writeFile(text, 'not a database at all, just some text that is long enough to be read as a header by SQLite\n'.repeat(20))
+  t.throws(() => Library.open(text), { code: 'library.not-a-library', message: /not a SQLite database/ })
+  t.match(await readFile(text, 'utf8'), /^not a database at all/, 'the file is untouched')
+  const newer = fresh()
+  Library.open(newer, { create: true }).close()
+  const raw = new Database(newer)
+  raw.prepare("UPDATE library_meta SET value = '2' WHERE key = 'schema_version'").run()
+  raw.close()
+  t.throws(() => Library.open(newer), { code: 'library.schema-newer', message: /schema 2; this pipe knows schemas up to 1/ })
+})
+
+t.test('one import is one transaction: facts merge by id, events under their publisher, objects by hash, flags, follows', async (t) => {
+  const lib = Library.open(fresh(), { create: true })
+  t.teardown(() => lib.close())
+  const first = await lib.change(record('sha256:aa'), async (c) => {
+    t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":1}'), 'added')
+    t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":1}'), 'same')
+    t.equal(c.event('verifications', 'SHA256:pub', eventKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added')
+    t.equal(await c.object(sha(PNG), 'png', PNG), 'added')
+    t.equal(c.retract('p0', 'SHA256:pub', 'sha256:aa'), 'added')
+    c.revoke('SHA256:old', 'SHA256:pub', 'sha256:aa', '2026-12-07T00:00:00Z')
+    c.follow('SHA256:pub', 'life', 3, 'sha256:aa', 'https://example.org/store', '2026-12-07T00:00:00Z')
+  })
+  t.same(first, { factsAdded: 1, eventsAdded: 1, objectsAdded: 1, retractionsAdded: 1, importId: 1 })
+  const hex = sha(PNG).slice(7)
+  t.ok((await readFile(join(lib.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.png`))).equals(PNG), 'the object in the folder, named by its hash')
+
+  const second = await lib.change(record('sha256:bb'), async (c) => {
+    t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":2}'), 'differs', 'the library\'s row stands')
+    t.equal(c.fact('patterns', 'p2', '{"id":"p2"}'), 'added')
+    t.equal(c.event('verifications', 'SHA256:pub', eventKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'same')
+    t.equal(c.event('verifications', 'SHA256:other', eventKey(['p1', 'B3/S23', 'SHA256:other', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added', 'another publisher\'s')
+    t.equal(await c.object(sha(PNG), 'png', PNG), 'same')
+    c.revoke('SHA256:old', 'SHA256:pub', 'sha256:bb', '2026-12-08T00:00:00Z')
+    c.flagReverify('patterns', 'p2')
+    c.reverifyResult('patterns', 'p2', 'confirmed', 'replayed 4 generations')
+    c.follow('SHA256:pub', 'life', 4, 'sha256:bb', 'https://example.org/store', '2026-12-08T00:00:00Z')
+  })
+  t.same(second, { factsAdded: 1, eventsAdded: 1, objectsAdded: 0, retractionsAdded: 0, importId: 2 })
+  t.match(lib.stats(), { facts: { patterns: 2 }, events: { verifications: 2 }, objects: 1, objectBytes: PNG.length, retractions: 1, revokedKeys: 1, imports: 2, needsReverify: 1, follows: [{ publisher: 'SHA256:pub', feed: 'life', seq: 4, manifest: 'sha256:bb' }] })
+  t.same([...lib.query('patterns', 'p1')], [{ id: 'p1', row: { id: 'p1', v: 1 }, needs_reverify: false, retracted: false, import_id: 1 }])
+  t.same([...lib.query('patterns')].map((r) => r.id), ['p1', 'p2'])
+  t.same([...lib.query('verifications', 'p1')].map((r) => r.publisher), ['SHA256:other', 'SHA256:pub'], 'events by their first key column')
+  t.same([...lib.query('pack_revoked')], [{ fingerprint: 'SHA256:old', publisher: 'SHA256:pub', seen_in: 'sha256:aa', first_seen: '2026-12-07T00:00:00Z' }], 'a revocation is kept as first seen')
+  t.ok(lib.isRevoked('SHA256:old'))
+  t.same(lib.following('SHA256:pub', 'life'), { seq: 4, manifest: 'sha256:bb' })
+  t.throws(() => [...lib.query('nothing')], { code: 'library.unknown-table' })
+})
+
+t.test('a change that fails leaves the library exactly as it was', async (t) => {
+  const lib = Library.open(fresh(), { create: true })
+  t.teardown(() => lib.close())
+  await lib.change(record('sha256:aa'), async (c) => { c.fact('rules', 'B3/S23', '{}') })
+  const before = lib.stats()
+  await t.rejects(lib.change(record('sha256:bb'), async (c) => {
+    c.fact('rules', 'B36/S23', '{}')
+    c.event('ratings', 'SHA256:pub', 'k', '{}')
+    c.revoke('SHA256:k', 'SHA256:pub', 'sha256:bb', '2026-12-07T00:00:00Z')
+    await c.object('sha256:' + '0'.repeat(64), 'png', PNG)
+  }), { code: 'library.object-hash-mismatch' })
+  t.same(lib.stats(), before, 'no row, revocation or import record of the failed change')
+  t.notOk(lib.isRevoked('SHA256:k'))
+})
+
+t.test('a process killed mid-import leaves the library as it was (SQLite\'s transaction, WAL, synchronous=FULL)', async (t) => {
+  const path = fresh()
+  const lib = Library.open(path, { create: true })
+  await lib.change(record('sha256:aa'), async (c) => { c.fact('patterns', 'kept', '{}') })
+  const before = lib.stats()
+  lib.close()
+  const script = `
+    const { Library } = await import(${JSON.stringify(built)})
+    const lib = Library.open(${JSON.stringify(path)})
+    await lib.change({ manifest: 'sha256:bb', publisher: 'p', feed: 'f', source: 's', started: 'x', finished: 'y' }, async (c) => {
+      for (let i = 0; i < 20000; i++) c.fact('patterns', 'p' + i, '{"i":' + i + '}')
+      process.stdout.write('halfway\\n')
+      await new Promise(() => {})
+    })`
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+  await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => { if (d.toString().includes('halfway')) resolve() }))
+  child.kill('SIGKILL')
+  await new Promise((resolve) => child.once('exit', resolve))
+  const after = Library.open(path)
+  t.teardown(() => after.close())
+  t.same(after.stats(), before, 'none of the 20,000 rows, nor the import record')
+  const check = new Database(path, { readonly: true })
+  t.equal(check.pragma('integrity_check', { simple: true }), 'ok')
+  check.close()
+})
+
+t.test('pipe library stats and query read it back', async (t) => {
+  const path = fresh()
+  const lib = Library.open(path, { create: true })
+  await lib.change(record('sha256:aa'), async (c) => {
+    c.fact('patterns', 'p1', '{"id":"p1"}')
+    c.follow('SHA256:pub', 'life', 7, 'sha256:aa', 'https://example.org/store', '2026-12-07T00:00:00Z')
+  })
+  lib.close()
+  const run = (...args: string[]) => spawnSync(process.execPath, [cli, 'library', ...args], { encoding: 'utf8', env: childEnv() })
+  let r = run('stats', '--library', path, '--json')
+  t.equal(r.status, 0, r.stderr)
+  t.match(JSON.parse(r.stdout), { schema: 1, facts: { patterns: 1 }, imports: 1, follows: [{ feed: 'life', seq: 7 }] })
+  r = run('stats', '--library', path)
+  t.match(r.stdout, /^schema 1\nrecords: tilings 0, rules 0, patterns 1,/)
+  t.match(r.stdout, /feeds followed: 1\n  SHA256:pub life: seq 7, manifest sha256:aa\n$/)
+  r = run('query', '--library', path, '--table', 'patterns', '--id', 'p1', '--json')
+  t.same(JSON.parse(r.stdout), { table: 'patterns', rows: [{ id: 'p1', row: { id: 'p1' }, needs_reverify: false, retracted: false, import_id: 1 }] })
+  r = run('query', '--library', path, '--table', 'nope')
+  t.equal(r.status, 2)
+  t.match(r.stderr, /library\.unknown-table/)
+  r = run('stats', '--library', join(base, 'missing.db'))
+  t.equal(r.status, 2)
+  t.match(r.stderr, /cannot open the library/)
+})

@@ -148,12 +148,16 @@ async function oneRequest(url: URL, from: number, limit: number, fh: FileHandle,
   const stall = new AbortController()
   const request = AbortSignal.any([signal, stall.signal])
   let response: Response
+  // A server that sends no headers for stallMs stalls too.
+  let timer = setTimeout(() => stall.abort(), stallMs)
   try {
     response = await fetch(url, { headers: from > 0 ? { range: `bytes=${from}-` } : {}, signal: request, redirect: 'follow' })
   } catch (err) {
+    clearTimeout(timer)
     if (signal.aborted) throw err
-    throw new Retryable(`the request failed (${describe(err)})`)
+    throw new Retryable(stall.signal.aborted ? `no answer for ${stallMs} ms` : `the request failed (${describe(err)})`)
   }
+  clearTimeout(timer)
   let start = 0
   if (response.status === 206 && from > 0) {
     const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get('content-range') ?? '')
@@ -180,7 +184,7 @@ async function oneRequest(url: URL, from: number, limit: number, fh: FileHandle,
   if (response.body === null) return
   let at = start
   const reader = response.body.getReader()
-  let timer = setTimeout(() => stall.abort(), stallMs)
+  timer = setTimeout(() => stall.abort(), stallMs)
   try {
     for (;;) {
       let next: Awaited<ReturnType<typeof reader.read>>

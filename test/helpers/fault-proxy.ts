@@ -20,6 +20,8 @@ export type Fault =
   | { kind: 'ignore-range' }
   /** The answer waits `ms` before it is asked of the server. */
   | { kind: 'delay'; ms: number }
+  /** No answer at all: the request is held open. */
+  | { kind: 'silent' }
 
 export interface ProxiedRequest {
   path: string
@@ -80,6 +82,7 @@ export class FaultProxy {
       res.writeHead(fault.status).end()
       return
     }
+    if (fault?.kind === 'silent') return
     if (fault?.kind === 'delay') {
       setTimeout(() => this.forward(req, res, path, undefined), fault.ms)
       return

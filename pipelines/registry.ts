@@ -29,6 +29,8 @@ import { registerVerify } from './verify.js'
 registerVerify(registry)
 import { registerPackExport } from './pack-export.js'
 registerPackExport(registry)
+import { registerPackImport } from './pack-import.js'
+registerPackImport(registry)
 import { registerPackCheck } from './pack-check.js'
 registerPackCheck(registry)
 import { registerPackPublish } from './pack-publish.js'

@@ -14,6 +14,27 @@ import { needs } from './helpers/tools.js'
 
 const sha = (b: Buffer) => `sha256:${createHash('sha256').update(b).digest('hex')}`
 
+t.test('a limiter hands a slot to the fetch that waited, never to one that came after', async (t) => {
+  const limiter = new FetchLimiter(1)
+  let active = 0
+  let most = 0
+  const order: string[] = []
+  const task = (name: string, ms: number) => async () => {
+    active++
+    most = Math.max(most, active)
+    order.push(name)
+    await new Promise((r) => setTimeout(r, ms))
+    active--
+  }
+  const a = limiter.run(task('a', 30))
+  const b = limiter.run(task('b', 10))
+  await a
+  const c = limiter.run(task('c', 10))
+  await Promise.all([b, c])
+  t.equal(most, 1, 'one at a time')
+  t.same(order, ['a', 'b', 'c'], 'in the order they came')
+})
+
 t.test('fetching objects from a real nginx through a fault-injecting proxy', needs('nginx'), async (t) => {
   const www = await mkdtemp(join(tmpdir(), 'www-'))
   const out = await mkdtemp(join(tmpdir(), 'fetched-'))
@@ -50,6 +71,13 @@ t.test('fetching objects from a real nginx through a fault-injecting proxy', nee
     const resumedAt = Number(/^bytes=(\d+)-$/.exec(asked[1]!)![1])
     t.ok(resumedAt > 0 && resumedAt <= 1_000_000, `resumed at byte ${resumedAt}`)
     t.same({ requests: got.requests, refetched: got.refetchedBytes }, { requests: 2, refetched: 0 }, 'nothing fetched twice')
+  })
+
+  await t.test('a body cut after its last byte is checked, not asked for again', async (t) => {
+    proxy.fault('/object.bin', { kind: 'no-end' })
+    const got = await fetchIt('/object.bin')
+    t.ok((await readFile(got.path)).equals(object))
+    t.equal(got.requests, 1)
   })
 
   await t.test('a server that ignores the Range is read from the start again', async (t) => {

@@ -148,6 +148,8 @@ t.test('writer rules in a store: a local path in a document, media bytes of anot
   includes(t, await check(pathy.dir, 1), [['1 pack.local-path', manifest]])
   t.match((await check(pathy.dir, 1)).find((i) => i.code === 'pack.local-path'), { detail: /^\.later_minor\.note: a local path "\\\\\\\\lab-nas\\\\packs\\\\life"/ })
   exactly(t, await check(pathy.dir, 0), [], 'level 0 does not hold a writer to it')
+  const deep = await damaged((s) => writeFile(fileOf(s.dir, 'jetcarp-store.json'), `{"x":${'['.repeat(20_000)}${']'.repeat(20_000)}}`))
+  includes(t, await check(deep.dir, 1), [['0 pack.json-too-deep', 'jetcarp-store.json']], 'a document nested too deep is its reader\'s finding, not linted')
 
   const gif = await buildStore(fresh(), withRows((rows) => { rows.media![0]!.media_type = 'image/gif' }))
   const png = objectPath(penroseRows.media![0]!.object as string, 'png')

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
+import { fsyncDir } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
 
 /** The schema this build writes; each step of MIGRATIONS takes a database one version up. */
@@ -82,6 +83,7 @@ const MIGRATIONS: readonly string[] = [
   ) STRICT, WITHOUT ROWID;
   CREATE TABLE pack_revoked (
     fingerprint TEXT PRIMARY KEY,
+    revoked_by TEXT NOT NULL,
     publisher TEXT NOT NULL,
     seen_in TEXT NOT NULL,
     first_seen TEXT NOT NULL
@@ -132,8 +134,8 @@ export interface LibraryChange {
   /** An object's bytes into the library's folder, checked against its name first. */
   object(hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp', bytes: Uint8Array): Promise<'added' | 'same'>
   retract(target: string, publisher: string, manifest: string): 'added' | 'same'
-  /** A key revoked for good: no later import can undo it. */
-  revoke(fingerprint: string, publisher: string, seenIn: string, at: string): void
+  /** A key revoked for good (by itself or a successor, `revokedBy`): no later import can undo it. */
+  revoke(fingerprint: string, revokedBy: string, publisher: string, seenIn: string, at: string): void
   flagReverify(table: FactTable, id: string): void
   reverifyResult(table: FactTable, id: string, outcome: 'confirmed' | 'failed' | 'unchecked', detail: string): void
   follow(publisher: string, feed: string, seq: number, manifest: string, source: string, at: string): void
@@ -239,8 +241,8 @@ export class Library {
           counts.retractionsAdded++
           return 'added'
         },
-        revoke(fingerprint, publisher, seenIn, at) {
-          db.prepare('INSERT OR IGNORE INTO pack_revoked (fingerprint, publisher, seen_in, first_seen) VALUES (?, ?, ?, ?)').run(fingerprint, publisher, seenIn, at)
+        revoke(fingerprint, revokedBy, publisher, seenIn, at) {
+          db.prepare('INSERT OR IGNORE INTO pack_revoked (fingerprint, revoked_by, publisher, seen_in, first_seen) VALUES (?, ?, ?, ?, ?)').run(fingerprint, revokedBy, publisher, seenIn, at)
         },
         flagReverify(table, id) {
           db.prepare('UPDATE facts SET needs_reverify = 1 WHERE table_name = ? AND id = ?').run(table, id)
@@ -261,6 +263,11 @@ export class Library {
       if (db.inTransaction) db.exec('ROLLBACK')
       throw err
     }
+  }
+
+  /** Every revocation the library has seen, as the key chain takes them (knownRevocations). */
+  revocations(): { fingerprint: string; revokedBy: string }[] {
+    return this.db.prepare('SELECT fingerprint, revoked_by AS revokedBy FROM pack_revoked ORDER BY fingerprint').all() as { fingerprint: string; revokedBy: string }[]
   }
 
   isRevoked(fingerprint: string): boolean {
@@ -300,8 +307,8 @@ export class Library {
     const db = this.db
     if ((FACT_TABLES as readonly string[]).includes(table)) {
       const rows = id === undefined
-        ? db.prepare('SELECT f.id, f.row, f.needs_reverify, f.import_id, EXISTS (SELECT 1 FROM pack_retractions r WHERE r.target = f.id) AS retracted FROM facts f WHERE f.table_name = ? ORDER BY f.id').iterate(table)
-        : db.prepare('SELECT f.id, f.row, f.needs_reverify, f.import_id, EXISTS (SELECT 1 FROM pack_retractions r WHERE r.target = f.id) AS retracted FROM facts f WHERE f.table_name = ? AND f.id = ?').iterate(table, id)
+        ? db.prepare('SELECT f.id, f.row, f.needs_reverify, f.import_id, EXISTS (SELECT 1 FROM pack_retractions r WHERE r.target = ? || f.id) AS retracted FROM facts f WHERE f.table_name = ? ORDER BY f.id').iterate(targetPrefix(table), table)
+        : db.prepare('SELECT f.id, f.row, f.needs_reverify, f.import_id, EXISTS (SELECT 1 FROM pack_retractions r WHERE r.target = ? || f.id) AS retracted FROM facts f WHERE f.table_name = ? AND f.id = ?').iterate(targetPrefix(table), table, id)
       for (const r of rows as Iterable<{ id: string; row: string; needs_reverify: number; import_id: number; retracted: number }>) {
         yield { id: r.id, row: JSON.parse(r.row) as unknown, needs_reverify: r.needs_reverify === 1, retracted: r.retracted === 1, import_id: r.import_id }
       }
@@ -335,11 +342,18 @@ export class Library {
     try {
       await writeFile(tmp, bytes, { flush: true })
       await rename(tmp, path)
+      // The row that names it commits next: the name must be as durable as the row.
+      await fsyncDir(dirname(path))
     } catch (err) {
       await rm(tmp, { force: true })
       throw err
     }
   }
+}
+
+/** How a retraction names a record of a fact table (`pattern:<id>`); tables no target names get a prefix none matches. */
+function targetPrefix(table: string): string {
+  return ({ patterns: 'pattern:', ants: 'ant:', quickstart: 'quickstart:' } as Record<string, string>)[table] ?? '\u0000'
 }
 
 /** An event's key as stored: its sort columns' values, each as text, joined by U+001F (no pack text holds it). */

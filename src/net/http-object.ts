@@ -114,6 +114,8 @@ export async function fetchObject(o: FetchObjectOptions): Promise<FetchedObject>
         if (deadline.aborted) throw new PipeError(FETCH_CODES.timeout, `${o.url}: not fetched within ${o.timeoutMs ?? 120_000} ms (${held} bytes held after ${requests} requests)`)
         if (o.signal?.aborted) throw err
         if (!(err instanceof Retryable)) throw err
+        // Cut after its last byte (a body that never ended cleanly): what is held is checked, not asked for again.
+        if (o.bytes !== undefined && held === o.bytes) break
         if (attempt >= retries) throw new PipeError(FETCH_CODES.unavailable, `${o.url}: ${err.message}; gave up after ${requests} requests`)
         const wait = (o.backoffMs ?? 250) * 2 ** attempt * (0.75 + Math.random() * 0.5)
         await sleep(wait, signal).catch(() => undefined)
@@ -233,13 +235,15 @@ export class FetchLimiter {
   }
 
   async run<T>(task: () => Promise<T>): Promise<T> {
+    // A slot is handed from a task that ends to the first waiting one, so no newcomer takes it in between.
     if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve))
-    this.running++
+    else this.running++
     try {
       return await task()
     } finally {
-      this.running--
-      this.waiting.shift()?.()
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.running--
     }
   }
 }

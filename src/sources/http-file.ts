@@ -30,26 +30,25 @@ export const httpFileSource = defineStage({
     sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits').describe('the SHA-256 the bytes must have'),
     ...fetchOptions,
   }),
-  async create(o, ctx) {
-    const dir = await mkdtemp(join(tmpdir(), 'pipe-http-'))
-    try {
-      const got = await fetchObject({
-        url: o.url, hash: `sha256:${o.sha256}`, maxBytes: o.maxBytes, dest: join(dir, randomBytes(6).toString('hex')),
-        retries: o.retries, timeoutMs: o.timeoutMs, stallMs: o.stallMs, signal: ctx.signal,
-      })
-      ctx.summary.http_requests = got.requests
-      const { fh } = await openRegularFile(got.path)
-      return (async function* () {
+  create(o, ctx) {
+    // Fetched when the pipeline first pulls, so the temporary folder lives and dies inside this generator.
+    return (async function* () {
+      const dir = await mkdtemp(join(tmpdir(), 'pipe-http-'))
+      try {
+        const got = await fetchObject({
+          url: o.url, hash: `sha256:${o.sha256}`, maxBytes: o.maxBytes, dest: join(dir, randomBytes(6).toString('hex')),
+          retries: o.retries, timeoutMs: o.timeoutMs, stallMs: o.stallMs, signal: ctx.signal,
+        })
+        ctx.summary.http_requests = got.requests
+        const { fh } = await openRegularFile(got.path)
         try {
           yield* fh.createReadStream({ highWaterMark: READ_CHUNK })
         } finally {
           await fh.close().catch(() => undefined)
-          await rm(dir, { recursive: true, force: true })
         }
-      })()
-    } catch (err) {
-      await rm(dir, { recursive: true, force: true })
-      throw err
-    }
+      } finally {
+        await rm(dir, { recursive: true, force: true })
+      }
+    })()
   },
 })

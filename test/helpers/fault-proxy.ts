@@ -22,6 +22,8 @@ export type Fault =
   | { kind: 'delay'; ms: number }
   /** No answer at all: the request is held open. */
   | { kind: 'silent' }
+  /** The whole body, chunked, but never ended: the connection is destroyed after the last byte. */
+  | { kind: 'no-end' }
 
 export interface ProxiedRequest {
   path: string
@@ -95,7 +97,7 @@ export class FaultProxy {
     if (req.headers.range && fault?.kind !== 'ignore-range') headers.range = req.headers.range
     const up = request(`${this.upstream}${path}`, { headers }, (answer) => {
       const out = { ...answer.headers }
-      if (fault?.kind === 'oversize') delete out['content-length']
+      if (fault?.kind === 'oversize' || fault?.kind === 'no-end') delete out['content-length']
       res.writeHead(answer.statusCode ?? 502, out)
       let sent = 0
       answer.on('data', (chunk: Buffer) => {
@@ -119,6 +121,10 @@ export class FaultProxy {
       })
       answer.on('end', () => {
         if (fault?.kind === 'cut' || fault?.kind === 'stall') return
+        if (fault?.kind === 'no-end') {
+          setTimeout(() => res.socket?.destroy(), 20)
+          return
+        }
         if (fault?.kind === 'oversize') {
           const filler = Buffer.alloc(64 * 1024, 0x61)
           const pump = (left: number) => {

@@ -13,7 +13,7 @@ import type { Dir } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { PipeError } from '../../../core/errors.js'
-import { DOC_CODES, type PackResult } from '../documents/documents.js'
+import { DOC_CODES, readPackJson, type PackResult } from '../documents/documents.js'
 import { INDEX_CODES, type ScorePart, type SearchSegment, type TablePart } from '../documents/doc-index.js'
 import { MANIFEST_CODES } from '../documents/doc-manifest.js'
 import { IDENTITY_CODES } from '../records/identity.js'
@@ -350,13 +350,10 @@ export class CheckRun {
 
   private linted(rel: string, read: PackResult<Buffer>): PackResult<Buffer> {
     if (!read.ok || !this.at(1)) return read
-    let doc: unknown
-    try {
-      doc = JSON.parse(read.value.toString('utf8'))
-    } catch {
-      return read // its reader refuses it, naming the rule
-    }
-    const found = localPathInJson(doc)
+    // Read within the format's limits (depth 32, 16 MiB): one beyond them is its reader's finding, not linted.
+    const doc = readPackJson(read.value)
+    if (!doc.ok) return read
+    const found = localPathInJson(doc.value)
     if (found) this.localPaths.push(failure(WRITER_CODES.localPath, rel, `${found.at}: a local path ${JSON.stringify(found.path)}; a pack holds file names, never local paths`))
     return read
   }

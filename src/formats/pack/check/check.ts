@@ -24,7 +24,7 @@ import { formatBytes } from '../../../core/input-file.js'
 import { isSha256Hash, objectHash, parseStoreDocument } from '../documents/documents.js'
 import { parseManifest, type Manifest } from '../documents/doc-manifest.js'
 import { parseRef, verifyRef } from '../documents/doc-ref.js'
-import { authoriseSigner, publisherIdOf, verifyKeyChain, type KeyChain, type KeyStatementSource } from '../keys/key-statements.js'
+import { authoriseSigner, publisherIdOf, verifyKeyChain, type KeyChain, type KeyStatementSource, type Revocation } from '../keys/key-statements.js'
 import type { ReplayBudget } from './replay.js'
 import { NS_MANIFEST, verifySshsig } from '../keys/sshsig.js'
 import { EXPORT_MANIFEST_PATH, STORE_CODES, STORE_DOCUMENT_PATH, exportHistoryPath, objectPath, readDocumentFile } from '../documents/store.js'
@@ -50,6 +50,8 @@ export interface CheckOptions {
   caps?: CheckCaps
   /** A store's every file under objects/ hashed, not only those its versions name (a full fsck; level 1 and up). */
   allObjects?: boolean
+  /** Revocations seen before (a library's pack_revoked): in force at level 2 whatever the store serves now. */
+  knownRevocations?: readonly Revocation[]
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -79,6 +81,13 @@ export class PackChecker {
     return this.current?.stats
   }
 
+  /** After a level-2 run: every revocation that counts (the store's and the known ones), to keep for good. */
+  get revocations(): readonly Revocation[] {
+    return this.versions?.revocations ?? []
+  }
+
+  private versions: VersionCheck | undefined
+
   async *run(): AsyncGenerator<CheckIssue> {
     const kind = await packKind(this.dir)
     if (kind === undefined) {
@@ -93,13 +102,15 @@ export class PackChecker {
       ...(this.options.caps ? { caps: this.options.caps } : {}),
     })
     this.current = run
-    const versions = new VersionCheck(run)
+    const versions = new VersionCheck(run, this.options.knownRevocations ?? [])
+    this.versions = versions
     try {
       yield* kind === 'store' ? versions.store() : versions.export()
       yield* run.documentIssues()
       if (this.options.allObjects && kind === 'store' && run.at(1)) yield* run.allObjects()
     } catch (err) {
       if (!(err instanceof CheckTooLarge)) throw err
+      yield* run.documentIssues()
       yield run.issue(CHECK_CODES.checkTooLarge, err.target, err.message)
     } finally {
       await versions.close()
@@ -185,13 +196,18 @@ class VersionCheck {
   private retractionsNoted = false
   private readonly childrenWaiting = new Map<string, string[]>()
 
-  constructor(private readonly run: CheckRun) {
+  constructor(private readonly run: CheckRun, private readonly knownRevocations: readonly Revocation[]) {
     this.tables = new TableChecker(run)
     this.retractionSets = new RetractionSets(run.caps.retractionDigests ?? RETRACTION_DIGESTS_CAP)
   }
 
   close(): Promise<void> {
     return this.tables.close()
+  }
+
+  /** The revocations the key chain counts (level 2), the known ones among them. */
+  get revocations(): readonly Revocation[] {
+    return this.chain?.revocations ?? []
   }
 
   async *store(): AsyncGenerator<CheckIssue> {
@@ -408,7 +424,7 @@ class VersionCheck {
       }
       sources.push({ statement: read.value, signerName: f.key, source: f.rel })
     }
-    const chain = verifyKeyChain(sources)
+    const chain = verifyKeyChain(sources, { knownRevocations: this.knownRevocations })
     for (const f of chain.findings) yield run.issue(f.code, f.source ?? f.fingerprint ?? 'keys', f.detail)
     return chain
   }

@@ -183,7 +183,8 @@ async function checkTarget(to: string): Promise<void> {
  * The version to export: `manifest` when given, else the newest version of `feed` (its ref's manifest),
  * else of the store's only feed. The manifest is read hash-checked and parsed.
  */
-async function chooseManifest(from: string, opts: ExportOptions): Promise<{ hash: string; bytes: Buffer; manifest: Manifest }> {
+/** The version a store's feed refs (or `opts.manifest`), read hash-checked: what an export or an import takes. */
+export async function chooseManifest(from: string, opts: Pick<ExportOptions, 'feed' | 'manifest'>): Promise<{ hash: string; bytes: Buffer; manifest: Manifest }> {
   if (opts.feed !== undefined && !isFeedName(opts.feed)) {
     throw new UsageError('usage.bad-option', `${JSON.stringify(opts.feed)} is not a feed name (1 to 64 letters, digits and -)`, { location: { field: '--feed' } })
   }

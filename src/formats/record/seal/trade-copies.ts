@@ -53,10 +53,12 @@ export class TradeCopies {
       const base = (entry - 1) * TRADE_WORDS
       const t = this.trades
       if (t[base] === k0 && t[base + 1] === k1) {
-        // A second row of one trade in one line is the same copy, as the conflict check reads it.
-        if (t[base + 5] === line) return
-        t[base + 5] = line
-        this.repeat(entry - 1, line)
+        // A line's lines are noted once; a second row of the fingerprint in one line is still compared (it may
+        // be another trade whose key collided), and the read-back decides (it reads a line's trade once).
+        if (t[base + 5] !== line) {
+          t[base + 5] = line
+          this.repeat(entry - 1, line)
+        }
         if (t[base + 2] !== s0 || t[base + 3] !== s1) {
           const named = this.conflicting.get(entry - 1)
           if (!named) this.conflicting.set(entry - 1, [[row.instrument, row.trade_id]])

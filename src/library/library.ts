@@ -4,12 +4,13 @@
  * refused pack, a crash or a full disk leaves it as it was. Revoked keys are kept for good, and a
  * retraction flags a record without deleting the user's copy.
  */
-import { createHash } from 'node:crypto'
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdir, open, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import { fsyncDir } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
+import { openRegularFile } from '../core/input-file.js'
 
 /** The schema this build writes; each step of MIGRATIONS takes a database one version up. */
 export const LIBRARY_SCHEMA_VERSION = 1
@@ -131,8 +132,8 @@ export interface LibraryChange {
   fact(table: FactTable, id: string, row: string): 'added' | 'same' | 'differs'
   /** An event row under its publisher: 'added' or 'same' (a row with that key is there already, and stands). */
   event(table: EventTable, publisher: string, key: string, row: string): 'added' | 'same'
-  /** An object's bytes into the library's folder, checked against its name first. */
-  object(hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp', bytes: Uint8Array): Promise<'added' | 'same'>
+  /** An object into the library's folder (its bytes, or a file's, streamed), checked against its name before it is named. */
+  object(hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp', source: Uint8Array | { path: string }): Promise<'added' | 'same'>
   retract(target: string, publisher: string, manifest: string): 'added' | 'same'
   /** A key revoked for good (by itself or a successor, `revokedBy`): no later import can undo it. */
   revoke(fingerprint: string, revokedBy: string, publisher: string, seenIn: string, at: string): void
@@ -226,13 +227,12 @@ export class Library {
           counts.eventsAdded++
           return 'added'
         },
-        async object(hash, ext, bytes) {
+        async object(hash, ext, source) {
           const hex = SHA256_NAME.exec(hash)?.[1]
-          const got = createHash('sha256').update(bytes).digest('hex')
-          if (hex === undefined || got !== hex) throw new PipeError(LIBRARY_CODES.objectHash, `an object named ${hash} hashes to sha256:${got}; it is not stored`)
+          if (hex === undefined) throw new PipeError(LIBRARY_CODES.objectHash, `${JSON.stringify(hash)} is no sha256: name; the object is not stored`)
           if (hasObject.get(hash) !== undefined) return 'same'
-          await lib.writeObjectFile(hex, ext, bytes)
-          putObject.run(hash, ext, bytes.byteLength, importId)
+          const bytes = await lib.writeObjectFile(hex, ext, source)
+          putObject.run(hash, ext, bytes, importId)
           counts.objectsAdded++
           return 'added'
         },
@@ -335,15 +335,45 @@ export class Library {
     yield* db.prepare(sql).iterate() as Iterable<Record<string, unknown>>
   }
 
-  private async writeObjectFile(hex: string, ext: string, bytes: Uint8Array): Promise<void> {
+  /**
+   * Writes an object under its name, hashing it as it is written: named only when the bytes are the name's
+   * (a file is streamed, so an object of any size takes a buffer's worth of memory). Returns its size.
+   */
+  private async writeObjectFile(hex: string, ext: string, source: Uint8Array | { path: string }): Promise<number> {
     const path = join(this.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.${ext}`)
     await mkdir(dirname(path), { recursive: true })
-    const tmp = `${path}.${process.pid}.tmp`
+    const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
+    const sha = createHash('sha256')
+    let bytes = 0
     try {
-      await writeFile(tmp, bytes, { flush: true })
+      const out = await open(tmp, 'wx')
+      try {
+        if (source instanceof Uint8Array) {
+          sha.update(source)
+          bytes = source.byteLength
+          await out.write(source)
+        } else {
+          const { fh } = await openRegularFile(source.path)
+          try {
+            for await (const chunk of fh.createReadStream({ highWaterMark: 1 << 20, autoClose: false }) as AsyncIterable<Buffer>) {
+              sha.update(chunk)
+              bytes += chunk.byteLength
+              await out.write(chunk)
+            }
+          } finally {
+            await fh.close()
+          }
+        }
+        await out.sync()
+      } finally {
+        await out.close()
+      }
+      const got = sha.digest('hex')
+      if (got !== hex) throw new PipeError(LIBRARY_CODES.objectHash, `an object named sha256:${hex} hashes to sha256:${got}; it is not stored`)
       await rename(tmp, path)
       // The row that names it commits next: the name must be as durable as the row.
       await fsyncDir(dirname(path))
+      return bytes
     } catch (err) {
       await rm(tmp, { force: true })
       throw err

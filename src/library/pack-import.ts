@@ -8,7 +8,7 @@
  * flagged. Nothing from the pack is ever run. Importing a version the library has already taken changes
  * nothing. (docs/library.md, "Importing")
  */
-import { readFile, stat } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import canonicalize from 'canonicalize'
 import { PipeError, UsageError } from '../core/errors.js'
 import { CHECK_CODES, PackChecker, packKind, type CheckIssue } from '../formats/pack/check/check.js'
@@ -184,12 +184,9 @@ async function keepRow(c: LibraryChange, o: PackImportOptions, table: string, sc
   }
 }
 
-/** An object the rows name, read from the store, checked by its hash as the library stores it. */
+/** An object the rows name, copied from the store; the library hashes it as it copies, and names it only if it is right. */
 async function keepObject(c: LibraryChange, from: string, hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp'): Promise<void> {
-  const path = storeFile(from, objectPath(hash, ext))
-  const ok = await verifyObjectFile(path, hash)
-  if (!ok.ok) throw new PipeError(ok.code, `${objectPath(hash, ext)}: ${ok.detail}`)
-  await c.object(hash, ext, await readFile(path))
+  await c.object(hash, ext, { path: storeFile(from, objectPath(hash, ext)) })
 }
 
 /** A part's rows, its object hash-checked first (the check before did too; the bytes read now are these). */

@@ -245,6 +245,11 @@ t.test('writer rules: a part not zstd, without statistics or page indexes, with 
   const inList = await write(['a', 'b', 'c', 'd'], [null, ['a/b'], [], ['2c/5', '~/notes']], true)
   t.same((await writerIssues(inList.file, 1)).filter((i) => i.code === 'pack.local-path').map((i) => i.detail),
     ['row 3, column l[]: a local path "~/notes"; a pack holds file names, never local paths'], 'a list element\'s row')
+
+  // One value in many rows (a dictionary entry, looked at once): each row still counts.
+  const repeated = await write(['/srv/a/b', '/srv/a/b', 'x', '/srv/a/b'], [null, null, null, null], true)
+  t.same((await writerIssues(repeated.file, 1)).filter((i) => i.code === 'pack.local-path').map((i) => i.detail),
+    ['row 0, column s: a local path "/srv/a/b" (and 2 more cells); a pack holds file names, never local paths'], 'every cell counted')
 })
 
 t.test('rows out of order by their UTF-8 bytes are found within row groups and across them', async (t) => {

@@ -169,6 +169,7 @@ t.test('writer rules in a store: a local path in a document, media bytes of anot
     await mkdir(fileOf(s.dir, 'objects/sha256/ab'), { recursive: true })
     await writeFile(fileOf(s.dir, `objects/sha256/ab/ab${'0'.repeat(62)}.json`), other)
     await writeFile(fileOf(s.dir, 'objects/sha256/ab/notes.txt'), 'left here')
+    await mkdir(fileOf(s.dir, 'objects/sha256/ab/a-folder'))
     await writeFile(fileOf(s.dir, `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`), other).catch(async () => {
       await mkdir(fileOf(s.dir, 'objects/sha256/cd'), { recursive: true })
       await writeFile(fileOf(s.dir, `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`), other)
@@ -176,8 +177,8 @@ t.test('writer rules in a store: a local path in a document, media bytes of anot
   })
   exactly(t, await check(stray.dir, 3), [], 'objects nothing names are not read without --all-objects')
   const all = await check(stray.dir, 1, { allObjects: true })
-  exactly(t, all, ['1 pack.object-stray', '1 pack.object-stray', '1 pack.object-stray'], 'a name that is not its hash, no object name, a folder that is not its prefix; an unnamed object with the right name is none')
-  includes(t, all, [['1 pack.object-stray', `objects/sha256/ab/ab${'0'.repeat(62)}.json`], ['1 pack.object-stray', 'objects/sha256/ab/notes.txt'], ['1 pack.object-stray', `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`]])
+  exactly(t, all, ['1 pack.object-stray', '1 pack.object-stray', '1 pack.object-stray', '1 pack.object-stray'], 'a name that is not its hash, no object name, a folder that is not its prefix, a folder among the objects; an unnamed object with the right name is none')
+  includes(t, all, [['1 pack.object-stray', `objects/sha256/ab/ab${'0'.repeat(62)}.json`], ['1 pack.object-stray', 'objects/sha256/ab/notes.txt'], ['1 pack.object-stray', `objects/sha256/cd/ab${'1'.repeat(62)}.parquet`], ['1 pack.object-stray', 'objects/sha256/ab/a-folder']])
   exactly(t, await check(clean.dir, 3, { allObjects: true }), [], 'a clean store has no stray object')
 })
 

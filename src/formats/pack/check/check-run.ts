@@ -421,6 +421,13 @@ export class CheckRun {
     }
     for (const prefix of prefixes.sort()) {
       const rel = `objects/sha256/${prefix}`
+      // list() gives the plain files (and reports links); anything else in the folder is no object either.
+      const inside = await opendir(this.file(rel))
+      let entries = 0
+      for await (const e of inside) {
+        if (++entries > cap) break // list() below refuses the folder
+        if (!e.isFile() && !e.isSymbolicLink()) yield failure(WRITER_CODES.strayObject, `${rel}/${e.name}`, 'not a file: objects are plain files')
+      }
       for (const f of yield* this.list(rel, /^(.*)$/)) {
         if (this.objects.has(f.rel)) continue
         const m = OBJECT_FILE_NAME.exec(f.key)

@@ -122,19 +122,21 @@ export function localPathCells(batch: RowBatch): LocalPathCells | null {
     if (v.kind === 'string') {
       // Most columns hold no slash or backslash at all: one search of their bytes passes them.
       if (v.bytes.indexOf(0x2f) < 0 && v.bytes.indexOf(0x5c) < 0) return
-      // A dictionary entry is looked at once, however many slots hold it.
-      const seen = v.entry === null ? null : new Set<number>()
+      // A dictionary entry is looked at once, however many slots hold it (each slot still counts as a cell).
+      const seen = v.entry === null ? null : new Map<number, boolean>()
       for (let i = 0; i < v.length; i++) {
         if (v.valid && !v.valid[i]) continue
-        if (seen !== null) {
-          const e = v.entry![i]!
-          if (e >= 0) {
-            if (seen.has(e)) continue
-            seen.add(e)
+        const e = seen === null ? -1 : v.entry![i]!
+        if (e >= 0) {
+          const hasPath = seen!.get(e)
+          if (hasPath === false) continue
+          if (hasPath === true) {
+            found!.count++
+            continue
           }
         }
-        if (!mayHoldLocalPath(v.bytes, v.start[i]!, v.end[i]!)) continue
-        const path = localPathIn(v.text(i))
+        const path = mayHoldLocalPath(v.bytes, v.start[i]!, v.end[i]!) ? localPathIn(v.text(i)) : null
+        if (e >= 0) seen!.set(e, path !== null)
         if (path === null) continue
         if (found) found.count++
         else found = { count: 1, column, row: batch.rowStart + rowOf(i), path }

@@ -270,6 +270,11 @@ export class Library {
     return this.db.prepare('SELECT fingerprint, revoked_by AS revokedBy FROM pack_revoked ORDER BY fingerprint').all() as { fingerprint: string; revokedBy: string }[]
   }
 
+  /** Whether an import of this manifest was committed (pack_imports, by its index). */
+  hasImported(manifest: string): boolean {
+    return this.db.prepare('SELECT 1 FROM pack_imports WHERE manifest = ?').pluck().get(manifest) !== undefined
+  }
+
   isRevoked(fingerprint: string): boolean {
     return this.db.prepare('SELECT 1 FROM pack_revoked WHERE fingerprint = ?').pluck().get(fingerprint) !== undefined
   }

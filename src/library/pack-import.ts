@@ -16,7 +16,7 @@ import type { Revocation } from '../formats/pack/keys/key-statements.js'
 import { walkTableIndex } from '../formats/pack/documents/index-walk.js'
 import { objectPath, storeFile, storeIndexLoader, verifyObjectFile } from '../formats/pack/documents/store.js'
 import { chooseManifest } from '../formats/pack/export/export.js'
-import { openPart, PartReadError } from '../formats/pack/tables/parquet-read.js'
+import { partRowsOrRefuse } from '../formats/pack/tables/parquet-read.js'
 import { PACK_TABLES, type TableSchema } from '../formats/pack/tables/table-schemas.js'
 import { EVENT_TABLES, eventKey, FACT_TABLES, Library, type EventTable, type FactTable, type LibraryChange } from './library.js'
 
@@ -99,7 +99,7 @@ export async function importPack(o: PackImportOptions): Promise<PackImportResult
       manifest: hash, feed: manifest.feed, publisher: manifest.publisher, already: false,
       factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0, factsDiffering: 0, rowsSkipped: 0,
     }
-    if ([...lib.query('pack_imports')].some((r) => r.manifest === hash)) return { ...result, already: true }
+    if (lib.hasImported(hash)) return { ...result, already: true }
     // A retracted record the library lacks: nothing of it is added (the record, its events, ratings or media).
     const lacking = new Set(manifest.retracts.map((r) => r.target).filter((target) => !holds(lib, target)))
     const counts = await lib.change({ manifest: hash, publisher: manifest.publisher, feed: manifest.feed, source: o.from, started, finished: now() }, async (c) => {
@@ -194,16 +194,7 @@ async function* partRows(from: string, object: string, schema: TableSchema): Asy
   const path = storeFile(from, objectPath(object, 'parquet'))
   const ok = await verifyObjectFile(path, object)
   if (!ok.ok) throw new PipeError(ok.code, `${schema.name} part ${object}: ${ok.detail}`)
-  const opened = await openPart(path, schema)
-  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${schema.name} part ${object}: ${opened.findings[0]!.detail}`)
-  try {
-    yield* opened.part.rows()
-  } catch (err) {
-    if (err instanceof PartReadError) throw new PipeError(err.finding.code, `${schema.name} part ${object}: ${err.finding.detail}`)
-    throw err
-  } finally {
-    await opened.part.close()
-  }
+  yield* partRowsOrRefuse(path, schema, `${schema.name} part ${object}`)
 }
 
 /** A row as RFC 8785 text: an int64 within ±2^53 as a number, beyond as its decimal string. */

@@ -27,7 +27,7 @@ import { parseRef } from '../documents/doc-ref.js'
 import { isFeedName, isSha256Hash, parseStoreDocument, type PackResult } from '../documents/documents.js'
 import { walkTableIndex, type IndexLoader } from '../documents/index-walk.js'
 import { parseKeyStatement } from '../keys/key-statements.js'
-import { openPart, PartReadError } from '../tables/parquet-read.js'
+import { partRowsOrRefuse } from '../tables/parquet-read.js'
 import { signerNameFromFingerprint } from '../keys/ssh-key.js'
 import { NS_MANIFEST, verifySshsig } from '../keys/sshsig.js'
 import {
@@ -246,16 +246,7 @@ async function* tableRows(from: string, table: 'tilings' | 'media', root: string
     const path = storeFile(from, objectPath(e.part.object, 'parquet'))
     fromStore(await verifyObjectFile(path, e.part.object, { bytes: e.part.bytes }), `${table} part`)
     verified.set(e.part.object, e.part.bytes)
-    const opened = await openPart(path, schema)
-    if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${table} part ${e.part.object}: ${opened.findings[0]!.detail}`)
-    try {
-      yield* opened.part.rows()
-    } catch (err) {
-      if (err instanceof PartReadError) throw new PipeError(err.finding.code, `${table} part ${e.part.object}: ${err.finding.detail}`)
-      throw err
-    } finally {
-      await opened.part.close()
-    }
+    yield* partRowsOrRefuse(path, schema, `${table} part ${e.part.object}`)
   }
 }
 

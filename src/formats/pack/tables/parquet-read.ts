@@ -31,6 +31,7 @@
  * may mark a required column OPTIONAL; a null in it is `pack.parquet-value-invalid`.
  */
 import type { FileHandle } from 'node:fs/promises'
+import { PipeError } from '../../../core/errors.js'
 import { openRegularFile } from '../../../core/input-file.js'
 import type { ColumnMetaData, FileMetaData, PageHeader, SchemaElement, SchemaTree } from 'hyparquet'
 // Deep modules, not the package's index: it loads all of hyparquet (its readers, query, geometry), ~8 ms
@@ -654,6 +655,23 @@ export async function readPartRows(path: string, schema: TableSchema, limits: Re
     return { ok: true, rows }
   } catch (err) {
     return { ok: false, findings: [err instanceof PartReadError ? err.finding : toFinding(err)] }
+  } finally {
+    await opened.part.close()
+  }
+}
+
+/**
+ * A part's rows one by one, for a reader that stops at the first problem (an export, an import): a part
+ * that does not open, or a row group that does not read, is a PipeError naming `what` and the finding.
+ */
+export async function* partRowsOrRefuse(path: string, schema: TableSchema, what: string, limits: ReadLimits = READ_LIMITS): AsyncGenerator<Record<string, unknown>> {
+  const opened = await openPart(path, schema, limits)
+  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${what}: ${opened.findings[0]!.detail}`)
+  try {
+    yield* opened.part.rows()
+  } catch (err) {
+    if (err instanceof PartReadError) throw new PipeError(err.finding.code, `${what}: ${err.finding.detail}`)
+    throw err
   } finally {
     await opened.part.close()
   }

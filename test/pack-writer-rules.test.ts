@@ -1,5 +1,5 @@
 import t from 'tap'
-import { localPathIn, mayHoldLocalPath, mediaKindOf } from '../src/formats/pack/check/writer-rules.js'
+import { localPathIn, localPathInJson, mayHoldLocalPath, mediaKindOf } from '../src/formats/pack/check/writer-rules.js'
 import { seededRandom } from '../src/sim/random.js'
 
 t.test('local paths: the spec\'s five forms, and what is none', async (t) => {
@@ -12,6 +12,16 @@ t.test('local paths: the spec\'s five forms, and what is none', async (t) => {
   for (const text of ['B3/S23', 'c/4 orthogonal', '2c/5', 'https://example.org/a/b', 'http://x/y', 'a/b/c', '/root', 'x/y/z', 'B3/S23/C4', '10:30', 'ratio 1/2', '']) {
     t.equal(localPathIn(text), null, text)
   }
+})
+
+t.test('base64 is no path: an armored signature, and a public key but for its comment', async (t) => {
+  // A signature line may start with `/` and hold another: the first ref a test signed had `\n/z6P/ob48...`.
+  const signature = '-----BEGIN SSH SIGNATURE-----\nU1NIU0lHAAAAAQAAADMAAAALc3NoLWVkMjU1MTkAAAAg\n/z6P/ob480v6J0CfrlThd6uS+G6w5hAQ==\n-----END SSH SIGNATURE-----\n'
+  t.equal(localPathIn(signature), '/z6P/ob480v6J0CfrlThd6uS+G6w5hAQ==', 'as plain text it would be one')
+  t.equal(localPathInJson({ signature }), null, 'as a document\'s signature it is none')
+  t.equal(localPathInJson({ key: 'ssh-ed25519 AAAAC3Nz/aC1l/ZDI1NTE5 publisher' }), null, 'a key\'s blob')
+  t.same(localPathInJson({ key: 'ssh-ed25519 AAAAC3Nz/aC1l/ZDI1NTE5 made in /home/alice/x' }), { path: '/home/alice/x', at: '.key' }, 'a key\'s comment is text')
+  t.same(localPathInJson({ note: `${signature} from /home/alice/y` }), { path: '/z6P/ob480v6J0CfrlThd6uS+G6w5hAQ==', at: '.note' }, 'an armored block inside other text is text')
 })
 
 t.test('the byte filter a cell goes through first never passes over a text that holds a local path', async (t) => {

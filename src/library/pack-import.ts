@@ -1,47 +1,78 @@
 /**
- * `pipe run pack-import`: one version of a pack store taken into the library (pack format 1.0,
- * "Importing"), in one transaction. The version is checked first, by the conformance checker, at level 2
- * (format, requires, signatures and keys, every object's hash and size, ids against identities and pins,
- * typed phases, tiling pins) or, with `verify: 'full'`, level 3 (every replayable pattern replayed): any
- * failure refuses the pack before the library is touched. Then its rows are merged by content id, its
- * events kept under their publisher, its media and reference patches stored by hash and its retractions
- * flagged. Nothing from the pack is ever run. Importing a version the library has already taken changes
- * nothing. (docs/library.md, "Importing")
+ * `pipe run pack-import`: one version of a pack taken into the library (pack format 1.0, "Importing"), in
+ * one transaction. The source is a store or export folder, an uncompressed tar of one, or a store or export
+ * on a static HTTP(S) host, fetched first into a folder beside the library (pack-mirror.ts); every source
+ * is then read as a folder. The version is checked first, by the conformance checker, at level 2 (format,
+ * requires, signatures and keys, every object's hash and size, ids against identities and pins, typed
+ * phases, tiling pins), and with `verify: 'sample'` a seeded sample of the new patterns replayed, or with
+ * `'full'` every replayable pattern (level 3): any failure refuses the pack before the library is touched.
+ * Through a feed (`follow`), the ref's seq must move on from the one the library accepted. Then its rows
+ * are merged by content id, records of a changed pin or rule semantics flagged needs_reverify, its events
+ * kept under their publisher, its media and reference patches stored by hash and its retractions flagged.
+ * Nothing from the pack is ever run. Importing a version the library has already taken changes nothing.
+ * (docs/library.md, "Importing")
  */
-import { stat } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { lstat, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
 import canonicalize from 'canonicalize'
+import { extractTar } from '../codec/tar-read.js'
 import { PipeError, UsageError } from '../core/errors.js'
-import { CHECK_CODES, PackChecker, packKind, type CheckIssue } from '../formats/pack/check/check.js'
-import type { Revocation } from '../formats/pack/keys/key-statements.js'
+import { CHECK_CODES, PackChecker, packKind, type CheckIssue, type ReplaySample } from '../formats/pack/check/check.js'
+import { exportLayout, STORE_LAYOUT, type PackLayout } from '../formats/pack/check/check-run.js'
+import { parseManifest, type Manifest } from '../formats/pack/documents/doc-manifest.js'
+import { followRef, parseRef, REF_CODES } from '../formats/pack/documents/doc-ref.js'
 import { walkTableIndex } from '../formats/pack/documents/index-walk.js'
-import { objectPath, storeFile, storeIndexLoader, verifyObjectFile } from '../formats/pack/documents/store.js'
+import {
+  EXPORT_MANIFEST_PATH, exportIndexLoader, mediaExtension, readDocumentFile, refPath, storeFile, storeIndexLoader, verifyObjectFile,
+} from '../formats/pack/documents/store.js'
 import { chooseManifest } from '../formats/pack/export/export.js'
+import { RULE_SEMANTICS } from '../formats/pack/publish/publish.js'
 import { partRowsOrRefuse } from '../formats/pack/tables/parquet-read.js'
 import { PACK_TABLES, type TableSchema } from '../formats/pack/tables/table-schemas.js'
 import { EVENT_TABLES, eventKey, FACT_TABLES, Library, type EventTable, type FactTable, type LibraryChange } from './library.js'
+import { mirrorPack, type MirroredPack } from './pack-mirror.js'
 
 export const IMPORT_CODES = {
   /** The version failed a check an importer makes: the first failure is named. */
   refused: 'import.refused',
   /** With --strict, a fact row for an id the library has, with other values. */
   factDiffers: 'import.fact-differs',
-  /** Not a store (an export, a tar or a URL are not read by this importer yet). */
-  notAStore: 'import.not-a-store',
+  /** Neither a store nor an export (a folder, a tar of one, or a URL). */
+  notAPack: 'import.not-a-pack',
+  /** pack-follow of an export, which has no ref to follow. */
+  noRef: 'import.no-ref',
 } as const
 
+/** New patterns replayed by `--verify sample` unless told otherwise (the spec's "3,000 new patterns by default"). */
+export const DEFAULT_SAMPLE = 3000
+/** The sample's time budget: patterns it takes after this are kept as unchecked. */
+export const DEFAULT_SAMPLE_BUDGET_MS = 120_000
+
 export interface PackImportOptions {
-  /** The store's folder. */
+  /** A store or export folder, an uncompressed tar of one, or the http(s) URL of one on a static host. */
   from: string
   library: string
   feed?: string
   /** A version other than the feed's newest, by its manifest hash. */
   manifest?: string
-  /** `none`: checks up to level 2; `full`: level 3 too, every replayable pattern replayed. */
-  verify: 'none' | 'full'
+  /**
+   * `none`: checks up to level 2; `sample`: and a sample of the new patterns replayed (seeded by the
+   * manifest hash); `full`: level 3, every replayable pattern replayed.
+   */
+  verify: 'none' | 'sample' | 'full'
+  /** How many new patterns the sample replays (DEFAULT_SAMPLE). */
+  sample?: number
+  /** The sample's time budget in ms (DEFAULT_SAMPLE_BUDGET_MS). */
+  sampleBudgetMs?: number
+  /** Through the feed's ref, as a follower: a lower seq, or the same seq naming another manifest, is refused. */
+  follow?: boolean
   /** Take a version no signature of its publisher makes signed (a signature that does not verify is still refused). */
   allowUnsigned: boolean
   /** A fact row for an id the library has must be identical. */
   strict: boolean
+  /** Fetching from a URL: fetches at once, each one's deadline, stall and retries (src/net/http-object.ts). */
+  fetch?: { concurrency?: number; timeoutMs?: number; stallMs?: number; retries?: number }
   signal?: AbortSignal
   /** The import's times (tests); default now. */
   now?: () => string
@@ -51,7 +82,8 @@ export interface PackImportResult {
   manifest: string
   feed: string
   publisher: string
-  /** The library had taken this version before: nothing changed. */
+  source: 'store' | 'export'
+  /** The library had taken this version before: nothing changed (but a follower's position, when it moved on). */
   already: boolean
   factsAdded: number
   eventsAdded: number
@@ -61,84 +93,183 @@ export interface PackImportResult {
   factsDiffering: number
   /** Rows of or about retracted records the library did not hold: not added. */
   rowsSkipped: number
+  /** New records flagged needs_reverify: a rule semantics this engine lacks, or a pin other than the library's. */
+  needsReverify: number
+  /** The sample (`verify: 'sample'`): patterns taken, and how they came out (a failure refuses the pack). */
+  sample?: { taken: number; confirmed: number; unchecked: number }
+  /** Through a feed: the ref's seq, and whether it moved the library's position on. */
+  follow?: { seq: number; update: boolean }
+  /** From a URL: the files fetched, their bytes, and the requests made. */
+  fetched?: Omit<MirroredPack, 'kind'>
 }
 
 const FACTS: ReadonlySet<string> = new Set(FACT_TABLES)
 const EVENTS: ReadonlySet<string> = new Set(EVENT_TABLES)
-const MEDIA_EXTENSIONS: Readonly<Record<string, 'png' | 'gif' | 'webp'>> = { 'image/png': 'png', 'image/gif': 'gif', 'image/webp': 'webp' }
+
+/** A version of a pack as a folder, and how its files are named. */
+interface PackFolder {
+  dir: string
+  kind: 'store' | 'export'
+  fetched?: MirroredPack
+}
 
 export async function importPack(o: PackImportOptions): Promise<PackImportResult> {
-  const now = o.now ?? (() => new Date().toISOString().replace(/\.\d+Z$/, 'Z'))
-  const started = now()
-  const kind = await packKind(o.from)
-  if (kind !== 'store') {
-    throw new UsageError(IMPORT_CODES.notAStore, kind === 'export'
-      ? `${o.from} is an export: pack-import reads a store folder (jetcarp-store.json) for now`
-      : `${o.from} holds no jetcarp-store.json, so it is no store`, { location: { file: o.from } })
-  }
-  const version = await chooseManifest(o.from, { ...(o.feed !== undefined ? { feed: o.feed } : {}), ...(o.manifest !== undefined ? { manifest: o.manifest } : {}) })
-  const { hash, manifest } = version
-
-  // The revocations the library has seen stay in force, whatever statements the store serves now.
-  const known = await knownRevocations(o.library)
-  const checker = new PackChecker(o.from, { level: o.verify === 'full' ? 3 : 2, knownRevocations: known, ...(o.signal ? { signal: o.signal } : {}) })
-  const failures: CheckIssue[] = []
-  for await (const issue of checker.run()) {
-    if (issue.note) continue
-    if (o.allowUnsigned && issue.code === CHECK_CODES.manifestUnsigned) continue
-    failures.push(issue)
-  }
-  if (failures.length > 0) {
-    const first = failures[0]!
-    throw new PipeError(IMPORT_CODES.refused, `refused, the library unchanged: ${first.target}: ${first.code} [level ${first.level}]: ${first.detail}${failures.length > 1 ? ` (and ${failures.length - 1} more failures: pipe run pack-check ${o.from})` : ''}`, { location: { file: o.from } })
-  }
-
-  const lib = Library.open(o.library, { create: true })
+  // A tar or a URL is laid out in a folder beside the library first: on its file system, and gone after.
+  let staging: string | undefined
+  const stage = async () => (staging = await mkdtemp(join(dirname(resolve(o.library)), '.pipe-import-')))
   try {
-    const result: PackImportResult = {
-      manifest: hash, feed: manifest.feed, publisher: manifest.publisher, already: false,
-      factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0, factsDiffering: 0, rowsSkipped: 0,
-    }
-    if (lib.hasImported(hash)) return { ...result, already: true }
-    // A retracted record the library lacks: nothing of it is added (the record, its events, ratings or media).
-    const lacking = new Set(manifest.retracts.map((r) => r.target).filter((target) => !holds(lib, target)))
-    const counts = await lib.change({ manifest: hash, publisher: manifest.publisher, feed: manifest.feed, source: o.from, started, finished: now() }, async (c) => {
-      const loader = storeIndexLoader(o.from)
-      for (const [table, root] of Object.entries(manifest.tables).sort(([a], [b]) => (a < b ? -1 : 1))) {
-        const schema = (PACK_TABLES as Record<string, TableSchema>)[table]
-        if (!schema) continue // a table this reader does not know: ignored, as the spec asks (pack-check notes it)
-        for await (const e of walkTableIndex(root, loader, { table })) {
-          if (e.kind !== 'part') continue
-          for await (const row of partRows(o.from, e.part.object, schema)) {
-            o.signal?.throwIfAborted()
-            const target = targetOf(table, row)
-            if (target !== undefined && lacking.has(target)) {
-              result.rowsSkipped++
-              continue
-            }
-            await keepRow(c, o, table, schema, row, manifest.publisher, result)
-          }
-        }
-      }
-      // "The importer adds nothing for it ... and records only the retraction."
-      for (const r of manifest.retracts) c.retract(r.target, r.publisher, hash)
-      for (const r of checker.revocations) c.revoke(r.fingerprint, r.revokedBy, manifest.publisher, hash, started)
-    })
-    return { ...result, factsAdded: counts.factsAdded, eventsAdded: counts.eventsAdded, objectsAdded: counts.objectsAdded, retractionsAdded: counts.retractionsAdded }
+    return await importFolder(await packFolder(o, stage), o)
   } finally {
-    lib.close()
+    if (staging !== undefined) await rm(staging, { recursive: true, force: true })
   }
 }
 
-/** The revocations of the library at `path`, or none when there is no library there yet. */
-async function knownRevocations(path: string): Promise<Revocation[]> {
-  if (!(await stat(path).then(() => true, () => false))) return []
-  const lib = Library.open(path)
-  try {
-    return lib.revocations()
-  } finally {
-    lib.close()
+async function packFolder(o: PackImportOptions, stage: () => Promise<string>): Promise<PackFolder> {
+  if (/^https?:\/\//i.test(o.from)) {
+    const into = await stage()
+    const fetched = await mirrorPack({
+      url: o.from, into, ...(o.feed !== undefined ? { feed: o.feed } : {}), ...(o.manifest !== undefined ? { manifest: o.manifest } : {}),
+      ...o.fetch, ...(o.signal ? { signal: o.signal } : {}),
+    })
+    return { dir: into, kind: fetched.kind, fetched }
   }
+  const st = await lstat(o.from).catch(() => undefined)
+  if (st?.isFile()) {
+    const into = await stage()
+    await extractTar(o.from, into)
+    return folderOfTar(into, o.from)
+  }
+  const kind = st?.isDirectory() ? await packKind(o.from) : undefined
+  if (kind === undefined) throw notAPack(o.from)
+  return { dir: o.from, kind }
+}
+
+/** The pack a tar held: at its top, or in its one top folder (an export is conventionally `<feed>-<version_label>/`). */
+async function folderOfTar(into: string, tar: string): Promise<PackFolder> {
+  const top = await packKind(into)
+  if (top !== undefined) return { dir: into, kind: top }
+  const names = await readdir(into, { withFileTypes: true })
+  if (names.length === 1 && names[0]!.isDirectory()) {
+    const dir = join(into, names[0]!.name)
+    const kind = await packKind(dir)
+    if (kind !== undefined) return { dir, kind }
+  }
+  throw notAPack(tar)
+}
+
+function notAPack(from: string): UsageError {
+  return new UsageError(IMPORT_CODES.notAPack, `${from} is neither a store (jetcarp-store.json) nor an export (pack.json), nor an uncompressed tar or a URL of one`, { location: { file: from } })
+}
+
+/** The version to import: the feed's newest (or `manifest`) of a store, the one version of an export. */
+async function versionOf(folder: PackFolder, o: PackImportOptions): Promise<{ hash: string; manifest: Manifest }> {
+  if (folder.kind === 'store') return chooseManifest(folder.dir, { ...(o.feed !== undefined ? { feed: o.feed } : {}), ...(o.manifest !== undefined ? { manifest: o.manifest } : {}) })
+  const read = await readDocumentFile(join(folder.dir, EXPORT_MANIFEST_PATH))
+  if (!read.ok) throw new PipeError(read.code, `${o.from}: ${EXPORT_MANIFEST_PATH}: ${read.detail}`, { location: { file: o.from } })
+  const hash = `sha256:${createHash('sha256').update(read.value).digest('hex')}`
+  const parsed = parseManifest(read.value)
+  if (!parsed.ok) throw new PipeError(parsed.code, `${o.from}: ${EXPORT_MANIFEST_PATH}: ${parsed.detail}`, { location: { file: o.from } })
+  const manifest = parsed.value.manifest
+  if (o.manifest !== undefined && o.manifest !== hash) throw new UsageError('usage.bad-option', `${o.from} is an export of ${hash}, not of ${o.manifest}`, { location: { field: '--manifest' } })
+  if (o.feed !== undefined && o.feed !== manifest.feed) throw new UsageError('usage.feed-mismatch', `${o.from} is an export of feed ${manifest.feed}, not ${o.feed}`, { location: { field: '--feed' } })
+  return { hash, manifest }
+}
+
+/** The feed's ref, for a follower: its seq, the manifest it names and the key it names as the publisher's. */
+async function refOf(folder: PackFolder, o: PackImportOptions, feed: string): Promise<{ seq: number; manifest: string; publisher: string }> {
+  if (folder.kind !== 'store') throw new UsageError(IMPORT_CODES.noRef, `${o.from} is an export, which has no ref to follow: import it with pack-import`, { location: { file: o.from } })
+  const read = await readDocumentFile(storeFile(folder.dir, refPath(feed)))
+  const parsed = read.ok ? parseRef(read.value, { feed }) : read
+  if (!parsed.ok) throw new PipeError(parsed.code, `${o.from}: ${refPath(feed)}: ${parsed.detail}`, { location: { file: o.from } })
+  return parsed.value.ref
+}
+
+async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<PackImportResult> {
+  const now = o.now ?? (() => new Date().toISOString().replace(/\.\d+Z$/, 'Z'))
+  const started = now()
+  if (o.follow && o.feed === undefined) throw new UsageError('usage.feed-needed', 'following reads one feed\'s ref: name it with --feed', { location: { field: '--feed' } })
+  const ref = o.follow ? await refOf(folder, o, o.feed!) : undefined
+  const { hash, manifest } = await versionOf(folder, ref ? { ...o, manifest: ref.manifest } : o)
+
+  // The library as it is, read before anything of the pack is trusted: its revocations stay in force
+  // whatever statements the store serves now, and the sample takes only patterns it lacks.
+  let lib = (await stat(o.library).then(() => true, () => false)) ? Library.open(o.library) : undefined
+  try {
+    const sample = o.verify === 'sample' ? new ImportSample(hash, lib, o) : undefined
+    const checker = new PackChecker(folder.dir, {
+      level: o.verify === 'none' ? 2 : 3, knownRevocations: lib?.revocations() ?? [],
+      ...(sample ? { replaySample: sample } : {}), ...(o.signal ? { signal: o.signal } : {}),
+    })
+    const failures: CheckIssue[] = []
+    for await (const issue of checker.run()) {
+      if (issue.note) continue
+      if (o.allowUnsigned && issue.code === CHECK_CODES.manifestUnsigned) continue
+      failures.push(issue)
+    }
+    if (failures.length > 0) {
+      const first = failures[0]!
+      throw new PipeError(IMPORT_CODES.refused, `refused, the library unchanged: ${first.target}: ${first.code} [level ${first.level}]: ${first.detail}${failures.length > 1 ? ` (and ${failures.length - 1} more failures: pipe run pack-check ${o.from})` : ''}`, { location: { file: o.from } })
+    }
+
+    lib ??= Library.open(o.library, { create: true })
+    const result: PackImportResult = {
+      manifest: hash, feed: manifest.feed, publisher: manifest.publisher, source: folder.kind, already: false,
+      factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0, factsDiffering: 0, rowsSkipped: 0, needsReverify: 0,
+      ...(folder.fetched ? { fetched: { files: folder.fetched.files, bytes: folder.fetched.bytes, requests: folder.fetched.requests } } : {}),
+      ...(sample ? { sample: sample.counts() } : {}),
+    }
+    let follow: { publisherId: string; seq: number } | undefined
+    if (ref) {
+      // A follower's position is the publisher id's (the first key of its chain), whichever key signs now.
+      const publisherId = checker.publisherIdOf(ref.publisher) ?? ref.publisher
+      const step = followRef(lib.following(publisherId, manifest.feed), ref)
+      if (!step.ok) throw new PipeError(REF_CODES.rollback, `refused, the library unchanged: ${o.from}: ${refPath(manifest.feed)}: ${step.detail} (no rollback)`, { location: { file: o.from } })
+      result.follow = { seq: ref.seq, update: step.update }
+      if (!step.update) return { ...result, already: true }
+      follow = { publisherId, seq: ref.seq }
+    }
+    const already = lib.hasImported(hash)
+    if (already && follow === undefined) return { ...result, already: true }
+    const merged = lib
+    const counts = await lib.change({ manifest: hash, publisher: manifest.publisher, feed: manifest.feed, source: o.from, started, finished: now() }, async (c) => {
+      if (follow) c.follow(follow.publisherId, manifest.feed, follow.seq, hash, o.from, started)
+      // A version taken before, now reached through its feed: the position moves on, nothing else changes.
+      if (already) return
+      await mergeVersion(c, merged, folder, hash, manifest, o, result)
+      for (const [id, r] of sample?.outcomes ?? []) c.reverifyResult('patterns', id, r.outcome, r.detail)
+      for (const r of checker.revocations) c.revoke(r.fingerprint, r.revokedBy, manifest.publisher, hash, started)
+    })
+    return { ...result, already, factsAdded: counts.factsAdded, eventsAdded: counts.eventsAdded, objectsAdded: counts.objectsAdded, retractionsAdded: counts.retractionsAdded }
+  } finally {
+    lib?.close()
+  }
+}
+
+/** Every row of the version merged: facts by content id, events under their publisher, objects by hash, retractions flagged. */
+async function mergeVersion(c: LibraryChange, lib: Library, folder: PackFolder, hash: string, manifest: Manifest, o: PackImportOptions, result: PackImportResult): Promise<void> {
+  // A retracted record the library lacks: nothing of it is added (the record, its events, ratings or media).
+  const lacking = new Set(manifest.retracts.map((r) => r.target).filter((target) => !holds(lib, target)))
+  const files = { dir: folder.dir, layout: folder.kind === 'store' ? STORE_LAYOUT : exportLayout() }
+  const loader = folder.kind === 'store' ? storeIndexLoader(folder.dir) : exportIndexLoader(folder.dir)
+  const reverify = new ReverifyFlags(lib)
+  for (const [table, root] of Object.entries(manifest.tables).sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const schema = (PACK_TABLES as Record<string, TableSchema>)[table]
+    if (!schema) continue // a table this reader does not know: ignored, as the spec asks (pack-check notes it)
+    for await (const e of walkTableIndex(root, loader, { table })) {
+      if (e.kind !== 'part') continue
+      for await (const row of partRows(fileIn(files, files.layout.partPath(table, e.part)), e.part.object, schema)) {
+        o.signal?.throwIfAborted()
+        const target = targetOf(table, row)
+        if (target !== undefined && lacking.has(target)) {
+          result.rowsSkipped++
+          continue
+        }
+        await keepRow(c, files, o, table, schema, row, manifest.publisher, result, reverify)
+      }
+    }
+  }
+  // "The importer adds nothing for it ... and records only the retraction."
+  for (const r of manifest.retracts) c.retract(r.target, r.publisher, hash)
 }
 
 /** The fact table of each kind of record a target names (`pattern:<id>`, `ant:<id>`, `quickstart:<id>`). */
@@ -163,7 +294,18 @@ function targetOf(table: string, row: Record<string, unknown>): string | undefin
   }
 }
 
-async function keepRow(c: LibraryChange, o: PackImportOptions, table: string, schema: TableSchema, row: Record<string, unknown>, manifestPublisher: string, result: PackImportResult): Promise<void> {
+
+interface PackFiles {
+  dir: string
+  layout: PackLayout
+}
+
+/** A file of the pack: its layout built the name from checked parts (a hash, a table, a partition value). */
+function fileIn(files: PackFiles, rel: string): string {
+  return join(files.dir, ...rel.split('/'))
+}
+
+async function keepRow(c: LibraryChange, files: PackFiles, o: PackImportOptions, table: string, schema: TableSchema, row: Record<string, unknown>, manifestPublisher: string, result: PackImportResult, reverify: ReverifyFlags): Promise<void> {
   const text = rowText(row)
   const key = eventKey(schema.sortColumns.map((col) => row[col]))
   if (FACTS.has(table)) {
@@ -172,26 +314,152 @@ async function keepRow(c: LibraryChange, o: PackImportOptions, table: string, sc
       if (o.strict) throw new PipeError(IMPORT_CODES.factDiffers, `${table} ${key.replaceAll('\u001f', ' ')}: the library holds this record with other values (--strict); nothing was imported`)
       result.factsDiffering++
     }
-    if (table === 'tilings' && typeof row.reference === 'string') await keepObject(c, o.from, row.reference, 'parquet')
+    if (kept === 'added' && reverify.needed(table, row)) {
+      c.flagReverify(table as FactTable, key)
+      result.needsReverify++
+    }
+    if (table === 'tilings' && typeof row.reference === 'string' && typeof row.family === 'string') {
+      await c.object(row.reference, 'parquet', { path: fileIn(files, files.layout.referencePatchPath(row.family, row.reference)) })
+    }
     return
   }
   if (!EVENTS.has(table)) return
   const publisher = typeof row.publisher === 'string' ? row.publisher : manifestPublisher
   c.event(table as EventTable, publisher, key, text)
-  if (table === 'media' && typeof row.object === 'string') {
-    const ext = MEDIA_EXTENSIONS[String(row.media_type)]
-    if (ext) await keepObject(c, o.from, row.object, ext)
+  const ext = table === 'media' ? mediaExtension(row.media_type) : undefined
+  if (ext?.ok && typeof row.object === 'string') {
+    await c.object(row.object, ext.value, { path: fileIn(files, files.layout.mediaPath(row as never, ext.value)) })
   }
 }
 
-/** An object the rows name, copied from the store; the library hashes it as it copies, and names it only if it is right. */
-async function keepObject(c: LibraryChange, from: string, hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp'): Promise<void> {
-  await c.object(hash, ext, { path: storeFile(from, objectPath(hash, ext)) })
+/**
+ * Step 6, needs_reverify: a new record whose rule family this engine does not have or has at another
+ * semantics version (RULE_SEMANTICS), or whose tiling the library holds under another pin.
+ */
+class ReverifyFlags {
+  /** The library's pin of each tiling asked about; a library holds few tilings, and the cap keeps it so. */
+  private readonly pins = new Map<string, string | undefined>()
+
+  constructor(private readonly lib: Library) {}
+
+  needed(table: string, row: Record<string, unknown>): boolean {
+    if (table !== 'patterns' && table !== 'ants' && table !== 'quickstart' && table !== 'rules') return false
+    const family = table === 'quickstart' ? row.rule_family : row.family
+    if ((RULE_SEMANTICS as Record<string, string>)[String(family)] !== row.semantics) return true
+    if (table === 'rules' || typeof row.pin_key !== 'string') return false
+    const pin = this.libraryPin(row.pin_key)
+    return pin !== undefined && pin !== row.pin
+  }
+
+  private libraryPin(pinKey: string): string | undefined {
+    if (this.pins.has(pinKey)) return this.pins.get(pinKey)
+    const held = [...this.lib.query('tilings', pinKey)][0] as { row: { pin?: unknown } } | undefined
+    const pin = typeof held?.row.pin === 'string' ? held.row.pin : undefined
+    if (this.pins.size < 65_536) this.pins.set(pinKey, pin)
+    return pin
+  }
+}
+
+/**
+ * Step 7: the version's `sample` new patterns (those the library lacks) of the lowest scores, a score being
+ * SHA-256 of the manifest hash and the id: the same version into the same library samples the same
+ * patterns, and no publisher can choose which. The check meets the patterns one by one, so it replays
+ * each that is among the lowest so far: a later one of a lower score takes the place of the highest,
+ * whose outcome is forgotten (about sample × (1 + ln(new / sample)) replays in all). One whose turn comes
+ * after the time budget is kept as unchecked, not replayed. A replay that fails fails the check, kept or not.
+ */
+class ImportSample implements ReplaySample {
+  readonly outcomes = new Map<string, { outcome: 'confirmed' | 'failed' | 'unchecked'; detail: string }>()
+  private readonly lowest = new MaxHeap()
+  private readonly size: number
+  private readonly budgetMs: number
+  private readonly deadline: number
+
+  constructor(private readonly seed: string, private readonly lib: Library | undefined, o: PackImportOptions) {
+    this.size = o.sample ?? DEFAULT_SAMPLE
+    this.budgetMs = o.sampleBudgetMs ?? DEFAULT_SAMPLE_BUDGET_MS
+    this.deadline = Date.now() + this.budgetMs
+  }
+
+  takes(id: string): boolean {
+    if (this.outcomes.has(id)) return false
+    const digest = createHash('sha256').update(`${this.seed}\n${id}`).digest()
+    const score = digest.readUInt32BE(0) * 2 ** 21 + (digest.readUInt32BE(4) >>> 11)
+    if (this.lowest.size >= this.size && score >= this.lowest.maxScore()) return false
+    if (this.lib !== undefined && [...this.lib.query('patterns', id)].length > 0) return false
+    if (this.lowest.size >= this.size) this.outcomes.delete(this.lowest.pop())
+    this.lowest.push(score, id)
+    if (Date.now() > this.deadline) {
+      this.outcomes.set(id, { outcome: 'unchecked', detail: `the sample's time budget of ${this.budgetMs} ms had run out` })
+      return false
+    }
+    return true
+  }
+
+  outcome(id: string, outcome: 'confirmed' | 'failed' | 'unchecked', detail: string): void {
+    this.outcomes.set(id, { outcome, detail })
+  }
+
+  counts(): { taken: number; confirmed: number; unchecked: number } {
+    const all = [...this.outcomes.values()]
+    return { taken: all.length, confirmed: all.filter((r) => r.outcome === 'confirmed').length, unchecked: all.filter((r) => r.outcome === 'unchecked').length }
+  }
+}
+
+/** Ids by score, the highest on top. */
+class MaxHeap {
+  private readonly scores: number[] = []
+  private readonly ids: string[] = []
+
+  get size(): number {
+    return this.scores.length
+  }
+
+  maxScore(): number {
+    return this.scores[0]!
+  }
+
+  push(score: number, id: string): void {
+    let at = this.scores.length
+    this.scores.push(score)
+    this.ids.push(id)
+    while (at > 0) {
+      const up = (at - 1) >> 1
+      if (this.scores[up]! >= score) break
+      this.swap(at, up)
+      at = up
+    }
+  }
+
+  /** Removes the highest, and gives its id. */
+  pop(): string {
+    const top = this.ids[0]!
+    const lastScore = this.scores.pop()!
+    const lastId = this.ids.pop()!
+    if (this.scores.length > 0) {
+      this.scores[0] = lastScore
+      this.ids[0] = lastId
+      for (let at = 0; ;) {
+        const [l, r] = [2 * at + 1, 2 * at + 2]
+        let big = at
+        if (l < this.scores.length && this.scores[l]! > this.scores[big]!) big = l
+        if (r < this.scores.length && this.scores[r]! > this.scores[big]!) big = r
+        if (big === at) break
+        this.swap(at, big)
+        at = big
+      }
+    }
+    return top
+  }
+
+  private swap(a: number, b: number): void {
+    ;[this.scores[a], this.scores[b]] = [this.scores[b]!, this.scores[a]!]
+    ;[this.ids[a], this.ids[b]] = [this.ids[b]!, this.ids[a]!]
+  }
 }
 
 /** A part's rows, its object hash-checked first (the check before did too; the bytes read now are these). */
-async function* partRows(from: string, object: string, schema: TableSchema): AsyncGenerator<Record<string, unknown>> {
-  const path = storeFile(from, objectPath(object, 'parquet'))
+async function* partRows(path: string, object: string, schema: TableSchema): AsyncGenerator<Record<string, unknown>> {
   const ok = await verifyObjectFile(path, object)
   if (!ok.ok) throw new PipeError(ok.code, `${schema.name} part ${object}: ${ok.detail}`)
   yield* partRowsOrRefuse(path, schema, `${schema.name} part ${object}`)

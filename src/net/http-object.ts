@@ -14,6 +14,8 @@ import { PipeError } from '../core/errors.js'
 export const FETCH_CODES = {
   /** The server answered with a status that is not success and not worth retrying (404, 403, ...). */
   status: 'fetch.http-status',
+  /** 404 or 410: the server has no such file (a reader of a static host learns of absence only so). */
+  notFound: 'fetch.not-found',
   /** Retries ran out on 5xx answers, resets or stalls. */
   unavailable: 'fetch.unavailable',
   /** More bytes than the limit known before the download: stated by Content-Length, or sent. */
@@ -32,8 +34,11 @@ export const FETCH_CODES = {
 
 export interface FetchObjectOptions {
   url: string
-  /** `sha256:` and 64 hex digits: what the bytes must hash to. */
-  hash: string
+  /**
+   * `sha256:` and 64 hex digits: what the bytes must hash to. Absent only for a file no name can check (a
+   * pack's ref, key statement or signature), whose trust comes from the signature it holds or covers.
+   */
+  hash?: string
   /** The most bytes the object may have, known before the download (its index's bytes, or a limit). */
   maxBytes: number
   /** Its exact size, when known (an index states it). */
@@ -69,8 +74,8 @@ class Retryable extends Error {}
 
 /** Fetches `url` into `dest`, resuming cut transfers, and gives the object only when its size and hash are right. */
 export async function fetchObject(o: FetchObjectOptions): Promise<FetchedObject> {
-  const hex = SHA256_NAME.exec(o.hash)?.[1]
-  if (hex === undefined) throw new PipeError(FETCH_CODES.badHash, `${o.url}: ${JSON.stringify(o.hash)} is not sha256: and 64 hex digits, so no download can be checked against it`)
+  const hex = o.hash === undefined ? undefined : SHA256_NAME.exec(o.hash)?.[1]
+  if (o.hash !== undefined && hex === undefined) throw new PipeError(FETCH_CODES.badHash, `${o.url}: ${JSON.stringify(o.hash)} is not sha256: and 64 hex digits, so no download can be checked against it`)
   let url: URL
   try {
     url = new URL(o.url)
@@ -125,7 +130,7 @@ export async function fetchObject(o: FetchObjectOptions): Promise<FetchedObject>
     }
     if (o.bytes !== undefined && held !== o.bytes) throw new PipeError(FETCH_CODES.sizeMismatch, `${o.url}: ${held} bytes, its index states ${o.bytes}`)
     const got = sha.digest('hex')
-    if (got !== hex) throw new PipeError(FETCH_CODES.hashMismatch, `${o.url}: its bytes hash to sha256:${got}, not ${o.hash}`)
+    if (hex !== undefined && got !== hex) throw new PipeError(FETCH_CODES.hashMismatch, `${o.url}: its bytes hash to sha256:${got}, not ${o.hash}`)
     await fh.sync()
     await fh.close()
     await rename(tmp, o.dest)
@@ -172,6 +177,7 @@ async function oneRequest(url: URL, from: number, limit: number, fh: FileHandle,
     await response.body?.cancel()
     if (response.status === 416 && from > 0) throw new PipeError(FETCH_CODES.sizeMismatch, `${url.href}: the server holds no bytes past the ${from} already fetched (416), and they do not make the object`)
     if (RETRIED_STATUS.has(response.status)) throw new Retryable(`the server answered ${response.status}`)
+    if (response.status === 404 || response.status === 410) throw new PipeError(FETCH_CODES.notFound, `${url.href}: the server has no such file (${response.status})`)
     throw new PipeError(FETCH_CODES.status, `${url.href}: the server answered ${response.status} ${response.statusText}`.trimEnd())
   }
   const length = response.headers.get('content-length')

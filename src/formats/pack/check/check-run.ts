@@ -197,11 +197,21 @@ export interface CheckRunOptions {
   level: CheckLevel
   signal?: AbortSignal
   replayBudget?: Partial<ReplayBudget>
+  replaySample?: ReplaySample
   /** Threads that check parts, this one among them (0 or 1: every part on this thread alone). */
   threads?: number
   /** The smallest part given to the pool's lanes: a smaller one is checked at once, in the walk. */
   threadPartBytes?: number
   caps?: CheckCaps
+}
+
+/**
+ * Level 3 for a sample of the patterns only (an importer's "verifies a random sample again"): a pattern
+ * `takes` declines is not replayed, and each one taken is told with what its replay found.
+ */
+export interface ReplaySample {
+  takes(id: string): boolean
+  outcome(id: string, outcome: 'confirmed' | 'failed' | 'unchecked', detail: string): void
 }
 
 /** How much a check keeps across parts; beyond each, what is not kept is noted, not failed. */
@@ -264,6 +274,7 @@ export class CheckRun {
   readonly level: CheckLevel
   readonly signal: AbortSignal | undefined
   readonly replayBudget: Partial<ReplayBudget>
+  readonly replaySample: ReplaySample | undefined
   readonly stats: CheckStats
   /** Threads that check parts (this one and threads - 1 workers), and the smallest part given to a worker's pool. */
   readonly threads: number
@@ -282,6 +293,7 @@ export class CheckRun {
     this.level = opts.level
     this.signal = opts.signal
     this.replayBudget = opts.replayBudget ?? {}
+    this.replaySample = opts.replaySample
     this.threads = opts.threads ?? availableParallelism()
     this.threadPartBytes = opts.threadPartBytes ?? THREAD_PART_BYTES
     this.caps = opts.caps ?? {}

@@ -329,7 +329,7 @@ export class TableChecker {
       case 'verifications':
         return at3 ? (row) => this.keepMainRule(row) : undefined
       case 'patterns':
-        return at3 ? (row) => this.replay(row, `pattern:${String(row.id)}`) : undefined
+        return at3 ? (row) => this.replayPattern(row) : undefined
       case 'media':
         return (row) => this.mediaRow(row)
       case 'ratings':
@@ -492,6 +492,20 @@ export class TableChecker {
     if (row.main !== true) return undefined
     this.mainRules.add(row.pattern_id as string, row.rule as string)
     return undefined
+  }
+
+  /** A pattern replayed, or with a sample, replayed when the sample takes it, and its outcome told. */
+  private *replayPattern(row: Row): Generator<CheckIssue> {
+    const target = `pattern:${String(row.id)}`
+    const sample = this.run.replaySample
+    if (sample === undefined) return yield* this.replay(row, target)
+    const id = String(row.id)
+    if (!sample.takes(id)) return
+    const issues = [...this.replay(row, target)]
+    const failed = issues.some((i) => !i.note)
+    const outcome = failed ? 'failed' : issues.length > 0 ? 'unchecked' : 'confirmed'
+    sample.outcome(id, outcome, issues.length > 0 ? issues.map((i) => `${i.code}: ${i.detail}`).join('; ') : 'replayed: every phase and its move as stated')
+    yield* issues
   }
 
   /** Replays a pattern in its rule (its rule column, else each distinct rule of its main verifications). */

@@ -28,10 +28,10 @@ import { authoriseSigner, publisherIdOf, verifyKeyChain, type KeyChain, type Key
 import type { ReplayBudget } from './replay.js'
 import { NS_MANIFEST, verifySshsig } from '../keys/sshsig.js'
 import { EXPORT_MANIFEST_PATH, STORE_CODES, STORE_DOCUMENT_PATH, exportHistoryPath, objectPath, readDocumentFile } from '../documents/store.js'
-import { CHECK_CODES, CheckRun, CheckTooLarge, STORE_LAYOUT, exportLayout, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
+import { CHECK_CODES, CheckRun, CheckTooLarge, STORE_LAYOUT, exportLayout, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats, type ReplaySample } from './check-run.js'
 import { TableChecker } from './check-tables.js'
 
-export { CHECK_CODES, levelOf, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats } from './check-run.js'
+export { CHECK_CODES, levelOf, type CheckCaps, type CheckIssue, type CheckLevel, type CheckStats, type ReplaySample } from './check-run.js'
 
 /** Not a store (no jetcarp-store.json) nor an export (no pack.json): a usage error. */
 export const NOT_A_PACK = 'pack.not-a-pack'
@@ -52,6 +52,8 @@ export interface CheckOptions {
   allObjects?: boolean
   /** Revocations seen before (a library's pack_revoked): in force at level 2 whatever the store serves now. */
   knownRevocations?: readonly Revocation[]
+  /** At level 3, replay only the patterns the sample takes (check-run.ts ReplaySample). */
+  replaySample?: ReplaySample
 }
 
 /** Whether `dir` holds a store or an export (a store when it has jetcarp-store.json), or neither. */
@@ -86,6 +88,11 @@ export class PackChecker {
     return this.versions?.revocations ?? []
   }
 
+  /** After a level-2 run: the publisher id (the first key of its chain) of a key that stands, else undefined. */
+  publisherIdOf(fingerprint: string): string | undefined {
+    return this.versions?.publisherIdOf(fingerprint)
+  }
+
   private versions: VersionCheck | undefined
 
   async *run(): AsyncGenerator<CheckIssue> {
@@ -100,6 +107,7 @@ export class PackChecker {
       ...(this.options.threads !== undefined ? { threads: this.options.threads } : {}),
       ...(this.options.threadPartBytes !== undefined ? { threadPartBytes: this.options.threadPartBytes } : {}),
       ...(this.options.caps ? { caps: this.options.caps } : {}),
+      ...(this.options.replaySample ? { replaySample: this.options.replaySample } : {}),
     })
     this.current = run
     const versions = new VersionCheck(run, this.options.knownRevocations ?? [])
@@ -208,6 +216,10 @@ class VersionCheck {
   /** The revocations the key chain counts (level 2), the known ones among them. */
   get revocations(): readonly Revocation[] {
     return this.chain?.revocations ?? []
+  }
+
+  publisherIdOf(fingerprint: string): string | undefined {
+    return this.chain === undefined ? undefined : publisherIdOf(this.chain, fingerprint)
   }
 
   async *store(): AsyncGenerator<CheckIssue> {

@@ -61,10 +61,24 @@ export function localPathIn(text: string): string | null {
   return m === null ? null : (m[1] ?? m[2]!)
 }
 
+/**
+ * An armored signature (`-----BEGIN SSH SIGNATURE-----`) or an OpenSSH public key (`ssh-ed25519 AAAA...`):
+ * base64, whose lines and blobs may start with `/` and hold more, so `/z6P/ob48...` is no path. Only a
+ * key's comment is text a writer chose.
+ */
+const ARMORED = /^-----BEGIN [A-Z0-9 ]+-----\r?\n[A-Za-z0-9+/=\r\n]*-----END [A-Z0-9 ]+-----\r?\n?$/
+const PUBLIC_KEY = /^(?:ssh|ecdsa|sk)-[\w@.-]+ [A-Za-z0-9+/=]+(?= |$)/
+
+/** The text of a string a writer chose: none of an armored block, a public key's comment only. */
+function writtenText(text: string): string {
+  if (ARMORED.test(text)) return ''
+  return text.replace(PUBLIC_KEY, '')
+}
+
 /** The first local path among a JSON document's strings (keys included), with where it is. */
 export function localPathInJson(value: unknown, at = ''): { path: string; at: string } | null {
   if (typeof value === 'string') {
-    const path = localPathIn(value)
+    const path = localPathIn(writtenText(value))
     return path === null ? null : { path, at: at || '(the document)' }
   }
   if (Array.isArray(value)) {

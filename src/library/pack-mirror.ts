@@ -1,0 +1,281 @@
+/**
+ * One version of a pack on a static HTTP(S) host (a store or an export), fetched into a local folder with
+ * the same layout, so that the importer checks and reads it exactly as it reads a folder. A static host
+ * cannot list a folder, so every file is found as the spec's "The store", "Signatures and keys" and
+ * "Exports" build its name: the ref names the manifest; the publisher's key statement (and those it
+ * supersedes) names the keys whose signatures can make the version signed; the manifest names the
+ * indexes, the indexes the parts, and the media and tilings rows the objects they hold. Every object is
+ * fetched with its hash and, where an index states it, its size, both checked while it streams
+ * (src/net/http-object.ts); a ref, key statement or signature has no name to check and is trusted for
+ * the signature the check verifies next. Nothing fetched is used before the check that follows.
+ */
+import { join } from 'node:path'
+import { PipeError, UsageError } from '../core/errors.js'
+import { FETCH_CODES, FetchLimiter, fetchObject } from '../net/http-object.js'
+import { exportLayout, STORE_LAYOUT, type PackLayout } from '../formats/pack/check/check-run.js'
+import { MAX_DOCUMENT_BYTES, MAX_OBJECT_BYTES, isFeedName, isSha256Hash } from '../formats/pack/documents/documents.js'
+import { parseManifest, type Manifest } from '../formats/pack/documents/doc-manifest.js'
+import { parseRef } from '../formats/pack/documents/doc-ref.js'
+import { walkSearchIndex, walkTableIndex, type IndexLoader } from '../formats/pack/documents/index-walk.js'
+import {
+  EXPORT_MANIFEST_PATH, STORE_DOCUMENT_PATH, exportKeyPath, exportSignaturePath, keyPath, mediaExtension, objectPath,
+  readDocumentFile, readDocumentObject, refPath, signaturePath,
+} from '../formats/pack/documents/store.js'
+import { parseKeyStatement } from '../formats/pack/keys/key-statements.js'
+import { signerNameFromFingerprint } from '../formats/pack/keys/ssh-key.js'
+import { partRowsOrRefuse } from '../formats/pack/tables/parquet-read.js'
+import { PACK_TABLES } from '../formats/pack/tables/table-schemas.js'
+
+export const MIRROR_CODES = {
+  /** The URL serves neither jetcarp-store.json nor pack.json. */
+  notAPack: 'import.not-a-pack',
+  /** A store over HTTP with no --feed or --manifest: a static host cannot be listed for its feeds. */
+  feedNeeded: 'import.feed-needed',
+  /** A file the version needs is not on the host. */
+  missing: 'import.file-missing',
+} as const
+
+export interface MirrorOptions {
+  /** The store's or export's base URL. */
+  url: string
+  /** An empty folder the version is laid out in. */
+  into: string
+  feed?: string
+  manifest?: string
+  /** Fetches at once (default 4). */
+  concurrency?: number
+  /** Each fetch's deadline, retries included (default 120 s). */
+  timeoutMs?: number
+  /** A body silent this long is cut and resumed with Range (default 15 s). */
+  stallMs?: number
+  retries?: number
+  signal?: AbortSignal
+}
+
+export interface MirroredPack {
+  kind: 'store' | 'export'
+  files: number
+  bytes: number
+  requests: number
+}
+
+/** Key statements followed through `supersedes`: a chain longer than this is no publisher's. */
+const MAX_KEY_CHAIN = 64
+
+/** Fetches one version of the pack at `o.url` into `o.into`, laid out as on the host. */
+export async function mirrorPack(o: MirrorOptions): Promise<MirroredPack> {
+  return new Mirror(o).run()
+}
+
+class Mirror {
+  private readonly base: URL
+  private readonly limiter: FetchLimiter
+  private readonly got: MirroredPack = { kind: 'store', files: 0, bytes: 0, requests: 0 }
+  private layout: PackLayout = STORE_LAYOUT
+
+  constructor(private readonly o: MirrorOptions) {
+    let base: URL
+    try {
+      base = new URL(o.url.endsWith('/') ? o.url : `${o.url}/`)
+    } catch {
+      throw new UsageError(FETCH_CODES.badUrl, `${JSON.stringify(o.url)} is not a URL`, { location: { field: 'src' } })
+    }
+    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(FETCH_CODES.badUrl, `${o.url}: only http: and https: are read`, { location: { field: 'src' } })
+    if (o.feed !== undefined && !isFeedName(o.feed)) throw new UsageError('usage.bad-option', `${JSON.stringify(o.feed)} is not a feed name (1 to 64 letters, digits and -)`, { location: { field: '--feed' } })
+    if (o.manifest !== undefined && !isSha256Hash(o.manifest)) throw new UsageError('usage.bad-option', `${JSON.stringify(o.manifest)} is not sha256: and 64 lower-case hex digits`, { location: { field: '--manifest' } })
+    this.base = base
+    this.limiter = new FetchLimiter(o.concurrency ?? 4)
+  }
+
+  async run(): Promise<MirroredPack> {
+    let manifest: Manifest
+    let storeManifest: string | undefined
+    const publishers: string[] = []
+    if (await this.file(STORE_DOCUMENT_PATH, { maxBytes: MAX_DOCUMENT_BYTES, optional: true })) {
+      storeManifest = this.o.manifest ?? (await this.refManifest(publishers))
+      manifest = await this.manifestAt(objectPath(storeManifest, 'json'), storeManifest)
+    } else if (await this.file(EXPORT_MANIFEST_PATH, { maxBytes: MAX_DOCUMENT_BYTES, optional: true })) {
+      this.got.kind = 'export'
+      this.layout = exportLayout()
+      manifest = await this.manifestAt(EXPORT_MANIFEST_PATH)
+    } else {
+      throw new PipeError(MIRROR_CODES.notAPack, `${this.base.href} serves neither ${STORE_DOCUMENT_PATH} (a store) nor ${EXPORT_MANIFEST_PATH} (an export)`, { location: { file: this.o.url } })
+    }
+    await this.signatures([manifest.publisher, ...publishers], storeManifest)
+    await this.tables(manifest)
+    return this.got
+  }
+
+  /** The feed's ref, kept for the check (its seq and signature), and the manifest it names. */
+  private async refManifest(publishers: string[]): Promise<string> {
+    const feed = this.o.feed
+    if (feed === undefined) {
+      throw new UsageError(MIRROR_CODES.feedNeeded, `${this.base.href} is a store over HTTP, whose refs/ cannot be listed: name the feed with --feed (or a version with --manifest)`, { location: { field: '--feed' } })
+    }
+    const rel = refPath(feed)
+    if (!(await this.file(rel, { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))) {
+      throw new UsageError('usage.no-such-feed', `${this.base.href} has no feed ${feed} (no ${rel})`, { location: { field: '--feed' } })
+    }
+    const parsed = parseRef(await this.local(rel), { feed })
+    if (!parsed.ok) throw new PipeError(parsed.code, `${this.url(rel)}: ${parsed.detail}`)
+    publishers.push(parsed.value.ref.publisher)
+    return parsed.value.ref.manifest
+  }
+
+  private async manifestAt(rel: string, hash?: string): Promise<Manifest> {
+    if (hash !== undefined) await this.file(rel, { hash, maxBytes: MAX_DOCUMENT_BYTES })
+    const bytes = hash === undefined ? await this.local(rel) : await readDocumentObject(this.path(rel), hash).then((r) => this.unwrap(r, rel))
+    const parsed = parseManifest(bytes)
+    if (!parsed.ok) throw new PipeError(parsed.code, `${this.url(rel)}: ${parsed.detail}`)
+    const m = parsed.value.manifest
+    if (this.o.feed !== undefined && m.feed !== this.o.feed) throw new UsageError('usage.feed-mismatch', `${this.url(rel)} is a version of feed ${m.feed}, not ${this.o.feed}`, { location: { field: '--feed' } })
+    return m
+  }
+
+  /**
+   * The key statements of the publisher's chain (each one's `supersedes` followed) and the signatures
+   * on the manifest by each key of it and each machine key they authorise: every signature that can
+   * make the version signed by its publisher ("Signatures and keys"). A signature the host lacks is none.
+   */
+  private async signatures(fingerprints: readonly string[], storeManifest: string | undefined): Promise<void> {
+    const signers = new Set<string>()
+    const queue = [...fingerprints]
+    for (let fp = queue.shift(); fp !== undefined && signers.size < MAX_KEY_CHAIN; fp = queue.shift()) {
+      const signer = signerNameFromFingerprint(fp)
+      if (signer === undefined || signers.has(signer)) continue
+      signers.add(signer)
+      const rel = this.got.kind === 'store' ? keyPath(signer) : exportKeyPath(signer)
+      if (!(await this.file(rel, { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))) continue
+      // Only to find the names of further files: the check reads each statement again, and judges it.
+      const parsed = parseKeyStatement({ statement: await this.local(rel), signerName: signer, source: this.url(rel) })
+      if (!parsed.ok) continue
+      if (parsed.statement.supersedes !== undefined) queue.push(parsed.statement.supersedes)
+      for (const a of parsed.statement.authorised) {
+        const name = signerNameFromFingerprint(a.fingerprint)
+        if (name !== undefined) signers.add(name)
+      }
+    }
+    await settle([...signers].map((signer) => this.limiter.run(() => this.file(
+      storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))))
+  }
+
+  /**
+   * Every index, part, search segment and score sidecar the manifest names, then the objects that the
+   * media and tilings rows name (read from their parts, fetched and hash-checked first).
+   */
+  private async tables(manifest: Manifest): Promise<void> {
+    const loader: IndexLoader = async (hash) => {
+      const rel = this.layout.indexPath(hash)
+      await this.file(rel, { hash, maxBytes: MAX_DOCUMENT_BYTES })
+      const read = await readDocumentObject(this.path(rel), hash)
+      return read.ok ? read.value : read
+    }
+    const rowParts: { table: 'media' | 'tilings'; rel: string }[] = []
+    const fetches: Promise<unknown>[] = []
+    const object = (rel: string, hash: string, bytes?: number) => fetches.push(quiet(this.limiter.run(() => this.file(rel, { hash, maxBytes: MAX_OBJECT_BYTES, ...(bytes !== undefined ? { bytes } : {}) }))))
+    for (const [table, root] of Object.entries(manifest.tables)) {
+      for await (const e of walkTableIndex(root, loader, { table })) {
+        if (e.kind !== 'part') continue
+        const rel = this.layout.partPath(table, e.part)
+        object(rel, e.part.object, e.part.bytes)
+        if (table === 'media' || table === 'tilings') rowParts.push({ table, rel })
+      }
+    }
+    for (const [search, root] of Object.entries(manifest.searches)) {
+      for await (const e of walkSearchIndex(root, loader, { search })) {
+        if (e.kind === 'segment') object(this.layout.segmentPath(search, e.segment), e.segment.object, e.segment.bytes)
+        else if (e.kind === 'score') object(this.layout.scorePath(search, e.score.version, e.part), e.part.object, e.part.bytes)
+      }
+    }
+    await settle(fetches)
+    const named: Promise<unknown>[] = []
+    for (const { table, rel } of rowParts) {
+      for await (const row of partRowsOrRefuse(this.path(rel), PACK_TABLES[table], this.url(rel))) {
+        if (table === 'tilings' && typeof row.reference === 'string' && isSha256Hash(row.reference) && typeof row.family === 'string') {
+          const ref = this.layout.referencePatchPath(row.family, row.reference)
+          named.push(quiet(this.limiter.run(() => this.file(ref, { hash: row.reference as string, maxBytes: MAX_OBJECT_BYTES }))))
+        }
+        const ext = table === 'media' ? mediaExtension(row.media_type) : undefined
+        if (ext?.ok && typeof row.object === 'string' && isSha256Hash(row.object)) {
+          // A row the check will refuse names no file; the name is left for the check to judge.
+          let mediaRel: string
+          try {
+            mediaRel = this.layout.mediaPath(row as never, ext.value)
+          } catch {
+            continue
+          }
+          named.push(quiet(this.limiter.run(() => this.file(mediaRel, { hash: row.object as string, maxBytes: MAX_OBJECT_BYTES }))))
+        }
+      }
+    }
+    await settle(named)
+  }
+
+  /**
+   * Fetches `rel` into the mirror once (a file fetched before is not asked for again). Returns false for
+   * an `optional` file the host does not have; a required one it lacks is import.file-missing.
+   */
+  private readonly fetched = new Map<string, Promise<boolean>>()
+  private file(rel: string, f: { hash?: string; bytes?: number; maxBytes: number; optional?: boolean }): Promise<boolean> {
+    let p = this.fetched.get(rel)
+    if (p === undefined) {
+      p = (async () => {
+        try {
+          const got = await fetchObject({
+            url: this.url(rel), dest: this.path(rel), maxBytes: f.maxBytes,
+            ...(f.hash !== undefined ? { hash: f.hash } : {}), ...(f.bytes !== undefined ? { bytes: f.bytes } : {}),
+            ...(this.o.timeoutMs !== undefined ? { timeoutMs: this.o.timeoutMs } : {}),
+            ...(this.o.stallMs !== undefined ? { stallMs: this.o.stallMs } : {}),
+            ...(this.o.retries !== undefined ? { retries: this.o.retries } : {}),
+            ...(this.o.signal ? { signal: this.o.signal } : {}),
+          })
+          this.got.files++
+          this.got.bytes += got.bytes
+          this.got.requests += got.requests
+          return true
+        } catch (err) {
+          if (err instanceof PipeError && err.code === FETCH_CODES.notFound) {
+            this.got.requests++
+            if (f.optional) return false
+            throw new PipeError(MIRROR_CODES.missing, `${this.url(rel)}: the host has no such file, which the version names`, { location: { file: this.url(rel) } })
+          }
+          throw err
+        }
+      })()
+      this.fetched.set(rel, quiet(p))
+    }
+    return p
+  }
+
+  private url(rel: string): string {
+    return new URL(rel, this.base).href
+  }
+
+  /** Where a file goes: the layout built `rel` from checked parts (a hash, a signer, a table, a partition value). */
+  private path(rel: string): string {
+    return join(this.o.into, ...rel.split('/'))
+  }
+
+  private async local(rel: string): Promise<Buffer> {
+    return this.unwrap(await readDocumentFile(this.path(rel)), rel)
+  }
+
+  private unwrap(r: { ok: true; value: Buffer } | { ok: false; code: string; detail: string }, rel: string): Buffer {
+    if (!r.ok) throw new PipeError(r.code, `${this.url(rel)}: ${r.detail}`)
+    return r.value
+  }
+}
+
+/** A fetch awaited later, with its batch: until then its failure must not count as unhandled. */
+function quiet<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined)
+  return p
+}
+
+/** Waits for every fetch, then throws the first failure (none is left running behind an early throw). */
+async function settle(fetches: readonly Promise<unknown>[]): Promise<void> {
+  const results = await Promise.allSettled(fetches)
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+  if (failed) throw failed.reason
+}
+

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { open, rename, unlink } from 'node:fs/promises'
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 
 export interface WriteFileAtomicOptions {
@@ -27,11 +27,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     created = true
     try {
       if (opts.mode !== undefined) await fh.chmod(opts.mode)
-      let off = 0
-      while (off < bytes.length) {
-        const { bytesWritten } = await fh.write(bytes, off, bytes.length - off)
-        off += bytesWritten
-      }
+      await writeFully(fh, bytes)
       await fh.sync()
     } finally {
       await fh.close()
@@ -43,6 +39,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     throw err
   }
   await fsyncDir(dir)
+}
+
+/**
+ * Writes all of `bytes` (at `position`, or at the file's current offset): a write may take fewer bytes
+ * than it is given (a disk that fills takes what fits, and the next write fails with ENOSPC), so one
+ * `write` call is no proof that the bytes are in the file.
+ */
+export async function writeFully(fh: FileHandle, bytes: Uint8Array, position?: number): Promise<void> {
+  for (let off = 0; off < bytes.length; ) {
+    off += (await fh.write(bytes, off, bytes.length - off, position === undefined ? null : position + off)).bytesWritten
+  }
 }
 
 /** Makes a rename or create in `dir` durable. Platforms that cannot fsync a directory are tolerated. */

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, open, rename, rm } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
-import { fsyncDir } from '../core/atomic-write.js'
+import { fsyncDir, writeFully } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { openRegularFile } from '../core/input-file.js'
 
@@ -356,14 +356,14 @@ export class Library {
         if (source instanceof Uint8Array) {
           sha.update(source)
           bytes = source.byteLength
-          await out.write(source)
+          await writeFully(out, source)
         } else {
           const { fh } = await openRegularFile(source.path)
           try {
             for await (const chunk of fh.createReadStream({ highWaterMark: 1 << 20, autoClose: false }) as AsyncIterable<Buffer>) {
               sha.update(chunk)
               bytes += chunk.byteLength
-              await out.write(chunk)
+              await writeFully(out, chunk)
             }
           } finally {
             await fh.close()

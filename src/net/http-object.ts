@@ -9,6 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { writeFully } from '../core/atomic-write.js'
 import { PipeError } from '../core/errors.js'
 
 export const FETCH_CODES = {
@@ -210,7 +211,7 @@ async function oneRequest(url: URL, from: number, limit: number, fh: FileHandle,
       }
       clearTimeout(timer)
       timer = setTimeout(() => stall.abort(), stallMs)
-      await fh.write(chunk, 0, chunk.byteLength, at)
+      await writeFully(fh, chunk, at)
       on.take(chunk)
       at += chunk.byteLength
     }

@@ -308,7 +308,7 @@ async function main(argv: string[]): Promise<number> {
       const paths = await writeKeyFiles(String(args.out), { privateJwk: rotated.privateJwk, jwks: rotated.jwks })
       process.stdout.write(`key ${rotated.privateJwk.kid} succeeds the old key\nprivate ${paths.privatePath} (mode 0600)\npublic ${paths.jwksPath}\n`)
     })
-    .command('pack', 'Pack format 1.0: the publisher\'s key (exports and checks are pipelines: pipe run pack-export, pack-check)', (y) => y
+    .command('pack', 'Pack format 1.0: the publisher\'s key and raters\' consent (publishing, exports and checks are pipelines: pipe run pack-publish, pack-export, pack-check)', (y) => y
       .command('key', 'Make or show the publisher\'s Ed25519 key (OpenSSH format) and record who the publisher is', (k) => k
         .option('key', { type: 'string', describe: 'the private key file (default: <settings>/pack/publisher_ed25519, settings being $PIPE_HOME, else $XDG_CONFIG_HOME/pipe, else ~/.config/pipe)' })
         .option('name', { type: 'string', describe: 'the publisher\'s name, as it is to appear in packs (\'\' removes it)' })
@@ -325,7 +325,29 @@ async function main(argv: string[]): Promise<number> {
         .strictOptions(), async (args) => {
         await packKey(args)
       })
-      .demandCommand(1, 'name a pack command: key')
+      .command('rater <name>', 'Record a rater\'s consent in the library, under a pseudonymous id made once per name and kept for good; prints the id', (k) => k
+        .positional('name', { type: 'string', demandOption: true, describe: 'the rater, as the library knows them (published only with --show-name)' })
+        .option('library', { type: 'string', demandOption: true, describe: 'the library database (made when it does not exist)' })
+        .option('show-name', { type: 'boolean', default: false, describe: 'the rater chose to be named: publishes carry the name as display_name' })
+        .option('notes', { type: 'boolean', default: false, describe: 'the rater shares the notes of their ratings' })
+        .option('withdraw', { type: 'boolean', default: false, describe: 'the rater withdraws consent: no new raters rows or ratings of theirs are published' })
+        .option('json', { type: 'boolean', describe: 'print one JSON object' })
+        .strictOptions(), async (args) => {
+        if (args.withdraw && (args['show-name'] || args.notes)) throw new UsageError('usage.bad-option', 'a withdrawal records no other choice: give --withdraw alone', { location: { field: '--withdraw' } })
+        const [{ Library }, { packTimeNow }] = await Promise.all([import('../src/library/library.js'), import('../src/formats/pack/keys/publisher-key.js')])
+        const lib = Library.open(String(args.library), { create: true })
+        try {
+          const c = lib.recordConsent(String(args.name), { showName: args['show-name'], notes: args.notes, withdrawn: args.withdraw }, packTimeNow())
+          if (args.json) process.stdout.write(`${JSON.stringify(c)}\n`)
+          else {
+            const choices = c.withdrawn ? 'consent withdrawn: nothing more of theirs is published' : `${c.showName ? 'named' : 'not named'}, ${c.notes ? 'notes shared' : 'notes not shared'}`
+            process.stdout.write(`${c.rater}\n${c.made ? 'a new rater' : 'consent recorded again'}, ${c.consentDate}: ${choices}\n`)
+          }
+        } finally {
+          lib.close()
+        }
+      })
+      .demandCommand(1, 'name a pack command: key, rater')
       .strictCommands())
     .command('library', 'The pack library (a SQLite database of imported packs): what it holds', (y) => y
       .command('stats', 'Count what the library holds: records by table, events, objects, retractions, revoked keys, imports, followed feeds', (k) => k
@@ -342,7 +364,7 @@ async function main(argv: string[]): Promise<number> {
       })
       .command('query', 'Print the rows of one table: a pack table (by content id, or under each publisher) or one of the library\'s own', (k) => k
         .option('library', { type: 'string', demandOption: true, describe: 'the library database' })
-        .option('table', { type: 'string', demandOption: true, describe: 'tilings, rules, patterns, ants, quickstart, aliases, verifications, ..., or pack_imports, pack_retractions, pack_revoked, pack_follows, pack_reverify, objects' })
+        .option('table', { type: 'string', demandOption: true, describe: 'tilings, rules, patterns, ants, quickstart, aliases, verifications, ..., or pack_imports, pack_retractions, pack_revoked, pack_follows, pack_reverify, objects, library_raters, library_rater_consents' })
         .option('id', { type: 'string', describe: 'only the record with this id (events: whose first key column is it)' })
         .option('json', { type: 'boolean', describe: 'print one JSON object, {table, rows}' })
         .strictOptions(), async (args) => {
@@ -356,7 +378,22 @@ async function main(argv: string[]): Promise<number> {
           lib.close()
         }
       })
-      .demandCommand(1, 'name a library command: stats, query')
+      .command('feeds', 'List the feeds the library follows: publisher, feed, the last accepted seq and manifest, where it was read, when', (k) => k
+        .option('library', { type: 'string', demandOption: true, describe: 'the library database' })
+        .option('json', { type: 'boolean', describe: 'print one JSON object, {feeds}' })
+        .strictOptions(), async (args) => {
+        const { Library } = await import('../src/library/library.js')
+        const lib = Library.open(String(args.library))
+        try {
+          const feeds = [...lib.query('pack_follows')]
+          if (args.json) process.stdout.write(`${JSON.stringify({ feeds })}\n`)
+          else if (feeds.length === 0) process.stdout.write('no feeds followed\n')
+          else for (const f of feeds) process.stdout.write(`${String(f.publisher)} ${String(f.feed)}: seq ${String(f.seq)}, manifest ${String(f.manifest)}, from ${String(f.source)}, updated ${String(f.updated)}\n`)
+        } finally {
+          lib.close()
+        }
+      })
+      .demandCommand(1, 'name a library command: stats, query, feeds')
       .strictCommands())
     .command('demo', 'Record two simulated hours of Binance trades and depth from the venue simulator, seal and verify them (what npm start runs)', (y) => y.option('out', { type: 'string', default: 'demo', describe: 'directory for the demo files' }), async (args) => {
       const { runDemo } = await import('../pipelines/demo.js')

@@ -11,9 +11,10 @@ import Database from 'better-sqlite3'
 import { fsyncDir, writeFully } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { openRegularFile } from '../core/input-file.js'
+import { detailProblem } from '../formats/pack/keys/publisher-key.js'
 
 /** The schema this build writes; each step of MIGRATIONS takes a database one version up. */
-export const LIBRARY_SCHEMA_VERSION = 1
+export const LIBRARY_SCHEMA_VERSION = 2
 
 export const LIBRARY_CODES = {
   /** A database made by a newer pipe: its schema is past what this build knows. */
@@ -24,6 +25,10 @@ export const LIBRARY_CODES = {
   unknownTable: 'library.unknown-table',
   /** An object whose bytes are not its name's. */
   objectHash: 'library.object-hash-mismatch',
+  /** A rater's name the library cannot keep (empty, several lines, or too long). */
+  raterName: 'library.rater-name-invalid',
+  /** A withdrawal for a name the library has no rater of. */
+  noRater: 'library.no-such-rater',
 } as const
 
 /** The pack tables of facts (one row per content id, whoever publishes it) and of events (rows under their publisher). */
@@ -107,7 +112,49 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (import_id, table_name, id)
   ) STRICT, WITHOUT ROWID;
   `,
+  // Version 2: the library's own raters (pipe pack rater). A rater's id is made once, when the name is
+  // first recorded, and kept for good; each recording of consent is a row of its history, never changed,
+  // so the consent a publish followed stays known. The latest row (by seq) is the rater's consent now.
+  `
+  CREATE TABLE library_raters (
+    name TEXT PRIMARY KEY,
+    rater TEXT NOT NULL UNIQUE CHECK (rater GLOB 'rater-${'[0-9a-f]'.repeat(16)}'),
+    made TEXT NOT NULL
+  ) STRICT;
+  CREATE TABLE library_rater_consents (
+    rater TEXT NOT NULL REFERENCES library_raters (rater),
+    seq INTEGER NOT NULL,
+    consent_date TEXT NOT NULL,
+    show_name INTEGER NOT NULL CHECK (show_name IN (0, 1)),
+    notes INTEGER NOT NULL CHECK (notes IN (0, 1)),
+    withdrawn INTEGER NOT NULL CHECK (withdrawn IN (0, 1)),
+    PRIMARY KEY (rater, seq)
+  ) STRICT, WITHOUT ROWID;
+  `,
 ]
+
+/** What a rater chose when their consent was recorded (pipe pack rater). */
+export interface ConsentChoice {
+  /** Be named (display_name) in what is published. */
+  showName: boolean
+  /** Share the notes of their ratings. */
+  notes: boolean
+  /** Withdraw consent altogether: nothing more of theirs is published. */
+  withdrawn: boolean
+}
+
+/** A rater of the library's own, with their consent as last recorded. */
+export interface RaterConsent extends ConsentChoice {
+  name: string
+  rater: string
+  /** When this consent was recorded: a pack time, later than any recorded before for the rater. */
+  consentDate: string
+}
+
+/** The latest consent of each of the library's own raters. */
+const LATEST_CONSENTS = `SELECT r.name, r.rater, c.consent_date, c.show_name, c.notes, c.withdrawn
+  FROM library_raters r JOIN library_rater_consents c ON c.rater = r.rater
+  WHERE c.seq = (SELECT max(seq) FROM library_rater_consents WHERE rater = r.rater)`
 
 export interface ImportRecord {
   manifest: string
@@ -279,6 +326,45 @@ export class Library {
     return this.db.prepare('SELECT 1 FROM pack_revoked WHERE fingerprint = ?').pluck().get(fingerprint) !== undefined
   }
 
+  /**
+   * Records a rater's consent (pipe pack rater) in one transaction. The first recording of a name makes its
+   * pseudonymous id, `rater-` and 16 random hex digits, kept for good; each recording adds a row to the
+   * rater's history. Its consent_date is `at`, or one second past the rater's last one when `at` is not later,
+   * so that the latest consent is always the one a reader takes (the greatest consent_date).
+   */
+  recordConsent(name: string, choice: ConsentChoice, at: string): RaterConsent & { made: boolean } {
+    const problem = name === '' ? 'a name is not empty' : detailProblem('name', name)
+    if (problem !== undefined) throw new UsageError(LIBRARY_CODES.raterName, `rater name ${JSON.stringify(name)}: ${problem}`, { location: { field: 'name' } })
+    const db = this.db
+    return db.transaction(() => {
+      let rater = db.prepare('SELECT rater FROM library_raters WHERE name = ?').pluck().get(name) as string | undefined
+      const made = rater === undefined
+      if (made && choice.withdrawn) throw new UsageError(LIBRARY_CODES.noRater, `no rater named ${JSON.stringify(name)} has consented, so there is no consent to withdraw`, { location: { field: 'name' } })
+      if (rater === undefined) {
+        rater = `rater-${randomBytes(8).toString('hex')}`
+        db.prepare('INSERT INTO library_raters (name, rater, made) VALUES (?, ?, ?)').run(name, rater, at)
+      }
+      const last = db.prepare('SELECT seq, consent_date AS date FROM library_rater_consents WHERE rater = ? ORDER BY seq DESC LIMIT 1').get(rater) as { seq: number; date: string } | undefined
+      const consentDate = last === undefined || at > last.date ? at : secondAfter(last.date)
+      db.prepare('INSERT INTO library_rater_consents (rater, seq, consent_date, show_name, notes, withdrawn) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(rater, (last?.seq ?? 0) + 1, consentDate, Number(choice.showName), Number(choice.notes), Number(choice.withdrawn))
+      return { name, rater, consentDate, ...choice, made }
+    }).immediate()
+  }
+
+  /** The latest consent of each of the library's own raters, by rater id. */
+  raterConsents(): Map<string, RaterConsent> {
+    const rows = this.db.prepare(LATEST_CONSENTS).all() as { name: string; rater: string; consent_date: string; show_name: number; notes: number; withdrawn: number }[]
+    return new Map(rows.map((r) => [r.rater, { name: r.name, rater: r.rater, consentDate: r.consent_date, showName: r.show_name === 1, notes: r.notes === 1, withdrawn: r.withdrawn === 1 }]))
+  }
+
+  /** The file of an object the library holds: `<db>.objects/sha256/<aa>/<hex>.<ext>`. */
+  objectFile(hash: string, ext: string): string {
+    const hex = SHA256_NAME.exec(hash)?.[1]
+    if (hex === undefined) throw new PipeError(LIBRARY_CODES.objectHash, `${JSON.stringify(hash)} is no sha256: name`)
+    return join(this.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.${ext}`)
+  }
+
   /** The last version accepted from a feed, or undefined when it is not followed. */
   following(publisher: string, feed: string): { seq: number; manifest: string } | undefined {
     return this.db.prepare('SELECT seq, manifest FROM pack_follows WHERE publisher = ? AND feed = ?').get(publisher, feed) as { seq: number; manifest: string } | undefined
@@ -332,6 +418,7 @@ export class Library {
       pack_imports: 'SELECT * FROM pack_imports ORDER BY id', pack_retractions: 'SELECT * FROM pack_retractions ORDER BY target, publisher',
       pack_revoked: 'SELECT * FROM pack_revoked ORDER BY fingerprint', pack_follows: 'SELECT * FROM pack_follows ORDER BY publisher, feed',
       pack_reverify: 'SELECT * FROM pack_reverify ORDER BY import_id, table_name, id', objects: 'SELECT * FROM objects ORDER BY hash',
+      library_raters: `${LATEST_CONSENTS} ORDER BY r.name`, library_rater_consents: 'SELECT * FROM library_rater_consents ORDER BY rater, seq',
     }
     const sql = own[table]
     if (sql === undefined) {
@@ -345,7 +432,7 @@ export class Library {
    * (a file is streamed, so an object of any size takes a buffer's worth of memory). Returns its size.
    */
   private async writeObjectFile(hex: string, ext: string, source: Uint8Array | { path: string }): Promise<number> {
-    const path = join(this.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.${ext}`)
+    const path = this.objectFile(`sha256:${hex}`, ext)
     await mkdir(dirname(path), { recursive: true })
     const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
     const sha = createHash('sha256')
@@ -386,9 +473,27 @@ export class Library {
   }
 }
 
+/** A pack time one second after `time` (both whole seconds, Z). */
+function secondAfter(time: string): string {
+  return new Date(Date.parse(time) + 1000).toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
 /** How a retraction names a record of a fact table (`pattern:<id>`); tables no target names get a prefix none matches. */
 function targetPrefix(table: string): string {
   return ({ patterns: 'pattern:', ants: 'ant:', quickstart: 'quickstart:' } as Record<string, string>)[table] ?? '\u0000'
+}
+
+/**
+ * The record a pack row is of or about, as a target (`pattern:<id>`, `ant:<id>`, `quickstart:<id>`, or a
+ * rating's `search_run:...`); undefined for rows of no record (tilings, rules, raters, score_models).
+ */
+export function rowTarget(table: string, row: Record<string, unknown>): string | undefined {
+  switch (table) {
+    case 'patterns': case 'ants': case 'quickstart': return `${targetPrefix(table)}${String(row.id)}`
+    case 'verifications': case 'sightings': return `pattern:${String(row.pattern_id)}`
+    case 'provenance': case 'annotations': case 'media': case 'ratings': case 'aliases': return typeof row.target === 'string' ? row.target : undefined
+    default: return undefined
+  }
 }
 
 /** An event's key as stored: its sort columns' values, each as text, joined by U+001F (no pack text holds it). */

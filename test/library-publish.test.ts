@@ -22,7 +22,7 @@ import { generateKey } from '../src/formats/pack/keys/ssh-key.js'
 import { publishPack, type PublishOptions } from '../src/formats/pack/publish/publish.js'
 import { readPartRows } from '../src/formats/pack/tables/parquet-read.js'
 import { PACK_TABLES, type PackTableName } from '../src/formats/pack/tables/table-schemas.js'
-import { eventKey, EVENT_TABLES, FACT_TABLES, Library } from '../src/library/library.js'
+import { sortKey, EVENT_TABLES, FACT_TABLES, Library } from '../src/library/library.js'
 import { publishFromLibrary, type LibrarySelection } from '../src/library/library-publish.js'
 import { importPack } from '../src/library/pack-import.js'
 import { LIFE, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
@@ -226,7 +226,7 @@ t.test('ratings go only as their raters\' recorded consent allows', async (t) =>
   // A rating the library holds with no consent recorded anywhere (no pack row names its rater).
   await lib.change({ manifest: 'sha256:' + 'a'.repeat(64), publisher: 'SHA256:other', feed: 'other', source: 'test', started: T1, finished: T1 }, async (c) => {
     const row = rating(NOBODY, `pattern:${String(Object.keys(facts(library).patterns!)[0])}`)
-    c.event('ratings', 'SHA256:other', eventKey([row.rater, row.target, row.date]), JSON.stringify(row))
+    c.event('ratings', 'SHA256:other', sortKey([row.rater, row.target, row.date]), JSON.stringify(row))
   })
   lib.close()
 
@@ -265,7 +265,7 @@ t.test('a row the publisher refuses is named by the library and its table; nothi
   const lib = Library.open(library)
   // A row no pack could have given (the library takes what a change gives it): a neighbourhood the spec does not name.
   await lib.change({ manifest: 'sha256:' + 'b'.repeat(64), publisher: 'SHA256:other', feed: 'other', source: 'test', started: T1, finished: T1 }, async (c) => {
-    c.fact('rules', eventKey(['B3/S23', 'diagonal', 1]), JSON.stringify({ ...ruleRecord(LIFE), neighbourhood: 'diagonal' }))
+    c.fact('rules', sortKey(['B3/S23', 'diagonal', 1]), JSON.stringify({ ...ruleRecord(LIFE), neighbourhood: 'diagonal' }))
   })
   lib.close()
   const store = dir()

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { eventKey, Library, LIBRARY_SCHEMA_VERSION, type ImportRecord } from '../src/library/library.js'
+import { sortKey, Library, LIBRARY_SCHEMA_VERSION, type ImportRecord } from '../src/library/library.js'
 import { childEnv } from './helpers/io.js'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
@@ -54,7 +54,7 @@ t.test('one import is one transaction: facts merge by id, events under their pub
   const first = await lib.change(record('sha256:aa'), async (c) => {
     t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":1}'), 'added')
     t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":1}'), 'same')
-    t.equal(c.event('verifications', 'SHA256:pub', eventKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added')
+    t.equal(c.event('verifications', 'SHA256:pub', sortKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added')
     t.equal(await c.object(sha(PNG), 'png', PNG), 'added')
     t.equal(c.retract('p0', 'SHA256:pub', 'sha256:aa'), 'added')
     c.revoke('SHA256:old', 'SHA256:old', 'SHA256:pub', 'sha256:aa', '2026-12-07T00:00:00Z')
@@ -67,8 +67,8 @@ t.test('one import is one transaction: facts merge by id, events under their pub
   const second = await lib.change(record('sha256:bb'), async (c) => {
     t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":2}'), 'differs', 'the library\'s row stands')
     t.equal(c.fact('patterns', 'p2', '{"id":"p2"}'), 'added')
-    t.equal(c.event('verifications', 'SHA256:pub', eventKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'same')
-    t.equal(c.event('verifications', 'SHA256:other', eventKey(['p1', 'B3/S23', 'SHA256:other', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added', 'another publisher\'s')
+    t.equal(c.event('verifications', 'SHA256:pub', sortKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'same')
+    t.equal(c.event('verifications', 'SHA256:other', sortKey(['p1', 'B3/S23', 'SHA256:other', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added', 'another publisher\'s')
     t.equal(await c.object(sha(PNG), 'png', PNG), 'same')
     c.revoke('SHA256:old', 'SHA256:new', 'SHA256:pub', 'sha256:bb', '2026-12-08T00:00:00Z')
     c.flagReverify('patterns', 'p2')
@@ -125,6 +125,33 @@ t.test('a process killed mid-import leaves the library as it was (SQLite\'s tran
   const check = new Database(path, { readonly: true })
   t.equal(check.pragma('integrity_check', { simple: true }), 'ok')
   check.close()
+})
+
+t.test('events are kept by their sort key and their row: a later row of one sort key is another event', async (t) => {
+  const path = fresh()
+  const lib = Library.open(path, { create: true })
+  const first = '{"consent_date":"2026-11-01T00:00:00Z","notes":false,"rater":"rater-0123456789abcdef"}'
+  const later = '{"consent_date":"2026-12-01T00:00:00Z","notes":true,"rater":"rater-0123456789abcdef"}'
+  await lib.change(record('sha256:aa'), async (c) => {
+    t.equal(c.event('raters', 'SHA256:pub', sortKey(['rater-0123456789abcdef']), first), 'added')
+    t.equal(c.event('raters', 'SHA256:pub', sortKey(['rater-0123456789abcdef']), later), 'added', 'the rater\'s later consent, same sort key')
+    t.equal(c.event('raters', 'SHA256:pub', sortKey(['rater-0123456789abcdef']), first), 'same', 'the very row again')
+  })
+  const rows = [...lib.query('raters', 'rater-0123456789abcdef')]
+  t.equal(rows.length, 2)
+  t.match(rows[0], { key: ['rater-0123456789abcdef'], digest: /^[0-9a-f]{32}$/ })
+  lib.close()
+
+  // A version 2 library kept events by their sort key alone (so it held one of the two): opening it re-keys them, row by row.
+  const raw = new Database(path)
+  raw.prepare('DELETE FROM events WHERE row = ?').run(later)
+  const keys = raw.prepare('SELECT substr(key, length(key) - 31) FROM events').pluck().all()
+  raw.exec("UPDATE events SET key = substr(key, 1, length(key) - 33); UPDATE library_meta SET value = '2' WHERE key = 'schema_version'")
+  raw.close()
+  const migrated = Library.open(path)
+  t.teardown(() => migrated.close())
+  t.equal(migrated.schemaVersion, LIBRARY_SCHEMA_VERSION)
+  t.same([...migrated.query('raters')].map((r) => r.digest), keys, 'the same keys as this build makes')
 })
 
 t.test('pipe library stats and query read it back', async (t) => {

@@ -14,7 +14,7 @@ import { openRegularFile } from '../core/input-file.js'
 import { detailProblem } from '../formats/pack/keys/publisher-key.js'
 
 /** The schema this build writes; each step of MIGRATIONS takes a database one version up. */
-export const LIBRARY_SCHEMA_VERSION = 2
+export const LIBRARY_SCHEMA_VERSION = 3
 
 export const LIBRARY_CODES = {
   /** A database made by a newer pipe: its schema is past what this build knows. */
@@ -131,6 +131,11 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (rater, seq)
   ) STRICT, WITHOUT ROWID;
   `,
+  // Version 3: an event is kept by its sort key and its row's digest (eventKey): rows of one sort key
+  // were one row, and a later one was dropped.
+  `
+  UPDATE events SET key = key || char(31) || pipe_row_digest(row);
+  `,
 ]
 
 /** What a rater chose when their consent was recorded (pipe pack rater). */
@@ -177,8 +182,12 @@ export interface LibraryChange {
   readonly importId: number
   /** A fact row: 'added', 'same' (the library has it, identical), or 'differs' (the library's row stands). */
   fact(table: FactTable, id: string, row: string): 'added' | 'same' | 'differs'
-  /** An event row under its publisher: 'added' or 'same' (a row with that key is there already, and stands). */
-  event(table: EventTable, publisher: string, key: string, row: string): 'added' | 'same'
+  /**
+   * An event row under its publisher: 'added', or 'same' when that very row is there already. Events are
+   * kept by their sort key and their row's digest: sort columns are an order, not an identity (a rater's
+   * later consent, a later count of sightings, share theirs with the rows before them).
+   */
+  event(table: EventTable, publisher: string, sortKey: string, row: string): 'added' | 'same'
   /** An object into the library's folder (its bytes, or a file's, streamed), checked against its name before it is named. */
   object(hash: string, ext: 'parquet' | 'png' | 'gif' | 'webp', source: Uint8Array | { path: string }): Promise<'added' | 'same'>
   retract(target: string, publisher: string, manifest: string): 'added' | 'same'
@@ -269,8 +278,8 @@ export class Library {
           counts.factsAdded++
           return 'added'
         },
-        event(table, publisher, key, row) {
-          if (putEvent.run(table, publisher, key, row, importId).changes === 0) return 'same'
+        event(table, publisher, sortKey, row) {
+          if (putEvent.run(table, publisher, eventKey(sortKey, row), row, importId).changes === 0) return 'same'
           counts.eventsAdded++
           return 'added'
         },
@@ -410,7 +419,8 @@ export class Library {
         ? db.prepare('SELECT publisher, key, row, import_id FROM events WHERE table_name = ? ORDER BY publisher, key').iterate(table)
         : db.prepare("SELECT publisher, key, row, import_id FROM events WHERE table_name = ? AND (key = ? OR substr(key, 1, length(?) + 1) = ? || char(31)) ORDER BY publisher, key").iterate(table, id, id, id)
       for (const r of rows as Iterable<{ publisher: string; key: string; row: string; import_id: number }>) {
-        yield { publisher: r.publisher, key: r.key.split('\u001f'), row: JSON.parse(r.row) as unknown, import_id: r.import_id }
+        const key = r.key.split('\u001f')
+        yield { publisher: r.publisher, key: key.slice(0, -1), digest: key.at(-1), row: JSON.parse(r.row) as unknown, import_id: r.import_id }
       }
       return
     }
@@ -496,9 +506,21 @@ export function rowTarget(table: string, row: Record<string, unknown>): string |
   }
 }
 
-/** An event's key as stored: its sort columns' values, each as text, joined by U+001F (no pack text holds it). */
-export function eventKey(values: readonly unknown[]): string {
+/**
+ * A row's sort columns' values, each as text, joined by U+001F (no pack text holds it): a fact's id (the
+ * rules' three columns), and the first part of an event's key.
+ */
+export function sortKey(values: readonly unknown[]): string {
   return values.map((v) => (v === null || v === undefined ? '' : String(v))).join('\u001f')
+}
+
+/** An event's key as stored: its sort key, U+001F, and the first 128 bits of its row text's SHA-256 in hex. */
+function eventKey(sortKey: string, row: string): string {
+  return `${sortKey}\u001f${rowDigest(row)}`
+}
+
+function rowDigest(row: string): string {
+  return createHash('sha256').update(row).digest('hex').slice(0, 32)
 }
 
 function schemaVersionOf(db: Database.Database): number {
@@ -518,6 +540,7 @@ function migrate(db: Database.Database, path: string): void {
   if (version > LIBRARY_SCHEMA_VERSION) {
     throw new PipeError(LIBRARY_CODES.newer, `${path} is a library of schema ${version}; this pipe knows schemas up to ${LIBRARY_SCHEMA_VERSION} (a newer pipe made it)`, { exitCode: 2, location: { file: path } })
   }
+  db.function('pipe_row_digest', { deterministic: true }, (row) => rowDigest(String(row)))
   for (let v = version; v < LIBRARY_SCHEMA_VERSION; v++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[v]!)

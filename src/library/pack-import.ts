@@ -30,7 +30,7 @@ import { chooseManifest } from '../formats/pack/export/export.js'
 import { RULE_SEMANTICS } from '../formats/pack/publish/publish.js'
 import { partRowsOrRefuse } from '../formats/pack/tables/parquet-read.js'
 import { PACK_TABLES, type TableSchema } from '../formats/pack/tables/table-schemas.js'
-import { EVENT_TABLES, eventKey, FACT_TABLES, Library, type EventTable, type FactTable, type LibraryChange } from './library.js'
+import { EVENT_TABLES, FACT_TABLES, Library, rowTarget, sortKey, type EventTable, type FactTable, type LibraryChange } from './library.js'
 import { mirrorPack, type MirroredPack } from './pack-mirror.js'
 
 export const IMPORT_CODES = {
@@ -259,7 +259,7 @@ async function mergeVersion(c: LibraryChange, lib: Library, folder: PackFolder, 
       if (e.kind !== 'part') continue
       for await (const row of partRows(fileIn(files, files.layout.partPath(table, e.part)), e.part.object, schema)) {
         o.signal?.throwIfAborted()
-        const target = targetOf(table, row)
+        const target = rowTarget(table, row)
         if (target !== undefined && lacking.has(target)) {
           result.rowsSkipped++
           continue
@@ -282,17 +282,6 @@ function holds(lib: Library, target: string): boolean {
   return table !== undefined && [...lib.query(table, target.slice(colon + 1))].length > 0
 }
 
-/** The record a row is of or about, as a target; undefined for rows of no record (tilings, rules, raters ...). */
-function targetOf(table: string, row: Record<string, unknown>): string | undefined {
-  switch (table) {
-    case 'patterns': return `pattern:${String(row.id)}`
-    case 'ants': return `ant:${String(row.id)}`
-    case 'quickstart': return `quickstart:${String(row.id)}`
-    case 'verifications': case 'sightings': return `pattern:${String(row.pattern_id)}`
-    case 'provenance': case 'annotations': case 'media': case 'ratings': return typeof row.target === 'string' ? row.target : undefined
-    default: return undefined
-  }
-}
 
 
 interface PackFiles {
@@ -307,7 +296,7 @@ function fileIn(files: PackFiles, rel: string): string {
 
 async function keepRow(c: LibraryChange, files: PackFiles, o: PackImportOptions, table: string, schema: TableSchema, row: Record<string, unknown>, manifestPublisher: string, result: PackImportResult, reverify: ReverifyFlags): Promise<void> {
   const text = rowText(row)
-  const key = eventKey(schema.sortColumns.map((col) => row[col]))
+  const key = sortKey(schema.sortColumns.map((col) => row[col]))
   if (FACTS.has(table)) {
     const kept = c.fact(table as FactTable, key, text)
     if (kept === 'differs') {

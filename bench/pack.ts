@@ -24,17 +24,15 @@
  * (M: the higher peak RSS of the publish and the check).
  */
 import { createHash } from 'node:crypto'
-import { createReadStream, createWriteStream, existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
-import { once } from 'node:events'
+import { createReadStream } from 'node:fs'
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
+import { benchRecords, PATTERNS } from './pack-bench-records.js'
 import { timedCli, type Timed } from './timed-cli.js'
 import { DuckDBInstance } from '@duckdb/node-api'
 import { ZSTD_LEVEL } from '../src/formats/pack/tables/parquet-write.js'
-import { LIFE, ruleRecord } from '../src/sim/pack-records.js'
 
-const PATTERNS = Number(process.env.BENCH_PATTERNS ?? 1_000_000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CHECK_ROUNDS = Number(process.env.BENCH_CHECK_ROUNDS ?? 5)
 
@@ -53,25 +51,7 @@ async function files(root: string): Promise<string[]> {
 
 const dir = process.env.BENCH_DIR ?? await mkdtemp(join(tmpdir(), 'bench-pack-'))
 try {
-  await mkdir(join(dir, 'records'), { recursive: true })
-  const records = join(dir, 'records')
-  const patterns = join(records, 'patterns.jsonl')
-  if (!existsSync(patterns)) {
-    await writeFile(join(records, 'tilings.jsonl'), '{"family":"square"}\n')
-    await writeFile(join(records, 'rules.jsonl'), JSON.stringify(ruleRecord(LIFE)) + '\n')
-    const out = createWriteStream(patterns)
-    for (let n = 0; n < PATTERNS; n++) {
-      // Pattern n: the cell (0, 0) and one cell for each set bit of n in a 5-wide block: all distinct.
-      const cells = [{ i: 0, j: 0, k: 0, s: 1 }]
-      for (let b = 0; b < 24; b++) if ((n >> b) & 1) cells.push({ i: 1 + (b % 5), j: 1 + Math.floor(b / 5), k: 0, s: 1 })
-      const line = JSON.stringify({ pin_key: 'square', model: 'bs', neighbourhood: 'touch', steps_per_gen: 1, class: 'other', period: 1, dx: 0, dy: 0, speed: null, phases: [cells], rule: LIFE.notation, site: null, gun: null, family: 'bs', semantics: '1' }) + '\n'
-      if (!out.write(line)) await once(out, 'drain')
-    }
-    out.end()
-    await once(out, 'finish')
-  }
-  const env = { ...process.env, PIPE_HOME: join(dir, 'home') }
-  if (!existsSync(join(dir, 'home'))) timedCli(['pack', 'key', '--name', 'Bench Publisher', '--seed', '42'.repeat(32), '--created', '2026-11-11T00:00:00Z'], { env })
+  const { records, patterns, env } = await benchRecords(dir)
   console.log(`records: ${PATTERNS} patterns, ${((await stat(patterns)).size / 1e6).toFixed(0)} MB of JSONL`)
 
   const db = await DuckDBInstance.create(':memory:', { threads: '2' })

@@ -126,6 +126,20 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     t.same(await leftovers(), [])
   })
 
+  await t.test('a feed that has not moved, or a version the library has: nothing past the manifest is fetched', async (t) => {
+    const library = fresh()
+    const follow = { feed: 'golden-media', follow: true, ...fast }
+    t.same((await importIt(`${proxy.base}/store/`, library, follow)).follow, { seq: 1, update: true })
+    let from = proxy.requests.length
+    const again = await importIt(`${proxy.base}/store/`, library, follow)
+    t.same({ follow: again.follow, already: again.already }, { follow: { seq: 1, update: false }, already: true })
+    t.same(proxy.requests.slice(from).map((q) => q.path.replace(/[0-9a-f]{64}/, 'HEX')),
+      ['/store/jetcarp-store.json', '/store/refs/golden-media.json', '/store/objects/sha256/' + again.manifest.slice(7, 9) + '/HEX.json'], 'the store document, the ref and the manifest')
+    from = proxy.requests.length
+    t.equal((await importIt(`${proxy.base}/store/`, library, { feed: 'golden-media', ...fast })).already, true, 'pack-import of the version it took')
+    t.equal(proxy.requests.length - from, 3)
+  })
+
   await t.test('an export', async (t) => {
     const library = fresh()
     const r = await importIt(`${proxy.base}/export`, library, fast)

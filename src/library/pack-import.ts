@@ -15,7 +15,6 @@
 import { createHash } from 'node:crypto'
 import { lstat, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import canonicalize from 'canonicalize'
 import { extractTar } from '../codec/tar-read.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { CHECK_CODES, PackChecker, packKind, type CheckIssue, type ReplaySample } from '../formats/pack/check/check.js'
@@ -100,7 +99,7 @@ export interface PackImportResult {
   /** Through a feed: the ref's seq, and whether it moved the library's position on. */
   follow?: { seq: number; update: boolean }
   /** From a URL: the files fetched, their bytes, and the requests made. */
-  fetched?: Omit<MirroredPack, 'kind'>
+  fetched?: Omit<MirroredPack, 'kind' | 'complete'>
 }
 
 const FACTS: ReadonlySet<string> = new Set(FACT_TABLES)
@@ -130,6 +129,7 @@ async function packFolder(o: PackImportOptions, stage: () => Promise<string>): P
     const fetched = await mirrorPack({
       url: o.from, into, ...(o.feed !== undefined ? { feed: o.feed } : {}), ...(o.manifest !== undefined ? { manifest: o.manifest } : {}),
       ...o.fetch, ...(o.signal ? { signal: o.signal } : {}),
+      known: (kind) => knownAlready({ dir: into, kind }, o),
     })
     return { dir: into, kind: fetched.kind, fetched }
   }
@@ -184,6 +184,34 @@ async function refOf(folder: PackFolder, o: PackImportOptions, feed: string): Pr
   return parsed.value.ref
 }
 
+async function openExisting(library: string): Promise<Library | undefined> {
+  return (await stat(library).then(() => true, () => false)) ? Library.open(library) : undefined
+}
+
+/**
+ * A version the library has already, so that nothing of it need be read, fetched or checked: one it
+ * imported, or through a feed, a ref of the very seq and manifest the library follows it at (by the key
+ * the ref names; a position kept under a rotated key's id is found after the check instead).
+ */
+function isKnown(lib: Library, hash: string, ref: { seq: number; manifest: string; publisher: string } | undefined, feed: string): boolean {
+  if (!ref) return lib.hasImported(hash)
+  const at = lib.following(ref.publisher, feed)
+  return at !== undefined && at.seq === ref.seq && at.manifest === ref.manifest
+}
+
+/** isKnown of a version whose ref and manifest are in `folder` (a mirror's, before the rest is fetched). */
+async function knownAlready(folder: PackFolder, o: PackImportOptions): Promise<boolean> {
+  const lib = await openExisting(o.library)
+  if (!lib) return false
+  try {
+    const ref = o.follow ? await refOf(folder, o, o.feed!) : undefined
+    const { hash, manifest } = await versionOf(folder, ref ? { ...o, manifest: ref.manifest } : o)
+    return isKnown(lib, hash, ref, manifest.feed)
+  } finally {
+    lib.close()
+  }
+}
+
 async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<PackImportResult> {
   const now = o.now ?? (() => new Date().toISOString().replace(/\.\d+Z$/, 'Z'))
   const started = now()
@@ -193,8 +221,12 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
 
   // The library as it is, read before anything of the pack is trusted: its revocations stay in force
   // whatever statements the store serves now, and the sample takes only patterns it lacks.
-  let lib = (await stat(o.library).then(() => true, () => false)) ? Library.open(o.library) : undefined
+  let lib = await openExisting(o.library)
   try {
+    if (lib && isKnown(lib, hash, ref, manifest.feed)) {
+      return { ...emptyResult(hash, manifest, folder), already: true, ...(ref ? { follow: { seq: ref.seq, update: false } } : {}) }
+    }
+    if (folder.fetched && !folder.fetched.complete) throw new Error('a version fetched only up to its manifest, yet not one the library has')
     const sample = o.verify === 'sample' ? new ImportSample(hash, lib, o) : undefined
     const checker = new PackChecker(folder.dir, {
       level: o.verify === 'none' ? 2 : 3, knownRevocations: lib?.revocations() ?? [],
@@ -212,12 +244,7 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
     }
 
     lib ??= Library.open(o.library, { create: true })
-    const result: PackImportResult = {
-      manifest: hash, feed: manifest.feed, publisher: manifest.publisher, source: folder.kind, already: false,
-      factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0, factsDiffering: 0, rowsSkipped: 0, needsReverify: 0,
-      ...(folder.fetched ? { fetched: { files: folder.fetched.files, bytes: folder.fetched.bytes, requests: folder.fetched.requests } } : {}),
-      ...(sample ? { sample: sample.counts() } : {}),
-    }
+    const result: PackImportResult = { ...emptyResult(hash, manifest, folder), ...(sample ? { sample: sample.counts() } : {}) }
     let follow: { publisherId: string; seq: number } | undefined
     if (ref) {
       // A follower's position is the publisher id's (the first key of its chain), whichever key signs now.
@@ -242,6 +269,14 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
     return { ...result, already, factsAdded: counts.factsAdded, eventsAdded: counts.eventsAdded, objectsAdded: counts.objectsAdded, retractionsAdded: counts.retractionsAdded }
   } finally {
     lib?.close()
+  }
+}
+
+function emptyResult(hash: string, manifest: Manifest, folder: PackFolder): PackImportResult {
+  return {
+    manifest: hash, feed: manifest.feed, publisher: manifest.publisher, source: folder.kind, already: false,
+    factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0, factsDiffering: 0, rowsSkipped: 0, needsReverify: 0,
+    ...(folder.fetched ? { fetched: { files: folder.fetched.files, bytes: folder.fetched.bytes, requests: folder.fetched.requests } } : {}),
   }
 }
 
@@ -454,16 +489,43 @@ async function* partRows(path: string, object: string, schema: TableSchema): Asy
   yield* partRowsOrRefuse(path, schema, `${schema.name} part ${object}`)
 }
 
-/** A row as RFC 8785 text: an int64 within ±2^53 as a number, beyond as its decimal string. */
-export function rowText(row: Record<string, unknown>): string {
-  const text = canonicalize(jsonable(row))
-  if (text === undefined) throw new PipeError('import.row-not-json', 'a row has no JSON form')
-  return text
-}
+const MAX_SAFE = 2n ** 53n - 1n
 
-function jsonable(v: unknown): unknown {
-  if (typeof v === 'bigint') return v >= -(2n ** 53n) + 1n && v <= 2n ** 53n - 1n ? Number(v) : v.toString()
-  if (Array.isArray(v)) return v.map(jsonable)
-  if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonable(x)]))
-  return v
+/**
+ * A row as RFC 8785 text: an int64 within ±(2^53 − 1) as a number, beyond as its decimal string. Written
+ * here rather than through a general canonicalizer, which took a third of an import (a differential test
+ * holds the two to the same bytes, test/library-row-text.test.ts): keys in UTF-16 order, strings and
+ * numbers as JSON.stringify writes them (the ECMAScript forms RFC 8785 adopts).
+ */
+export function rowText(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      if (!value.isWellFormed()) throw new PipeError('import.row-not-json', 'a row holds a string with a lone surrogate, which RFC 8785 refuses')
+      return JSON.stringify(value)
+    case 'number':
+      if (!Number.isFinite(value)) throw new PipeError('import.row-not-json', `a row holds ${value}, which JSON cannot`)
+      return JSON.stringify(value)
+    case 'boolean':
+      return value ? 'true' : 'false'
+    case 'bigint':
+      return value >= -MAX_SAFE && value <= MAX_SAFE ? value.toString() : `"${value}"`
+    case 'object': {
+      if (value === null) return 'null'
+      if (Array.isArray(value)) {
+        let text = '['
+        for (let i = 0; i < value.length; i++) text += (i > 0 ? ',' : '') + rowText(value[i])
+        return `${text}]`
+      }
+      if (ArrayBuffer.isView(value)) throw new PipeError('import.row-not-json', 'a row holds bytes, which JSON cannot')
+      let text = '{'
+      for (const key of Object.keys(value).sort()) {
+        const v = (value as Record<string, unknown>)[key]
+        if (v === undefined) continue
+        text += `${text.length > 1 ? ',' : ''}${rowText(key)}:${rowText(v)}`
+      }
+      return `${text}}`
+    }
+    default:
+      throw new PipeError('import.row-not-json', `a row holds a ${typeof value}, which JSON cannot`)
+  }
 }

@@ -50,10 +50,17 @@ export interface MirrorOptions {
   stallMs?: number
   retries?: number
   signal?: AbortSignal
+  /**
+   * Asked once the ref (of a store) and the manifest are in `into`: true when the version is one the
+   * reader has already, so nothing more is fetched (a follower polling a feed that has not moved).
+   */
+  known?: (kind: 'store' | 'export') => Promise<boolean>
 }
 
 export interface MirroredPack {
   kind: 'store' | 'export'
+  /** False when `known` stopped the fetch after the manifest. */
+  complete: boolean
   files: number
   bytes: number
   requests: number
@@ -70,7 +77,7 @@ export async function mirrorPack(o: MirrorOptions): Promise<MirroredPack> {
 class Mirror {
   private readonly base: URL
   private readonly limiter: FetchLimiter
-  private readonly got: MirroredPack = { kind: 'store', files: 0, bytes: 0, requests: 0 }
+  private readonly got: MirroredPack = { kind: 'store', complete: false, files: 0, bytes: 0, requests: 0 }
   private layout: PackLayout = STORE_LAYOUT
 
   constructor(private readonly o: MirrorOptions) {
@@ -101,8 +108,10 @@ class Mirror {
     } else {
       throw new PipeError(MIRROR_CODES.notAPack, `${this.base.href} serves neither ${STORE_DOCUMENT_PATH} (a store) nor ${EXPORT_MANIFEST_PATH} (an export)`, { location: { file: this.o.url } })
     }
+    if (await this.o.known?.(this.got.kind)) return this.got
     await this.signatures([manifest.publisher, ...publishers], storeManifest)
     await this.tables(manifest)
+    this.got.complete = true
     return this.got
   }
 

@@ -95,6 +95,16 @@ export async function makeFixtures(root: string): Promise<Target[]> {
   await writeJsonl(join(publish, 'records', 'ants.jsonl'), [antRecord('RL', { steps: 2000 })])
   await must('pack key', runCli(['pack', 'key', '--name', 'Fuzz', '--seed', '07'.repeat(32), '--created', CREATED], { PIPE_HOME: join(publish, 'home') }))
 
+  // An export as an uncompressed tar, for pack-import (the tar reader, then the importer).
+  const tarFixture = join(root, 'pack-tar')
+  await mkdir(tarFixture)
+  await must('tar', new Promise((resolve) => {
+    const child = spawn('tar', ['-cf', join(tarFixture, 'export.tar'), '-C', golden(''), 'export'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+    child.on('close', (code) => resolve({ code, stdout: '', stderr }))
+  }))
+
   // A pipeline file, for `pipe run FILE.json`.
   const pipeline = join(root, 'pipeline')
   await mkdir(pipeline)
@@ -126,6 +136,8 @@ export async function makeFixtures(root: string): Promise<Target[]> {
     { name: 'key-rotate', fixture: 'seal', files: ['keys/jwks.json', 'keys/key.jwk'], json: false, args: (d) => ['key', 'rotate', '--keys', join(d, 'keys', 'jwks.json'), '--key', join(d, 'keys', 'key.jwk'), '--out', join(d, 'rotated'), '--at', '2026-11-01T00:00:00.000000000Z'] },
     { name: 'pack-check', fixture: 'pack', files: await storeFiles('pack'), args: (d) => ['run', 'pack-check', join(d, 'store'), '--level', '3', '--json'], json: true },
     { name: 'pack-check-aperiodic', fixture: 'pack-aperiodic', files: await storeFiles('pack-aperiodic'), args: (d) => ['run', 'pack-check', join(d, 'store'), '--level', '3', '--json'], json: true },
+    { name: 'pack-import', fixture: 'pack', files: await storeFiles('pack'), args: (d) => ['run', 'pack-import', join(d, 'store'), '--library', join(d, 'library.db'), '--json'], json: true },
+    { name: 'pack-import-tar', fixture: 'pack-tar', files: ['export.tar'], args: (d) => ['run', 'pack-import', join(d, 'export.tar'), '--library', join(d, 'library.db'), '--json'], json: true },
     { name: 'pack-export', fixture: 'pack', files: await storeFiles('pack'), args: (d) => ['run', 'pack-export', '--from', join(d, 'store'), '--to', join(d, 'export'), '--json'], json: true },
     {
       name: 'pack-publish', fixture: 'publish', files: await filesUnder(publish), json: true,

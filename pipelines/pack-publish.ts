@@ -76,7 +76,7 @@ export const packPublishStage = defineStage({
       }
       Object.assign(ctx.summary, { manifest: r.manifest, seq: r.seq, parents: r.parents, new_parts: r.newParts, stats: r.stats, ...(r.notes.length > 0 ? { notes: r.notes } : {}) })
       if (o.views) {
-        const { writeStoreViews } = await import('../src/library/store-views.js')
+        const { writeStoreViews } = await import('../src/formats/pack/publish/store-views.js')
         ctx.summary.views = await writeStoreViews(o.to, r.manifest)
       }
       yield r.manifest

@@ -38,7 +38,7 @@ t.test('random rows: the same bytes as canonicalize', async (t) => {
     }
   }
   let checked = 0
-  for (let n = 0; n < 20_000; n++) {
+  for (let n = 0; n < 5_000; n++) {
     const row = Object.fromEntries(Array.from({ length: 1 + Math.floor(rand() * 8) }, () => [pick(keys), value(0)]))
     let want: string | undefined
     try {
@@ -55,7 +55,7 @@ t.test('random rows: the same bytes as canonicalize', async (t) => {
     }
     checked++
   }
-  t.equal(checked, 20_000, 'every one the same')
+  t.equal(checked, 5_000, 'every one the same')
   t.throws(() => rowText({ x: Number.NaN }), { code: 'import.row-not-json' })
   t.throws(() => rowText({ x: new Uint8Array(2) }), { code: 'import.row-not-json' })
 })

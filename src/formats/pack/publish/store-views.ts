@@ -3,15 +3,13 @@
  * runs, "optional, not part of the format" (pack format 1.0, "The store"). A store's objects are named by
  * hash, so each view lists its parts' files, relative to the store's folder: `duckdb -init views.sql`
  * from there. An export writes its own views.sql over its table folders (export.ts viewsText).
- *
- * It lives here because the publisher (src/formats/pack/publish) is another room's; it belongs beside it.
  */
 import { join } from 'node:path'
-import { writeFileAtomic } from '../core/atomic-write.js'
-import { PipeError } from '../core/errors.js'
-import { parseManifest } from '../formats/pack/documents/doc-manifest.js'
-import { walkSearchIndex, walkTableIndex } from '../formats/pack/documents/index-walk.js'
-import { objectPath, readDocumentObject, storeFile, storeIndexLoader } from '../formats/pack/documents/store.js'
+import { writeFileAtomic } from '../../../core/atomic-write.js'
+import { PipeError } from '../../../core/errors.js'
+import { parseManifest } from '../documents/doc-manifest.js'
+import { walkSearchIndex, walkTableIndex } from '../documents/index-walk.js'
+import { objectPath, readDocumentObject, storeFile, storeIndexLoader } from '../documents/store.js'
 
 export const STORE_VIEWS_FILE = 'views.sql'
 

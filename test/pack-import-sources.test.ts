@@ -122,6 +122,7 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     t.ok(paths.every((p) => !p.endsWith('/')), 'no folder was asked for')
     t.ok(paths.some((p) => /^\/store\/sigs\/sha256\/[0-9a-f]{2}\/[0-9a-f]{64}\/[0-9a-f]{64}\.sig$/.test(p)), 'the signature at the publisher key\'s name')
     t.ok(paths.some((p) => /\.png$/.test(p)), 'the media file a media row names')
+    t.ok(proxy.maxInFlight <= 4, `at most 4 requests at once (${proxy.maxInFlight})`)
     await t.rejects(importIt(`${proxy.base}/store/`, fresh(), fast), { code: 'import.feed-needed', message: /refs\/ cannot be listed: name the feed with --feed/ })
     t.same(await leftovers(), [])
   })

@@ -11,7 +11,7 @@
  */
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../core/errors.js'
-import { FETCH_CODES, FetchLimiter, fetchObject } from '../net/http-object.js'
+import { FETCH_CODES, fetchObject } from '../net/http-object.js'
 import { exportLayout, STORE_LAYOUT, type PackLayout } from '../formats/pack/check/check-run.js'
 import { MAX_DOCUMENT_BYTES, MAX_OBJECT_BYTES, isFeedName, isSha256Hash } from '../formats/pack/documents/documents.js'
 import { parseManifest, type Manifest } from '../formats/pack/documents/doc-manifest.js'
@@ -76,7 +76,6 @@ export async function mirrorPack(o: MirrorOptions): Promise<MirroredPack> {
 
 class Mirror {
   private readonly base: URL
-  private readonly limiter: FetchLimiter
   private readonly got: MirroredPack = { kind: 'store', complete: false, files: 0, bytes: 0, requests: 0 }
   private layout: PackLayout = STORE_LAYOUT
 
@@ -91,7 +90,6 @@ class Mirror {
     if (o.feed !== undefined && !isFeedName(o.feed)) throw new UsageError('usage.bad-option', `${JSON.stringify(o.feed)} is not a feed name (1 to 64 letters, digits and -)`, { location: { field: '--feed' } })
     if (o.manifest !== undefined && !isSha256Hash(o.manifest)) throw new UsageError('usage.bad-option', `${JSON.stringify(o.manifest)} is not sha256: and 64 lower-case hex digits`, { location: { field: '--manifest' } })
     this.base = base
-    this.limiter = new FetchLimiter(o.concurrency ?? 4)
   }
 
   async run(): Promise<MirroredPack> {
@@ -164,8 +162,11 @@ class Mirror {
         if (name !== undefined) signers.add(name)
       }
     }
-    await settle([...signers].map((signer) => this.limiter.run(() => this.file(
-      storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))))
+    const window = new FetchWindow(this.o.concurrency ?? 4)
+    for (const signer of signers) {
+      await window.add(() => this.file(storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))
+    }
+    await window.drain()
   }
 
   /**
@@ -180,29 +181,30 @@ class Mirror {
       return read.ok ? read.value : read
     }
     const rowParts: { table: 'media' | 'tilings'; rel: string }[] = []
-    const fetches: Promise<unknown>[] = []
-    const object = (rel: string, hash: string, bytes?: number) => fetches.push(quiet(this.limiter.run(() => this.file(rel, { hash, maxBytes: MAX_OBJECT_BYTES, ...(bytes !== undefined ? { bytes } : {}) }))))
+    const objects = new FetchWindow(this.o.concurrency ?? 4)
+    const object = (rel: string, hash: string, bytes?: number) => objects.add(() => this.fetchInto(rel, { hash, maxBytes: MAX_OBJECT_BYTES, ...(bytes !== undefined ? { bytes } : {}) }))
     for (const [table, root] of Object.entries(manifest.tables)) {
       for await (const e of walkTableIndex(root, loader, { table })) {
+        if (objects.failed) break
         if (e.kind !== 'part') continue
         const rel = this.layout.partPath(table, e.part)
-        object(rel, e.part.object, e.part.bytes)
+        await object(rel, e.part.object, e.part.bytes)
         if (table === 'media' || table === 'tilings') rowParts.push({ table, rel })
       }
     }
     for (const [search, root] of Object.entries(manifest.searches)) {
       for await (const e of walkSearchIndex(root, loader, { search })) {
-        if (e.kind === 'segment') object(this.layout.segmentPath(search, e.segment), e.segment.object, e.segment.bytes)
-        else if (e.kind === 'score') object(this.layout.scorePath(search, e.score.version, e.part), e.part.object, e.part.bytes)
+        if (objects.failed) break
+        if (e.kind === 'segment') await object(this.layout.segmentPath(search, e.segment), e.segment.object, e.segment.bytes)
+        else if (e.kind === 'score') await object(this.layout.scorePath(search, e.score.version, e.part), e.part.object, e.part.bytes)
       }
     }
-    await settle(fetches)
-    const named: Promise<unknown>[] = []
+    await objects.drain()
     for (const { table, rel } of rowParts) {
       for await (const row of partRowsOrRefuse(this.path(rel), PACK_TABLES[table], this.url(rel))) {
+        if (objects.failed) break
         if (table === 'tilings' && typeof row.reference === 'string' && isSha256Hash(row.reference) && typeof row.family === 'string') {
-          const ref = this.layout.referencePatchPath(row.family, row.reference)
-          named.push(quiet(this.limiter.run(() => this.file(ref, { hash: row.reference as string, maxBytes: MAX_OBJECT_BYTES }))))
+          await object(this.layout.referencePatchPath(row.family, row.reference), row.reference)
         }
         const ext = table === 'media' ? mediaExtension(row.media_type) : undefined
         if (ext?.ok && typeof row.object === 'string' && isSha256Hash(row.object)) {
@@ -213,11 +215,11 @@ class Mirror {
           } catch {
             continue
           }
-          named.push(quiet(this.limiter.run(() => this.file(mediaRel, { hash: row.object as string, maxBytes: MAX_OBJECT_BYTES }))))
+          await object(mediaRel, row.object)
         }
       }
     }
-    await settle(named)
+    await objects.drain()
   }
 
   /**
@@ -225,35 +227,38 @@ class Mirror {
    * an `optional` file the host does not have; a required one it lacks is import.file-missing.
    */
   private readonly fetched = new Map<string, Promise<boolean>>()
-  private file(rel: string, f: { hash?: string; bytes?: number; maxBytes: number; optional?: boolean }): Promise<boolean> {
+  private file(rel: string, f: FileToFetch): Promise<boolean> {
     let p = this.fetched.get(rel)
     if (p === undefined) {
-      p = (async () => {
-        try {
-          const got = await fetchObject({
-            url: this.url(rel), dest: this.path(rel), maxBytes: f.maxBytes,
-            ...(f.hash !== undefined ? { hash: f.hash } : {}), ...(f.bytes !== undefined ? { bytes: f.bytes } : {}),
-            ...(this.o.timeoutMs !== undefined ? { timeoutMs: this.o.timeoutMs } : {}),
-            ...(this.o.stallMs !== undefined ? { stallMs: this.o.stallMs } : {}),
-            ...(this.o.retries !== undefined ? { retries: this.o.retries } : {}),
-            ...(this.o.signal ? { signal: this.o.signal } : {}),
-          })
-          this.got.files++
-          this.got.bytes += got.bytes
-          this.got.requests += got.requests
-          return true
-        } catch (err) {
-          if (err instanceof PipeError && err.code === FETCH_CODES.notFound) {
-            this.got.requests++
-            if (f.optional) return false
-            throw new PipeError(MIRROR_CODES.missing, `${this.url(rel)}: the host has no such file, which the version names`, { location: { file: this.url(rel) } })
-          }
-          throw err
-        }
-      })()
-      this.fetched.set(rel, quiet(p))
+      p = quiet(this.fetchInto(rel, f))
+      this.fetched.set(rel, p)
     }
     return p
+  }
+
+  /** Fetches `rel` into the mirror (an object: a part, a media file, whose names are met once each). */
+  private async fetchInto(rel: string, f: FileToFetch): Promise<boolean> {
+    try {
+      const got = await fetchObject({
+        url: this.url(rel), dest: this.path(rel), maxBytes: f.maxBytes,
+        ...(f.hash !== undefined ? { hash: f.hash } : {}), ...(f.bytes !== undefined ? { bytes: f.bytes } : {}),
+        ...(this.o.timeoutMs !== undefined ? { timeoutMs: this.o.timeoutMs } : {}),
+        ...(this.o.stallMs !== undefined ? { stallMs: this.o.stallMs } : {}),
+        ...(this.o.retries !== undefined ? { retries: this.o.retries } : {}),
+        ...(this.o.signal ? { signal: this.o.signal } : {}),
+      })
+      this.got.files++
+      this.got.bytes += got.bytes
+      this.got.requests += got.requests
+      return true
+    } catch (err) {
+      if (err instanceof PipeError && err.code === FETCH_CODES.notFound) {
+        this.got.requests++
+        if (f.optional) return false
+        throw new PipeError(MIRROR_CODES.missing, `${this.url(rel)}: the host has no such file, which the version names`, { location: { file: this.url(rel) } })
+      }
+      throw err
+    }
   }
 
   private url(rel: string): string {
@@ -275,16 +280,45 @@ class Mirror {
   }
 }
 
+interface FileToFetch {
+  hash?: string
+  bytes?: number
+  maxBytes: number
+  optional?: boolean
+}
+
+/**
+ * Fetches of objects, at most `limit` at once: `add` waits for room, so a version of a million parts holds
+ * `limit` fetches in memory, not a million. After a failure nothing more starts, and `drain` throws it once
+ * every fetch started has ended (none is left writing into a folder about to be removed).
+ */
+class FetchWindow {
+  private readonly running = new Set<Promise<void>>()
+  private failure: { err: unknown } | undefined
+
+  constructor(private readonly limit: number) {}
+
+  get failed(): boolean {
+    return this.failure !== undefined
+  }
+
+  async add(start: () => Promise<unknown>): Promise<void> {
+    while (this.running.size >= this.limit) await Promise.race(this.running)
+    if (this.failure) return
+    const p: Promise<void> = start().then(() => undefined, (err: unknown) => { this.failure ??= { err } }).finally(() => this.running.delete(p))
+    this.running.add(p)
+  }
+
+  async drain(): Promise<void> {
+    await Promise.all(this.running)
+    if (this.failure) throw this.failure.err
+  }
+}
+
 /** A fetch awaited later, with its batch: until then its failure must not count as unhandled. */
 function quiet<T>(p: Promise<T>): Promise<T> {
   p.catch(() => undefined)
   return p
 }
 
-/** Waits for every fetch, then throws the first failure (none is left running behind an early throw). */
-async function settle(fetches: readonly Promise<unknown>[]): Promise<void> {
-  const results = await Promise.allSettled(fetches)
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-  if (failed) throw failed.reason
-}
 

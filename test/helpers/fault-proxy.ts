@@ -122,7 +122,10 @@ export class FaultProxy {
       answer.on('end', () => {
         if (fault?.kind === 'cut' || fault?.kind === 'stall') return
         if (fault?.kind === 'no-end') {
-          setTimeout(() => res.socket?.destroy(), 20)
+          // Late enough that the client has taken every byte: a body stream errored while chunks wait in it
+          // drops them (WHATWG streams), and the fetch would rightly ask for them again. (20 ms was not
+          // always enough on a loaded machine.)
+          setTimeout(() => res.socket?.destroy(), 250)
           return
         }
         if (fault?.kind === 'oversize') {

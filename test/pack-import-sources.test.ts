@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -134,11 +134,13 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     let from = proxy.requests.length
     const again = await importIt(`${proxy.base}/store/`, library, follow)
     t.same({ follow: again.follow, already: again.already }, { follow: { seq: 1, update: false }, already: true })
-    t.same(proxy.requests.slice(from).map((q) => q.path.replace(/[0-9a-f]{64}/, 'HEX')),
-      ['/store/jetcarp-store.json', '/store/refs/golden-media.json', '/store/objects/sha256/' + again.manifest.slice(7, 9) + '/HEX.json'], 'the store document, the ref and the manifest')
+    const asked = (since: number) => proxy.requests.slice(since).map((q) => q.path)
+    t.same(asked(from).filter((p) => p.startsWith('/store/objects/')), [`/store/objects/sha256/${again.manifest.slice(7, 9)}/${again.manifest.slice(7)}.json`], 'of the objects, the manifest alone')
+    t.ok(asked(from).every((p) => /^\/store\/(jetcarp-store\.json|refs\/|objects\/|keys\/|sigs\/)/.test(p)), 'and the store document, the ref, key statements and signatures, to verify the ref')
     from = proxy.requests.length
     t.equal((await importIt(`${proxy.base}/store/`, library, { feed: 'golden-media', ...fast })).already, true, 'pack-import of the version it took')
-    t.equal(proxy.requests.length - from, 3)
+    t.same(asked(from).filter((p) => p.endsWith('.parquet') || p.endsWith('.png')), [], 'no part, no media')
+    await t.rejects(importIt(`${proxy.base}/store/`, fresh(), { manifest: again.manifest, ...fast }), { code: 'usage.bad-option', message: /over HTTP a version is read through its feed's ref/ })
   })
 
   await t.test('an export', async (t) => {
@@ -227,6 +229,31 @@ t.test('pack-follow: a feed followed by its ref, never rolled back', async (t) =
   t.match([...lib3.query('pack_follows')], [{ seq: 3, manifest: s3.manifest }])
   lib3.close()
   await t.rejects(importIt(golden('export'), fresh(), { follow: true, feed: 'golden-a' }), { code: 'import.no-ref' }, 'an export has no ref')
+
+  await t.test('a ref of the followed seq and manifest whose signature does not stand is refused, not taken for no update', async (t) => {
+    const library = fresh()
+    await follow(s2.dir, library)
+    const forged = join(base, 'follow-forged')
+    await cp(s2.dir, forged, { recursive: true })
+    const refFile = join(forged, 'refs', 'check-a.json')
+    const ref = JSON.parse(await readFile(refFile, 'utf8')) as { signature: string }
+    // Another valid-looking signature: that of a different message by the same key.
+    ref.signature = (JSON.parse(await readFile(join(s3.dir, 'refs', 'check-a.json'), 'utf8')) as { signature: string }).signature
+    await writeFile(refFile, JSON.stringify(ref))
+    const before = snapshot(library)
+    await t.rejects(follow(forged, library), { code: 'import.refused' })
+    t.same(snapshot(library), before)
+  })
+
+  await t.test('--manifest of a version no ref reaches is refused: the check did not read it', async (t) => {
+    const mixed = join(base, 'follow-mixed')
+    await cp(s2.dir, mixed, { recursive: true })
+    await cp(join(s3.dir, 'objects'), join(mixed, 'objects'), { recursive: true })
+    await cp(join(s3.dir, 'sigs'), join(mixed, 'sigs'), { recursive: true })
+    const library = fresh()
+    await t.rejects(importIt(mixed, library, { manifest: s3.manifest }), { code: 'import.version-unchecked', message: /is a version no ref of .* reaches/ })
+    t.same((await readdir(base)).filter((n) => n.startsWith(library.slice(base.length + 1))), [], 'no library made')
+  })
 
   await t.test('a revocation the library has seen stays, when the store serves the older statement again', async (t) => {
     const library = fresh()

@@ -48,7 +48,10 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
  */
 export async function writeFully(fh: FileHandle, bytes: Uint8Array, position?: number): Promise<void> {
   for (let off = 0; off < bytes.length; ) {
-    off += (await fh.write(bytes, off, bytes.length - off, position === undefined ? null : position + off)).bytesWritten
+    const { bytesWritten } = await fh.write(bytes, off, bytes.length - off, position === undefined ? null : position + off)
+    // A file system that takes nothing and reports no error would be asked forever.
+    if (bytesWritten === 0) throw Object.assign(new Error(`a write took none of ${bytes.length - off} bytes`), { code: 'ENOSPC' })
+    off += bytesWritten
   }
 }
 

@@ -571,9 +571,12 @@ function migrate(db: Database.Database, path: string): void {
   }
   db.function('pipe_row_digest', { deterministic: true }, (row) => rowDigest(String(row)))
   for (let v = version; v < LIBRARY_SCHEMA_VERSION; v++) {
+    // IMMEDIATE, and the version read again under the lock: another process opening the library at the
+    // same time may have taken this step already (migration 3 applied twice would double every event key).
     db.transaction(() => {
+      if (schemaVersionOf(db) !== v) return
       db.exec(MIGRATIONS[v]!)
       db.prepare("INSERT INTO library_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(v + 1))
-    })()
+    }).immediate()
   }
 }

@@ -17,10 +17,11 @@ import { lstat, mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { extractTar } from '../codec/tar-read.js'
 import { PipeError, UsageError } from '../core/errors.js'
-import { CHECK_CODES, PackChecker, packKind, type CheckIssue, type ReplaySample } from '../formats/pack/check/check.js'
+import { CHECK_CODES, KEY_STATEMENT_BYTES_CAP, PackChecker, packKind, type CheckIssue, type ReplaySample } from '../formats/pack/check/check.js'
+import { verifyKeyChain, type KeyStatementSource } from '../formats/pack/keys/key-statements.js'
 import { exportLayout, STORE_LAYOUT, type PackLayout } from '../formats/pack/check/check-run.js'
 import { parseManifest, type Manifest } from '../formats/pack/documents/doc-manifest.js'
-import { followRef, parseRef, REF_CODES } from '../formats/pack/documents/doc-ref.js'
+import { followRef, parseRef, REF_CODES, verifyRef, type RefDocument } from '../formats/pack/documents/doc-ref.js'
 import { walkTableIndex } from '../formats/pack/documents/index-walk.js'
 import {
   EXPORT_MANIFEST_PATH, exportIndexLoader, mediaExtension, readDocumentFile, refPath, storeFile, storeIndexLoader, verifyObjectFile,
@@ -41,6 +42,8 @@ export const IMPORT_CODES = {
   notAPack: 'import.not-a-pack',
   /** pack-follow of an export, which has no ref to follow. */
   noRef: 'import.no-ref',
+  /** --manifest names a version of the store that no ref reaches, so no check read it. */
+  unchecked: 'import.version-unchecked',
 } as const
 
 /** New patterns replayed by `--verify sample` unless told otherwise (the spec's "3,000 new patterns by default"). */
@@ -113,18 +116,26 @@ interface PackFolder {
 }
 
 export async function importPack(o: PackImportOptions): Promise<PackImportResult> {
+  if (o.follow && o.feed === undefined) throw new UsageError('usage.feed-needed', 'following reads one feed\'s ref: name it with --feed', { location: { field: '--feed' } })
+  if (o.follow && o.manifest !== undefined) throw new UsageError('usage.bad-option', 'a follower takes the version its feed\'s ref names: --manifest is pack-import\'s', { location: { field: '--manifest' } })
+  if (isUrl(o.from) && o.manifest !== undefined) {
+    throw new UsageError('usage.bad-option', `${o.from}: over HTTP a version is read through its feed's ref (--feed), whose version the check reaches; --manifest names a version of a local store`, { location: { field: '--manifest' } })
+  }
   // A tar or a URL is laid out in a folder beside the library first: on its file system, and gone after.
   let staging: string | undefined
   const stage = async () => (staging = await mkdtemp(join(dirname(resolve(o.library)), '.pipe-import-')))
   try {
     return await importFolder(await packFolder(o, stage), o)
   } finally {
-    if (staging !== undefined) await rm(staging, { recursive: true, force: true })
+    // A folder that cannot be removed is left; the error that ended the import is the one to tell.
+    if (staging !== undefined) await rm(staging, { recursive: true, force: true }).catch(() => undefined)
   }
 }
 
+const isUrl = (from: string) => /^https?:\/\//i.test(from)
+
 async function packFolder(o: PackImportOptions, stage: () => Promise<string>): Promise<PackFolder> {
-  if (/^https?:\/\//i.test(o.from)) {
+  if (isUrl(o.from)) {
     const into = await stage()
     const fetched = await mirrorPack({
       url: o.from, into, ...(o.feed !== undefined ? { feed: o.feed } : {}), ...(o.manifest !== undefined ? { manifest: o.manifest } : {}),
@@ -176,7 +187,7 @@ async function versionOf(folder: PackFolder, o: PackImportOptions): Promise<{ ha
 }
 
 /** The feed's ref, for a follower: its seq, the manifest it names and the key it names as the publisher's. */
-async function refOf(folder: PackFolder, o: PackImportOptions, feed: string): Promise<{ seq: number; manifest: string; publisher: string }> {
+async function refOf(folder: PackFolder, o: PackImportOptions, feed: string): Promise<RefDocument> {
   if (folder.kind !== 'store') throw new UsageError(IMPORT_CODES.noRef, `${o.from} is an export, which has no ref to follow: import it with pack-import`, { location: { file: o.from } })
   const read = await readDocumentFile(storeFile(folder.dir, refPath(feed)))
   const parsed = read.ok ? parseRef(read.value, { feed }) : read
@@ -191,22 +202,40 @@ async function openExisting(library: string): Promise<Library | undefined> {
 /**
  * A version the library has already, so that nothing of it need be read, fetched or checked: one it
  * imported, or through a feed, a ref of the very seq and manifest the library follows it at (by the key
- * the ref names; a position kept under a rotated key's id is found after the check instead).
+ * the ref names; a position kept under a rotated key's id is found after the check instead) whose
+ * signature stands by the key statements at hand and the library's revocations ("A follower MUST refuse
+ * a ref whose signature does not verify": such a ref goes on to the check, which refuses it).
  */
-function isKnown(lib: Library, hash: string, ref: { seq: number; manifest: string; publisher: string } | undefined, feed: string): boolean {
+async function isKnown(lib: Library, folder: PackFolder, hash: string, ref: RefDocument | undefined, feed: string): Promise<boolean> {
   if (!ref) return lib.hasImported(hash)
   const at = lib.following(ref.publisher, feed)
-  return at !== undefined && at.seq === ref.seq && at.manifest === ref.manifest
+  if (at === undefined || at.seq !== ref.seq || at.manifest !== ref.manifest) return false
+  return (await refStands(folder, ref, lib)).ok
 }
 
-/** isKnown of a version whose ref and manifest are in `folder` (a mirror's, before the rest is fetched). */
+/** Verifies a ref by the key statements in the folder's keys/ (read up to the checker's cap) and the library's revocations. */
+async function refStands(folder: PackFolder, ref: RefDocument, lib: Library): Promise<{ ok: boolean }> {
+  const sources: KeyStatementSource[] = []
+  let bytes = 0
+  const names = await readdir(join(folder.dir, 'keys')).catch(() => [] as string[])
+  for (const name of names.filter((n) => /^[0-9a-f]{64}\.json$/.test(n)).sort().slice(0, 4096)) {
+    const read = await readDocumentFile(join(folder.dir, 'keys', name))
+    if (!read.ok) continue
+    bytes += read.value.length
+    if (bytes > KEY_STATEMENT_BYTES_CAP) break
+    sources.push({ statement: read.value, signerName: name.slice(0, -'.json'.length), source: `keys/${name}` })
+  }
+  return verifyRef(verifyKeyChain(sources, { knownRevocations: lib.revocations() }), ref)
+}
+
+/** isKnown of a version whose ref, manifest and key statements are in `folder` (a mirror's, before its tables are fetched). */
 async function knownAlready(folder: PackFolder, o: PackImportOptions): Promise<boolean> {
   const lib = await openExisting(o.library)
   if (!lib) return false
   try {
     const ref = o.follow ? await refOf(folder, o, o.feed!) : undefined
     const { hash, manifest } = await versionOf(folder, ref ? { ...o, manifest: ref.manifest } : o)
-    return isKnown(lib, hash, ref, manifest.feed)
+    return await isKnown(lib, folder, hash, ref, manifest.feed)
   } finally {
     lib.close()
   }
@@ -215,7 +244,6 @@ async function knownAlready(folder: PackFolder, o: PackImportOptions): Promise<b
 async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<PackImportResult> {
   const now = o.now ?? (() => new Date().toISOString().replace(/\.\d+Z$/, 'Z'))
   const started = now()
-  if (o.follow && o.feed === undefined) throw new UsageError('usage.feed-needed', 'following reads one feed\'s ref: name it with --feed', { location: { field: '--feed' } })
   const ref = o.follow ? await refOf(folder, o, o.feed!) : undefined
   const { hash, manifest } = await versionOf(folder, ref ? { ...o, manifest: ref.manifest } : o)
 
@@ -223,11 +251,13 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
   // whatever statements the store serves now, and the sample takes only patterns it lacks.
   let lib = await openExisting(o.library)
   try {
-    if (lib && isKnown(lib, hash, ref, manifest.feed)) {
+    if (lib && (await isKnown(lib, folder, hash, ref, manifest.feed))) {
       return { ...emptyResult(hash, manifest, folder), already: true, ...(ref ? { follow: { seq: ref.seq, update: false } } : {}) }
     }
     if (folder.fetched && !folder.fetched.complete) throw new Error('a version fetched only up to its manifest, yet not one the library has')
-    const sample = o.verify === 'sample' ? new ImportSample(hash, lib, o) : undefined
+    // A retracted record the library lacks: nothing of it is added (the record, its events, ratings or media), nor sampled.
+    const lacking = new Set(manifest.retracts.map((r) => r.target).filter((target) => lib === undefined || !holds(lib, target)))
+    const sample = o.verify === 'sample' ? new ImportSample(hash, lib, lacking, o) : undefined
     const checker = new PackChecker(folder.dir, {
       level: o.verify === 'none' ? 2 : 3, knownRevocations: lib?.revocations() ?? [],
       ...(sample ? { replaySample: sample } : {}), ...(o.signal ? { signal: o.signal } : {}),
@@ -242,7 +272,12 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
       const first = failures[0]!
       throw new PipeError(IMPORT_CODES.refused, `refused, the library unchanged: ${first.target}: ${first.code} [level ${first.level}]: ${first.detail}${failures.length > 1 ? ` (and ${failures.length - 1} more failures: pipe run pack-check ${o.from})` : ''}`, { location: { file: o.from } })
     }
+    // The checker reads a store by its refs: a version none of them reaches was not checked, and is not taken.
+    if (folder.kind === 'store' && !checker.checkedVersion(hash)) {
+      throw new PipeError(IMPORT_CODES.unchecked, `refused, the library unchanged: ${hash} is a version no ref of ${o.from} reaches (nor their parents), so the check did not read it`, { location: { file: o.from } })
+    }
 
+    const created = lib === undefined
     lib ??= Library.open(o.library, { create: true })
     const result: PackImportResult = { ...emptyResult(hash, manifest, folder), ...(sample ? { sample: sample.counts() } : {}) }
     let follow: { publisherId: string; seq: number } | undefined
@@ -259,12 +294,25 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
     if (already && follow === undefined) return { ...result, already: true }
     const merged = lib
     const counts = await lib.change({ manifest: hash, publisher: manifest.publisher, feed: manifest.feed, source: o.from, started, finished: now() }, async (c) => {
-      if (follow) c.follow(follow.publisherId, manifest.feed, follow.seq, hash, o.from, started)
+      if (follow) {
+        // Judged again under the write lock: another follower may have moved the position since.
+        const step = followRef(merged.following(follow.publisherId, manifest.feed), ref!)
+        if (!step.ok || !step.update) throw new PipeError(REF_CODES.rollback, `refused, the library unchanged: ${o.from}: ${refPath(manifest.feed)}: ${step.ok ? `another import took seq ${ref!.seq} meanwhile` : step.detail} (no rollback)`, { location: { file: o.from } })
+        c.follow(follow.publisherId, manifest.feed, follow.seq, hash, o.from, started)
+      }
       // A version taken before, now reached through its feed: the position moves on, nothing else changes.
       if (already) return
-      await mergeVersion(c, merged, folder, hash, manifest, o, result)
+      await mergeVersion(c, merged, folder, hash, manifest, lacking, o, result)
       for (const [id, r] of sample?.outcomes ?? []) c.reverifyResult('patterns', id, r.outcome, r.detail)
       for (const r of checker.revocations) c.revoke(r.fingerprint, r.revokedBy, manifest.publisher, hash, started)
+    }).catch(async (err: unknown) => {
+      // A library this import made, whose first change did not commit, is not left behind empty.
+      if (created) {
+        merged.close()
+        lib = undefined
+        await Promise.all(['', '-wal', '-shm', '.objects'].map((end) => rm(`${o.library}${end}`, { recursive: true, force: true })))
+      }
+      throw err
     })
     return { ...result, already, factsAdded: counts.factsAdded, eventsAdded: counts.eventsAdded, objectsAdded: counts.objectsAdded, retractionsAdded: counts.retractionsAdded }
   } finally {
@@ -281,9 +329,7 @@ function emptyResult(hash: string, manifest: Manifest, folder: PackFolder): Pack
 }
 
 /** Every row of the version merged: facts by content id, events under their publisher, objects by hash, retractions flagged. */
-async function mergeVersion(c: LibraryChange, lib: Library, folder: PackFolder, hash: string, manifest: Manifest, o: PackImportOptions, result: PackImportResult): Promise<void> {
-  // A retracted record the library lacks: nothing of it is added (the record, its events, ratings or media).
-  const lacking = new Set(manifest.retracts.map((r) => r.target).filter((target) => !holds(lib, target)))
+async function mergeVersion(c: LibraryChange, lib: Library, folder: PackFolder, hash: string, manifest: Manifest, lacking: ReadonlySet<string>, o: PackImportOptions, result: PackImportResult): Promise<void> {
   const files = { dir: folder.dir, layout: folder.kind === 'store' ? STORE_LAYOUT : exportLayout() }
   const loader = folder.kind === 'store' ? storeIndexLoader(folder.dir) : exportIndexLoader(folder.dir)
   const reverify = new ReverifyFlags(lib)
@@ -399,17 +445,18 @@ class ImportSample implements ReplaySample {
   private readonly budgetMs: number
   private readonly deadline: number
 
-  constructor(private readonly seed: string, private readonly lib: Library | undefined, o: PackImportOptions) {
+  constructor(private readonly seed: string, private readonly lib: Library | undefined, private readonly lacking: ReadonlySet<string>, o: PackImportOptions) {
     this.size = o.sample ?? DEFAULT_SAMPLE
     this.budgetMs = o.sampleBudgetMs ?? DEFAULT_SAMPLE_BUDGET_MS
     this.deadline = Date.now() + this.budgetMs
   }
 
   takes(id: string): boolean {
-    if (this.outcomes.has(id)) return false
+    if (this.size < 1 || this.outcomes.has(id)) return false
     const digest = createHash('sha256').update(`${this.seed}\n${id}`).digest()
     const score = digest.readUInt32BE(0) * 2 ** 21 + (digest.readUInt32BE(4) >>> 11)
     if (this.lowest.size >= this.size && score >= this.lowest.maxScore()) return false
+    if (this.lacking.has(`pattern:${id}`)) return false
     if (this.lib !== undefined && [...this.lib.query('patterns', id)].length > 0) return false
     if (this.lowest.size >= this.size) this.outcomes.delete(this.lowest.pop())
     this.lowest.push(score, id)

@@ -33,6 +33,8 @@ export const MIRROR_CODES = {
   feedNeeded: 'import.feed-needed',
   /** A file the version needs is not on the host. */
   missing: 'import.file-missing',
+  /** More files or bytes than one version may take (MIRROR_MAX_FILES, MIRROR_MAX_BYTES). */
+  tooLarge: 'pack.check-too-large',
 } as const
 
 export interface MirrorOptions {
@@ -51,8 +53,9 @@ export interface MirrorOptions {
   retries?: number
   signal?: AbortSignal
   /**
-   * Asked once the ref (of a store) and the manifest are in `into`: true when the version is one the
-   * reader has already, so nothing more is fetched (a follower polling a feed that has not moved).
+   * Asked once the ref (of a store), the manifest, the key statements and the signatures are in `into`:
+   * true when the version is one the reader has already, so its tables are not fetched (a follower
+   * polling a feed that has not moved).
    */
   known?: (kind: 'store' | 'export') => Promise<boolean>
 }
@@ -68,6 +71,15 @@ export interface MirroredPack {
 
 /** Key statements followed through `supersedes`: a chain longer than this is no publisher's. */
 const MAX_KEY_CHAIN = 64
+/** Signatures looked for: the chain's keys and the machine keys their statements authorise. */
+const MAX_SIGNERS = 4096
+/**
+ * Files one version may take from a host, and their bytes: the checker's own bound on what it visits
+ * (TRACKED_CAP, 2^20), applied while fetching, so that a host that makes up indexes as it is asked
+ * cannot keep the mirror fetching (the checker, which would refuse such a store, runs after).
+ */
+export const MIRROR_MAX_FILES = 2 ** 20
+export const MIRROR_MAX_BYTES = 64 * 1024 ** 3
 
 /** Fetches one version of the pack at `o.url` into `o.into`, laid out as on the host. */
 export async function mirrorPack(o: MirrorOptions): Promise<MirroredPack> {
@@ -106,8 +118,8 @@ class Mirror {
     } else {
       throw new PipeError(MIRROR_CODES.notAPack, `${this.base.href} serves neither ${STORE_DOCUMENT_PATH} (a store) nor ${EXPORT_MANIFEST_PATH} (an export)`, { location: { file: this.o.url } })
     }
-    if (await this.o.known?.(this.got.kind)) return this.got
     await this.signatures([manifest.publisher, ...publishers], storeManifest)
+    if (await this.o.known?.(this.got.kind)) return this.got
     await this.tables(manifest)
     this.got.complete = true
     return this.got
@@ -146,10 +158,12 @@ class Mirror {
    */
   private async signatures(fingerprints: readonly string[], storeManifest: string | undefined): Promise<void> {
     const signers = new Set<string>()
+    const chain = new Set<string>()
     const queue = [...fingerprints]
-    for (let fp = queue.shift(); fp !== undefined && signers.size < MAX_KEY_CHAIN; fp = queue.shift()) {
+    for (let fp = queue.shift(); fp !== undefined && chain.size < MAX_KEY_CHAIN; fp = queue.shift()) {
       const signer = signerNameFromFingerprint(fp)
-      if (signer === undefined || signers.has(signer)) continue
+      if (signer === undefined || chain.has(signer)) continue
+      chain.add(signer)
       signers.add(signer)
       const rel = this.got.kind === 'store' ? keyPath(signer) : exportKeyPath(signer)
       if (!(await this.file(rel, { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))) continue
@@ -159,12 +173,16 @@ class Mirror {
       if (parsed.statement.supersedes !== undefined) queue.push(parsed.statement.supersedes)
       for (const a of parsed.statement.authorised) {
         const name = signerNameFromFingerprint(a.fingerprint)
-        if (name !== undefined) signers.add(name)
+        if (name !== undefined && signers.size < MAX_SIGNERS) signers.add(name)
       }
     }
     const window = new FetchWindow(this.o.concurrency ?? 4)
-    for (const signer of signers) {
-      await window.add(() => this.file(storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))
+    try {
+      for (const signer of signers) {
+        await window.add(() => this.file(storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))
+      }
+    } finally {
+      await window.settled()
     }
     await window.drain()
   }
@@ -183,41 +201,49 @@ class Mirror {
     const rowParts: { table: 'media' | 'tilings'; rel: string }[] = []
     const objects = new FetchWindow(this.o.concurrency ?? 4)
     const object = (rel: string, hash: string, bytes?: number) => objects.add(() => this.fetchInto(rel, { hash, maxBytes: MAX_OBJECT_BYTES, ...(bytes !== undefined ? { bytes } : {}) }))
-    for (const [table, root] of Object.entries(manifest.tables)) {
-      for await (const e of walkTableIndex(root, loader, { table })) {
+    // Whatever ends the walk (a refused index, a name that is no path, an abort), no fetch outlives it.
+    try {
+      for (const [table, root] of Object.entries(manifest.tables)) {
         if (objects.failed) break
-        if (e.kind !== 'part') continue
-        const rel = this.layout.partPath(table, e.part)
-        await object(rel, e.part.object, e.part.bytes)
-        if (table === 'media' || table === 'tilings') rowParts.push({ table, rel })
-      }
-    }
-    for (const [search, root] of Object.entries(manifest.searches)) {
-      for await (const e of walkSearchIndex(root, loader, { search })) {
-        if (objects.failed) break
-        if (e.kind === 'segment') await object(this.layout.segmentPath(search, e.segment), e.segment.object, e.segment.bytes)
-        else if (e.kind === 'score') await object(this.layout.scorePath(search, e.score.version, e.part), e.part.object, e.part.bytes)
-      }
-    }
-    await objects.drain()
-    for (const { table, rel } of rowParts) {
-      for await (const row of partRowsOrRefuse(this.path(rel), PACK_TABLES[table], this.url(rel))) {
-        if (objects.failed) break
-        if (table === 'tilings' && typeof row.reference === 'string' && isSha256Hash(row.reference) && typeof row.family === 'string') {
-          await object(this.layout.referencePatchPath(row.family, row.reference), row.reference)
+        for await (const e of walkTableIndex(root, loader, { table })) {
+          if (objects.failed) break
+          if (e.kind !== 'part') continue
+          const rel = this.layout.partPath(table, e.part)
+          await object(rel, e.part.object, e.part.bytes)
+          if (table === 'media' || table === 'tilings') rowParts.push({ table, rel })
         }
-        const ext = table === 'media' ? mediaExtension(row.media_type) : undefined
-        if (ext?.ok && typeof row.object === 'string' && isSha256Hash(row.object)) {
-          // A row the check will refuse names no file; the name is left for the check to judge.
-          let mediaRel: string
-          try {
-            mediaRel = this.layout.mediaPath(row as never, ext.value)
-          } catch {
-            continue
+      }
+      for (const [search, root] of Object.entries(manifest.searches)) {
+        if (objects.failed) break
+        for await (const e of walkSearchIndex(root, loader, { search })) {
+          if (objects.failed) break
+          if (e.kind === 'segment') await object(this.layout.segmentPath(search, e.segment), e.segment.object, e.segment.bytes)
+          else if (e.kind === 'score') await object(this.layout.scorePath(search, e.score.version, e.part), e.part.object, e.part.bytes)
+        }
+      }
+      await objects.drain()
+      for (const { table, rel } of rowParts) {
+        if (objects.failed) break
+        for await (const row of partRowsOrRefuse(this.path(rel), PACK_TABLES[table], this.url(rel))) {
+          if (objects.failed) break
+          if (table === 'tilings' && typeof row.reference === 'string' && isSha256Hash(row.reference) && typeof row.family === 'string') {
+            await object(this.layout.referencePatchPath(row.family, row.reference), row.reference)
           }
-          await object(mediaRel, row.object)
+          const ext = table === 'media' ? mediaExtension(row.media_type) : undefined
+          if (ext?.ok && typeof row.object === 'string' && isSha256Hash(row.object)) {
+            // A row the check will refuse names no file; the name is left for the check to judge.
+            let mediaRel: string
+            try {
+              mediaRel = this.layout.mediaPath(row as never, ext.value)
+            } catch {
+              continue
+            }
+            await object(mediaRel, row.object)
+          }
         }
       }
+    } finally {
+      await objects.settled()
     }
     await objects.drain()
   }
@@ -250,6 +276,9 @@ class Mirror {
       this.got.files++
       this.got.bytes += got.bytes
       this.got.requests += got.requests
+      if (this.got.files > MIRROR_MAX_FILES || this.got.bytes > MIRROR_MAX_BYTES) {
+        throw new PipeError(MIRROR_CODES.tooLarge, `${this.base.href}: the version takes more than ${MIRROR_MAX_FILES} files or ${MIRROR_MAX_BYTES} bytes, more than one import reads (memory and disk stay bounded)`, { location: { file: this.o.url } })
+      }
       return true
     } catch (err) {
       if (err instanceof PipeError && err.code === FETCH_CODES.notFound) {
@@ -309,8 +338,13 @@ class FetchWindow {
     this.running.add(p)
   }
 
-  async drain(): Promise<void> {
+  /** Every fetch started has ended (none throws here). */
+  async settled(): Promise<void> {
     await Promise.all(this.running)
+  }
+
+  async drain(): Promise<void> {
+    await this.settled()
     if (this.failure) throw this.failure.err
   }
 }

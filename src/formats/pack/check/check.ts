@@ -93,6 +93,11 @@ export class PackChecker {
     return this.versions?.publisherIdOf(fingerprint)
   }
 
+  /** After a run over a store: whether the version `manifest` was among those checked (reached from a ref). */
+  checkedVersion(manifest: string): boolean {
+    return this.versions?.hasVersion(manifest) ?? false
+  }
+
   private versions: VersionCheck | undefined
 
   async *run(): AsyncGenerator<CheckIssue> {
@@ -220,6 +225,10 @@ class VersionCheck {
 
   publisherIdOf(fingerprint: string): string | undefined {
     return this.chain === undefined ? undefined : publisherIdOf(this.chain, fingerprint)
+  }
+
+  hasVersion(manifest: string): boolean {
+    return this.versions.has(manifest)
   }
 
   async *store(): AsyncGenerator<CheckIssue> {

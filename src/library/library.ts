@@ -297,6 +297,9 @@ export class Library {
       const putEvent = db.prepare('INSERT OR IGNORE INTO events (table_name, publisher, key, row, import_id) VALUES (?, ?, ?, ?, ?)')
       const hasObject = db.prepare('SELECT 1 FROM objects WHERE hash = ?').pluck()
       const putObject = db.prepare('INSERT INTO objects (hash, ext, bytes, import_id) VALUES (?, ?, ?, ?)')
+      // Prepared once a change: flagReverify and reverifyResult run once a row on a large import.
+      const flag = db.prepare('UPDATE facts SET needs_reverify = 1 WHERE table_name = ? AND id = ?')
+      const putReverify = db.prepare('INSERT OR REPLACE INTO pack_reverify (import_id, table_name, id, outcome, detail) VALUES (?, ?, ?, ?, ?)')
       const putRetraction = db.prepare('INSERT OR IGNORE INTO pack_retractions (target, publisher, manifest, import_id) VALUES (?, ?, ?, ?)')
       const lib = this
       await change({
@@ -330,10 +333,10 @@ export class Library {
           db.prepare('INSERT OR IGNORE INTO pack_revoked (fingerprint, revoked_by, publisher, seen_in, first_seen) VALUES (?, ?, ?, ?, ?)').run(fingerprint, revokedBy, publisher, seenIn, at)
         },
         flagReverify(table, id) {
-          db.prepare('UPDATE facts SET needs_reverify = 1 WHERE table_name = ? AND id = ?').run(table, id)
+          flag.run(table, id)
         },
         reverifyResult(table, id, outcome, detail) {
-          db.prepare('INSERT OR REPLACE INTO pack_reverify (import_id, table_name, id, outcome, detail) VALUES (?, ?, ?, ?, ?)').run(importId, table, id, outcome, detail)
+          putReverify.run(importId, table, id, outcome, detail)
         },
         follow(publisher, feed, seq, manifest, source, at) {
           db.prepare(`INSERT INTO pack_follows (publisher, feed, seq, manifest, source, updated) VALUES (?, ?, ?, ?, ?, ?)

@@ -7,11 +7,11 @@ import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
 import { asPipeError, asUsage, EXIT_USAGE, UsageError } from '../src/core/errors.js'
 import { readInputFile } from '../src/core/input-file.js'
+import { bindPipelineParams, loadPipelineFile } from '../src/core/pipeline-file.js'
 import type { PipelineDef } from '../src/core/pipeline.js'
 import { DEFAULT_MAX_FINDINGS_PER_CODE } from '../src/core/findings.js'
 import { failedRun, runPipeline, runStageList, type RunSettings } from '../src/core/runner.js'
 import { coerceFlags, describeOptions, toFlag, type OptionInfo } from '../src/core/schema.js'
-import type { StageUse } from '../src/core/stage.js'
 import { registry } from '../pipelines/registry.js'
 import { CHANNEL_TABLES } from '../src/formats/record/types.js'
 import { getVenue, venueNames } from '../src/venues/index.js'
@@ -47,25 +47,8 @@ function optionLines(infos: OptionInfo[]): string[] {
 }
 
 /** docs/limits.md: what a user names on the command line, read whole. */
-const PIPELINE_FILE_LIMIT = { maxBytes: 2 ** 20, what: 'a pipeline file' }
+/** docs/limits.md: what a user names on the command line, read whole (a pipeline file: src/core/pipeline-file.ts). */
 const PUBLIC_KEY_FILE_LIMIT = { maxBytes: 64 * 2 ** 10, what: 'a public key file' }
-
-/** A JSON pipeline file: `{"name"?: string, "stages": [{"stage": NAME, "options": {...}}, ...]}`. */
-async function loadPipelineFile(path: string): Promise<{ name: string; stages: StageUse[] }> {
-  let doc: unknown
-  try {
-    doc = JSON.parse((await readInputFile(path, PIPELINE_FILE_LIMIT)).toString('utf8'))
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    if (e.code) throw asPipeError(err)
-    throw new UsageError('usage.bad-pipeline-file', `not valid JSON: ${e.message}`, { location: { file: path } })
-  }
-  if (typeof doc !== 'object' || doc === null || !Array.isArray((doc as { stages?: unknown }).stages)) {
-    throw new UsageError('usage.bad-pipeline-file', 'expected an array of {"stage", "options"}', { location: { file: path, field: 'stages' } })
-  }
-  const { name, stages } = doc as { name?: unknown; stages: StageUse[] }
-  return { name: typeof name === 'string' ? name : path, stages }
-}
 
 /** Flags of `pipe run` itself that take no value, so the word after one is not its value. */
 const RUN_SWITCHES = new Set(['--json', '--no-json', '--progress', '--no-progress', '--help', '--version'])
@@ -272,8 +255,10 @@ async function main(argv: string[]): Promise<number> {
       const maxFindings = maxFindingsOf(args['max-findings'])
       if (target.endsWith('.json')) {
         const run = settings(json, progress, maxFindings)
-        const file = await loadPipelineFile(target).catch((err: unknown) => err as Error)
-        exitCode = (file instanceof Error ? failedRun(run, file) : await runStageList(registry, file.name, file.stages, run)).exitCode
+        const given: Record<string, unknown> = {}
+        for (const [k, v] of Object.entries(args)) if (!RUN_FLAGS.has(k) && v !== undefined) given[k] = v
+        const stages = await loadPipelineFile(target).then((file) => ({ file, stages: bindPipelineParams(file, given) }), (err: unknown) => err as Error)
+        exitCode = (stages instanceof Error ? failedRun(run, stages) : await runStageList(registry, stages.file.name, stages.stages, run)).exitCode
         return
       }
       if (!runDef) throw new UsageError('usage.unknown-pipeline', `no pipeline named "${target}" (see pipe list)`)

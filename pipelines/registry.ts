@@ -13,11 +13,21 @@ import { frameOrderStage } from '../src/transforms/frame-order.js'
 import { hashCheck, hashTee } from '../src/transforms/hash.js'
 import { splitLinesStage } from '../src/transforms/split-lines.js'
 import { zstdDecodeStage, zstdEncodeStage } from '../src/transforms/zstd.js'
+import { parquetReadSource } from '../src/sources/parquet-read.js'
+import { sealedReadSource } from '../src/sources/sealed-read.js'
+import { packTableReadSource } from '../src/sources/pack-table-read.js'
+import { parquetWriteSink } from '../src/sinks/parquet-write.js'
+import { filterStage } from '../src/transforms/rows/filter.js'
+import { fromJsonlStage } from '../src/transforms/rows/from-jsonl.js'
+import { selectStage } from '../src/transforms/rows/select.js'
+import { toCsvStage } from '../src/transforms/rows/to-csv.js'
+import { toJsonlStage } from '../src/transforms/rows/to-jsonl.js'
 import type { StageDef } from '../src/core/stage.js'
 
 /** Every stage and pipeline the CLI knows; users' JSON pipelines name stages from here. */
 export const registry = new Registry()
-for (const stage of [fileSource, stdinSource, httpFileSource, fetchObjectStage, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink]) {
+for (const stage of [fileSource, stdinSource, httpFileSource, fetchObjectStage, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink,
+  parquetReadSource, sealedReadSource, packTableReadSource, fromJsonlStage, filterStage, selectStage, toJsonlStage, toCsvStage, parquetWriteSink]) {
   registry.addStage(stage as unknown as StageDef)
 }
 registry.addStage(sealSink as unknown as StageDef)

@@ -116,5 +116,6 @@ t.test('every file a command reads is opened through src/core/input-file.ts', as
   walk('src')
   walk('pipelines')
   walk('bin')
+  walk('api')
   t.same([...found].sort(), [...allowed.keys()].sort(), 'only the allowed files open files for reading themselves')
 })

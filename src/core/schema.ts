@@ -4,7 +4,8 @@ import { UsageError } from './errors.js'
 /** What the CLI, `pipe describe` and JSON pipeline files need to know about one option. */
 export interface OptionInfo {
   name: string
-  type: 'string' | 'number' | 'boolean' | 'string[]' | 'enum'
+  /** `json`: a list of objects or an object, written as JSON (in a pipeline file, or as a flag's value). */
+  type: 'string' | 'number' | 'boolean' | 'string[]' | 'enum' | 'json'
   required: boolean
   description: string
   default?: unknown
@@ -35,10 +36,17 @@ export function describeOptions(schema: OptionsSchema): OptionInfo[] {
     if (dflt !== undefined) info.default = dflt
     if (def.type === 'number' || def.type === 'int') info.type = 'number'
     else if (def.type === 'boolean') info.type = 'boolean'
-    else if (def.type === 'array') info.type = 'string[]'
+    else if (def.type === 'array') info.type = isPlainStrings(def.element!) ? 'string[]' : 'json'
+    else if (def.type === 'object' || def.type === 'record' || def.type === 'union') info.type = 'json'
     else if (def.type === 'enum') { info.type = 'enum'; info.choices = Object.values(def.entries ?? {}) }
     return info
   })
+}
+
+function isPlainStrings(element: z.ZodType): boolean {
+  let s = element
+  while (defOf(s).type === 'optional' || defOf(s).type === 'default') s = defOf(s).innerType!
+  return defOf(s).type === 'string'
 }
 
 /** `maxLineBytes` -> `max-line-bytes`: CLI flags use kebab case, JSON files and code use camel case. */
@@ -89,6 +97,13 @@ function coerceOne(info: OptionInfo, value: unknown): unknown {
       return last
     case 'string[]':
       return (Array.isArray(value) ? value : [value]).map(String)
+    case 'json':
+      if (typeof last !== 'string') return last
+      try {
+        return JSON.parse(last)
+      } catch {
+        throw new UsageError('usage.bad-option', 'is not JSON', { location: { field: `--${toFlag(info.name)}` } })
+      }
     default:
       return typeof last === 'number' ? String(last) : last
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
+import { RowBatch, type Row } from '../core/items.js'
 import { defineStage, type StageDef } from '../core/stage.js'
 import {
   HOUR_NS,
@@ -8,6 +9,7 @@ import {
   JournalJsonError,
   JournalWriter,
   eventFromJson,
+  eventToJson,
   eventToJsonLine,
   parseHourName,
   readJournalRange,
@@ -158,6 +160,24 @@ export const journalToJsonlStage = defineStage({
   },
 })
 
+/** Event batches as rows, each event in its JSONL form (docs/journal.md): for filter, select and the writers of rows. */
+export const journalEventsStage = defineStage({
+  name: 'journal-events',
+  kind: 'transform',
+  summary: 'Turns event batches into rows, one per event in its JSONL form (kind, replica, connection, time, ...)',
+  takes: 'any',
+  gives: 'rows',
+  options: z.object({}),
+  create(_o, ctx) {
+    return async function* (source: AsyncIterable<unknown>) {
+      for await (const item of source) {
+        const events = eventsOf(item, ctx.stage)
+        if (events.length > 0) yield new RowBatch(events.map((e) => eventToJson(e) as Row))
+      }
+    }
+  },
+})
+
 /**
  * Appends event batches to a journal directory. `append`: into the live files (created, or reopened with
  * torn-tail recovery), with the chosen fsync policy. `build`: all or nothing; new files are built under
@@ -213,4 +233,4 @@ export const journalWriteStage = defineStage({
 })
 
 /** The journal's stages, for the registry. */
-export const journalStages: StageDef[] = [journalReadStage, journalFromJsonlStage, journalToJsonlStage, journalWriteStage] as unknown as StageDef[]
+export const journalStages: StageDef[] = [journalReadStage, journalFromJsonlStage, journalToJsonlStage, journalEventsStage, journalWriteStage] as unknown as StageDef[]

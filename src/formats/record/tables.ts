@@ -14,12 +14,12 @@
 import { randomBytes } from 'node:crypto'
 import { open, rename, unlink, type FileHandle } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
-import { parquetMetadataAsync, parquetScan, type AsyncBuffer, type Compressors, type DecodedArray, type FileMetaData, type SchemaElement } from 'hyparquet'
-import { ByteWriter, ParquetWriter, type ColumnSource } from 'hyparquet-writer'
-import { Compressor, decompress } from 'zstd-napi'
+import { parquetMetadataAsync, parquetScan, type AsyncBuffer, type DecodedArray, type FileMetaData, type SchemaElement } from 'hyparquet'
+import { ParquetWriter, type ColumnSource } from 'hyparquet-writer'
+import { Compressor } from 'zstd-napi'
 import { fsyncDir } from '../../core/atomic-write.js'
+import { ParquetFileSink, RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile, type OpenParquetFile } from '../../codec/parquet-io.js'
 import { PipeError } from '../../core/errors.js'
-import { openRegularFile } from '../../core/input-file.js'
 import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, compareDecimal16, decodeDecimal16, encodeDecimalTextInto, isDecimal38Text } from './decimal.js'
 import type { TableName, TableRow } from './types.js'
 
@@ -186,45 +186,6 @@ export interface TableWriteResult {
   rows: number
   /** Bytes of the final file. */
   size: number
-}
-
-/** Writes to an open file in the order bytes are appended; one row group at a time stays in memory. */
-class FileSink extends ByteWriter {
-  private written = 0
-  private writing = false
-
-  constructor(private readonly fh: FileHandle) {
-    super(1 << 20)
-  }
-
-  override ensure(size: number): void {
-    if (this.writing) throw new Error('table file sink: append while a flush is in progress')
-    super.ensure(size)
-  }
-
-  flush(): Promise<void> {
-    return this.drain()
-  }
-
-  override finish(): Promise<void> {
-    return this.drain()
-  }
-
-  private async drain(): Promise<void> {
-    const n = this.index
-    this.writing = true
-    try {
-      let off = 0
-      while (off < n) {
-        const { bytesWritten } = await this.fh.write(new Uint8Array(this.buffer, off, n - off), 0, n - off, this.written)
-        off += bytesWritten
-        this.written += bytesWritten
-      }
-    } finally {
-      this.writing = false
-    }
-    this.index = 0
-  }
 }
 
 const utf8 = new TextEncoder()
@@ -543,13 +504,13 @@ type WriterSchema = ConstructorParameters<typeof ParquetWriter>[0]['schema']
  * promise (if any) has settled.
  */
 export class RowGroupEncoder {
-  private readonly sink: FileSink
+  private readonly sink: ParquetFileSink
   private readonly pq: ParquetWriter
 
   private constructor(readonly table: TableName, readonly path: string, readonly tempPath: string, private readonly fh: FileHandle, opts: TableWriterOptions) {
     const zstd = new Compressor()
     zstd.setParameters({ compressionLevel: opts.zstdLevel ?? 3 })
-    this.sink = new FileSink(fh)
+    this.sink = new ParquetFileSink(fh)
     this.pq = new ParquetWriter({
       writer: this.sink,
       // hyparquet-writer carries its own hyparquet (1.31) whose SchemaElement type differs in details.
@@ -781,52 +742,6 @@ export class RowGroupCutter {
 // Reading
 // ---------------------------------------------------------------------------------------------------
 
-const zstdDecompressors: Compressors = {
-  ZSTD: (input: Uint8Array, outputLength: number) => {
-    const out = decompress(input)
-    if (out.length !== outputLength) throw new Error(`zstd page decompressed to ${out.length} bytes, header says ${outputLength}`)
-    return out
-  },
-}
-
-/** Keeps nanosecond (and any other unit's) timestamps as the stored int64, not as a Date. */
-const rawTimestamps = {
-  timestampFromMilliseconds: (v: bigint) => v,
-  timestampFromMicroseconds: (v: bigint) => v,
-  timestampFromNanoseconds: (v: bigint) => v,
-}
-
-interface OpenFile {
-  file: AsyncBuffer
-  close(): Promise<void>
-}
-
-/** An AsyncBuffer over one open file handle: reads exactly the ranges hyparquet asks for. */
-async function openFile(path: string): Promise<OpenFile> {
-  const { fh } = await openRegularFile(path)
-  try {
-    const { size } = await fh.stat()
-    const file: AsyncBuffer = {
-      byteLength: size,
-      async slice(start: number, end: number = size): Promise<ArrayBuffer> {
-        const length = Math.max(0, end - start)
-        const buf = new Uint8Array(length)
-        let off = 0
-        while (off < length) {
-          const { bytesRead } = await fh.read(buf, off, length - off, start + off)
-          if (bytesRead === 0) throw new Error(`${path}: file ended at byte ${start + off}, expected ${size} bytes`)
-          off += bytesRead
-        }
-        return buf.buffer
-      },
-    }
-    return { file, close: () => fh.close() }
-  } catch (err) {
-    await fh.close().catch(() => undefined)
-    throw err
-  }
-}
-
 function unreadable(path: string, err: unknown): PipeError {
   if (err instanceof PipeError) return err
   const msg = err instanceof Error ? err.message : String(err)
@@ -1043,12 +958,12 @@ function toBigints(data: DecodedArray): (bigint | null)[] {
 }
 
 /** Opens a table file and reads its footer; either failing is `record.table-unreadable`. */
-async function openTable(path: string): Promise<{ f: Awaited<ReturnType<typeof openFile>>; metadata: FileMetaData }> {
-  const f = await openFile(path).catch((err: unknown) => {
+async function openTable(path: string): Promise<{ f: OpenParquetFile; metadata: FileMetaData }> {
+  const f = await openParquetFile(path).catch((err: unknown) => {
     throw unreadable(path, err)
   })
   try {
-    return { f, metadata: await parquetMetadataAsync(f.file, { parsers: rawTimestamps, geoparquet: false }) }
+    return { f, metadata: await parquetMetadataAsync(f.file, { parsers: RAW_TIMESTAMPS, geoparquet: false }) }
   } catch (err) {
     await f.close()
     throw unreadable(path, err)
@@ -1084,7 +999,7 @@ interface GroupData {
 async function* scanGroups(path: string, file: AsyncBuffer, metadata: FileMetaData, columns: string[]): AsyncGenerator<GroupData> {
   let scan
   try {
-    scan = await parquetScan({ file, metadata, columns, compressors: zstdDecompressors, parsers: rawTimestamps, geoparquet: false })
+    scan = await parquetScan({ file, metadata, columns, compressors: ZSTD_DECOMPRESSORS, parsers: RAW_TIMESTAMPS, geoparquet: false })
   } catch (err) {
     throw unreadable(path, err)
   }

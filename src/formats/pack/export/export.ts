@@ -48,7 +48,7 @@ import {
   type ExportLayout,
   type ObjectExtension,
 } from '../documents/store.js'
-import { PACK_TABLES, type TableSchema } from '../tables/table-schemas.js'
+import { PACK_TABLES, type PackTableName, type TableSchema } from '../tables/table-schemas.js'
 
 export interface ExportOptions {
   /** The store. */
@@ -163,7 +163,8 @@ function targetTaken(to: string): UsageError {
   return new UsageError('usage.target-not-empty', `${to} exists and is not an empty folder: an export goes to a new one`, { location: { field: '--to' } })
 }
 
-async function checkStore(from: string): Promise<void> {
+/** Refuses (usage) a folder that holds no readable store document. */
+export async function checkStore(from: string): Promise<void> {
   const doc = await readDocumentFile(join(from, STORE_DOCUMENT_PATH))
   if (!doc.ok || !parseStoreDocument(doc.value).ok) {
     throw new UsageError('usage.not-a-store', `${from} is not a store (no readable ${STORE_DOCUMENT_PATH})`, { location: { field: '--from' } })
@@ -238,8 +239,11 @@ async function readHistory(from: string, hash: string, manifest: Manifest): Prom
   return found
 }
 
-/** Every row of a table's parts, each part hash-checked before it is read (and remembered as checked). */
-async function* tableRows(from: string, table: 'tilings' | 'media', root: string, loader: IndexLoader, verified: Map<string, number>): AsyncGenerator<Record<string, unknown>> {
+/**
+ * Every row of a table's parts under the index `root`, in index order, each part hash-checked before it is
+ * read (and remembered in `verified` as checked).
+ */
+export async function* storeTableRows(from: string, table: PackTableName, root: string, loader: IndexLoader, verified = new Map<string, number>()): AsyncGenerator<Record<string, unknown>> {
   const schema: TableSchema = PACK_TABLES[table]
   for await (const e of walkTableIndex(root, loader, { table })) {
     if (e.kind !== 'part') continue
@@ -254,7 +258,7 @@ async function* tableRows(from: string, table: 'tilings' | 'media', root: string
 async function addRowFiles(from: string, manifest: Manifest, loader: IndexLoader, layout: ExportLayout, verified: Map<string, number>): Promise<void> {
   const tilings = manifest.tables.tilings
   if (tilings !== undefined) {
-    for await (const row of tableRows(from, 'tilings', tilings, loader, verified)) {
+    for await (const row of storeTableRows(from, 'tilings', tilings, loader, verified)) {
       if (row.reference === null) continue
       if (!isSha256Hash(row.reference)) throw new PipeError('pack.hash-malformed', `tilings row ${String(row.pin_key)}: reference ${JSON.stringify(row.reference)} is not sha256: and 64 hex digits`)
       layout.addReferencePatch(String(row.family), row.reference)
@@ -262,7 +266,7 @@ async function addRowFiles(from: string, manifest: Manifest, loader: IndexLoader
   }
   const media = manifest.tables.media
   if (media !== undefined) {
-    for await (const row of tableRows(from, 'media', media, loader, verified)) {
+    for await (const row of storeTableRows(from, 'media', media, loader, verified)) {
       layout.addMedia({
         target: row.target as string,
         kind: row.kind as string,

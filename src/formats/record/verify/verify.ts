@@ -1055,6 +1055,8 @@ export interface VerifyOptions {
   roots: readonly string[]
   /** The JWK Set signatures are checked against (check 6). */
   jwks: PublicJwks
+  /** Only this chain (sealed-read): the others under the roots are not walked. */
+  chain?: { recorder: string; venue: string; channel: string }
   /** First date (YYYY-MM-DD, inclusive) to verify; the chain link into it is accepted (docs/verify.md). */
   from?: string
   /** Last date (inclusive). */
@@ -1148,7 +1150,10 @@ export class RecordVerifier {
         }
       }
     }
-    return [...byRel.values()].sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))
+    const only = this.opts.chain
+    return [...byRel.values()]
+      .filter((c) => !only || (c.recorder === only.recorder && c.venue === only.venue && c.channel === only.channel))
+      .sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0))
   }
 
   /** Runs every check over every chain. */

@@ -167,3 +167,32 @@ t.test('parquet-write refuses a value it would have to round, and leaves no file
   const neither = await run([...read(await jsonl(ROWS)), { stage: 'parquet-write', options: { path: out('n.parquet') } }])
   t.match(neither.summary.error, { code: 'usage.bad-option', message: /"columns" or as a record "table"/ })
 })
+
+t.test('parquet-read: a file DuckDB wrote reads exactly; a hostile one is refused in one line before anything is decoded', async (t) => {
+  const written = out('duck.parquet')
+  const db = await (await DuckDBInstance.create(':memory:')).connect()
+  t.teardown(() => db.closeSync())
+  await db.run(`COPY (SELECT i::BIGINT AS id, ('x' || i) AS name, (i / 8)::DECIMAL(18,3) AS amount, TIMESTAMP '2026-10-03 14:00:00.000001' + INTERVAL (i) SECOND AS at, NULL::VARCHAR AS nothing FROM range(3000) t(i)) TO '${written}' (FORMAT PARQUET, ROW_GROUP_SIZE 1000)`)
+  const back = out('duck.jsonl')
+  const r = await run([{ stage: 'parquet-read', options: { path: written } }, { stage: 'to-jsonl' }, toFile(back)])
+  t.equal(r.result.exitCode, 0, r.err)
+  const lines = (await readFile(back, 'utf8')).split('\n').filter(Boolean)
+  t.equal(lines.length, 3000)
+  t.same(JSON.parse(lines[9]!), { id: 9, name: 'x9', amount: '1.125', at: '2026-10-03T14:00:09.000001000Z', nothing: null })
+
+  const bytes = await readFile(written)
+  for (const [what, mutated] of [
+    ['not Parquet', Buffer.from('hello, this is not a parquet file at all\n')],
+    ['cut short', bytes.subarray(0, bytes.length - 100)],
+    ['a footer length past the file', Buffer.concat([bytes.subarray(0, bytes.length - 8), Buffer.from([0xff, 0xff, 0xff, 0x7f]), Buffer.from('PAR1')])],
+  ] as const) {
+    const path = out(`hostile-${++n}.parquet`)
+    await writeFile(path, mutated)
+    const h = await run([{ stage: 'parquet-read', options: { path } }, { stage: 'to-jsonl' }, toFile(out(`h-${n}.jsonl`))])
+    t.equal(h.result.exitCode, 1, what)
+    t.match(h.summary.error, { code: /^pack\.parquet-/, location: { file: path } }, `${what}: ${h.summary.error?.message}`)
+    t.notOk(existsSync(out(`h-${n}.jsonl`)))
+  }
+  const missing = await run([{ stage: 'parquet-read', options: { path: out('none.parquet') } }, { stage: 'to-jsonl' }, toFile(out('m.jsonl'))])
+  t.match(missing.summary.error, { code: 'env.enoent' })
+})

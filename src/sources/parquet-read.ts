@@ -5,7 +5,11 @@ import { RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile } from '../codec/pa
 import { PipeError, UsageError } from '../core/errors.js'
 import { RowBatch, type Row, type RowValue } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
+import { partFacts, READ_LIMITS } from '../formats/pack/tables/parquet-read.js'
 import { formatTime } from '../formats/record/time.js'
+
+/** A row group is decoded whole, a column at a time: the most its decoded columns may take, unless told. */
+const DEFAULT_ROW_GROUP_BYTES = 512 * 2 ** 20
 
 /** Rows per batch given on: a row group is decoded whole, and handed on in slices of this many rows. */
 const BATCH_ROWS = 8192
@@ -83,8 +87,19 @@ function topLevelColumns(metadata: FileMetaData): SchemaElement[] {
  * The rows of the Parquet file at `path` (its `columns`, or all), a row group at a time in batches of at most
  * 8,192 rows; the file is opened and its schema checked before this returns, so a bad name fails at once.
  */
-export async function openParquetRows(path: string, columns?: readonly string[]): Promise<AsyncGenerator<RowBatch>> {
+export async function openParquetRows(path: string, columns?: readonly string[], maxRowGroupBytes = DEFAULT_ROW_GROUP_BYTES): Promise<AsyncGenerator<RowBatch>> {
   const where = { location: { file: path } }
+  // The pack reader's guards first (footer and page headers pre-scanned, sizes bounded before anything is
+  // decoded), so that a hostile file is a one-line refusal, never a crash or a huge allocation.
+  const guarded = await partFacts(path, { ...READ_LIMITS, partBytes: Number.MAX_SAFE_INTEGER, rowGroupBytes: maxRowGroupBytes }).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new UsageError('env.enoent', 'cannot read: no such file', where)
+    throw err
+  })
+  if (!guarded.ok) {
+    const f = guarded.findings[0]!
+    if (/ENOENT|no such file/.test(f.detail)) throw new UsageError('env.enoent', 'cannot read: no such file', where)
+    throw new PipeError(f.code, `not read: ${f.detail}`, where)
+  }
   const unreadable = (err: unknown) => (err instanceof PipeError ? err : new PipeError('parquet.unreadable', `not a readable Parquet file: ${(err as Error).message}`, { ...where, cause: err }))
   const f = await openParquetFile(path).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT' || err.code === 'ENOTDIR') throw new UsageError('env.enoent', 'cannot read: no such file', where)
@@ -148,8 +163,9 @@ export const parquetReadSource = defineStage({
   options: z.object({
     path: z.string().min(1).describe('the Parquet file'),
     columns: z.array(z.string().min(1)).min(1).optional().describe('the columns to read, in this order; default: every column'),
+    maxRowGroupBytes: z.number().int().positive().default(DEFAULT_ROW_GROUP_BYTES).describe('the most a row group may decode to (it is decoded whole); a larger one is refused before it is read'),
   }),
-  create({ path, columns }) {
-    return openParquetRows(path, columns)
+  create({ path, columns, maxRowGroupBytes }) {
+    return openParquetRows(path, columns, maxRowGroupBytes)
   },
 })

@@ -14,7 +14,14 @@ let ts
 async function transpile(source, path) {
   ts ??= (await import('typescript')).default
   const options = { ...COMPILER_OPTIONS, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext }
-  return ts.transpileModule(source, { compilerOptions: options, fileName: path }).outputText
+  const { outputText, diagnostics } = ts.transpileModule(source, { compilerOptions: options, fileName: path, reportDiagnostics: true })
+  // A syntax error is refused here, not transpiled into a module that fails somewhere else.
+  const first = diagnostics?.find((d) => d.category === ts.DiagnosticCategory.Error)
+  if (first) {
+    const at = first.file && first.start !== undefined ? first.file.getLineAndCharacterOfPosition(first.start) : null
+    throw new SyntaxError(`${path}${at ? `:${at.line + 1}:${at.character + 1}` : ''}: ${ts.flattenDiagnosticMessageText(first.messageText, '\n')}`)
+  }
+  return outputText
 }
 
 /** An import of `./x.js` names the module `./x.ts` when no x.js exists (TypeScript's NodeNext convention). */

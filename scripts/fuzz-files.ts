@@ -122,6 +122,32 @@ export async function makeFixtures(root: string): Promise<Target[]> {
     ],
   }))
 
+  // Rows: a sealed trades table and a JSONL file through the stages of users' own ETL.
+  const rows = join(root, 'rows')
+  await mkdir(rows)
+  await cp(join(root, 'record', 'root', 'recorder=golden', 'venue=binance', 'channel=trades', 'date=2026-10-04', 'hour=14', 'trades.parquet'), join(rows, 'trades.parquet'))
+  await cp(join(root, 'events', 'events.jsonl'), join(rows, 'rows.jsonl'))
+  const out = { description: 'the output file' }
+  await writeFile(join(rows, 'parquet.json'), JSON.stringify({
+    params: { in: { description: 'a Parquet file' }, out },
+    stages: [
+      { stage: 'parquet-read', options: { path: '${in}' } },
+      { stage: 'filter', options: { where: [{ field: 'price', gte: '0' }, { field: 'receive_time', gte: '2026-10-04' }] } },
+      { stage: 'to-csv' },
+      { stage: 'atomic-file', options: { path: '${out}' } },
+    ],
+  }))
+  await writeFile(join(rows, 'jsonl.json'), JSON.stringify({
+    params: { in: { description: 'a JSONL file' }, out },
+    stages: [
+      { stage: 'file', options: { path: '${in}' } },
+      { stage: 'split-lines' },
+      { stage: 'from-jsonl' },
+      { stage: 'select', options: { fields: ['kind', 'time', 'payload'] } },
+      { stage: 'parquet-write', options: { path: '${out}', columns: [{ name: 'kind', type: 'string' }, { name: 'time', type: 'timestamp-ns' }, { name: 'payload', type: 'string' }] } },
+    ],
+  }))
+
   const recordFiles = (await filesUnder(join(root, 'record'))).filter((f) => f !== 'hashes.txt')
   const storeFiles = async (dir: string) => (await filesUnder(join(root, dir))).filter((f) => f.startsWith('store/'))
   return [
@@ -145,6 +171,12 @@ export async function makeFixtures(root: string): Promise<Target[]> {
       args: (d) => ['run', 'pack-publish', '--feed', 'fuzz', '--to', join(d, 'store'), '--records', join(d, 'records'), '--created', CREATED, '--json'],
     },
     { name: 'pack-key', fixture: 'publish', files: (await filesUnder(publish)).filter((f) => f.startsWith('home/')), json: false, env: (d) => ({ PIPE_HOME: join(d, 'home') }), args: () => ['pack', 'key'] },
+    { name: 'parquet-read', fixture: 'rows', files: ['trades.parquet'], args: (d) => ['run', join(d, 'parquet.json'), '--in', join(d, 'trades.parquet'), '--out', join(d, 'out.csv'), '--json'], json: true },
+    { name: 'from-jsonl', fixture: 'rows', files: ['rows.jsonl'], args: (d) => ['run', join(d, 'jsonl.json'), '--in', join(d, 'rows.jsonl'), '--out', join(d, 'out.parquet'), '--json'], json: true },
+    {
+      name: 'sealed-read', fixture: 'record', files: recordFiles, json: true,
+      args: (d) => ['run', join(REPO, 'examples', 'trades-day-to-csv.json'), '--root', join(d, 'root'), '--keys', join(d, 'jwks.json'), '--date', '2026-10-04', '--out', join(d, 'out.csv'), '--json'],
+    },
     { name: 'run-file', fixture: 'pipeline', files: ['check.json', 'raw.jsonl.zst'], args: (d) => ['run', join(d, 'check.json'), '--json'], json: true },
   ]
 }

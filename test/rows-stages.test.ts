@@ -95,6 +95,9 @@ t.test('from-jsonl refuses what it cannot read exactly, naming the line; to-csv 
     t.equal(r.result.exitCode, 1, line)
     t.match(r.summary.error, { code, location: { line: 2 } }, line)
   }
+  const long = await run([{ stage: 'file', options: { path: await jsonl(['{"a": 1}', `{"a": "${'x'.repeat(5000)}"}`, '{"a": 3}']) } }, { stage: 'split-lines', options: { maxLineBytes: 1024 } }, { stage: 'from-jsonl' }, { stage: 'to-jsonl' }, toFile(out('long.jsonl'))])
+  t.match(long.summary.error, { code: 'rows.line-too-long', location: { line: 2 } }, 'a line over the cap is a row lost: the run stops there')
+  t.notOk(existsSync(out('long.jsonl')))
   const r = await run([...read(await jsonl(['{"a": 1}', '{"a": 2, "b": 3}'])), { stage: 'to-csv' }, toFile(out('x.csv'))])
   t.match(r.summary.error, { code: 'rows.csv-unknown-field', location: { row: 2 }, message: /field "b" is not a column \(a\)/ })
   const named = out('named.csv')

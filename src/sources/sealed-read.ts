@@ -13,6 +13,7 @@ import { CHANNELS, CHANNEL_TABLES, type Channel, type TableName } from '../forma
 import { openParquetRows } from './parquet-read.js'
 
 const BATCH_ROWS = 4096
+const MAX_LINE_BYTES = 8 * 2 ** 20
 const HOUR_OR_DATE = /^(\d{4}-\d{2}-\d{2})(?:T([01]\d|2[0-3]))?$/
 
 const bound = z.string().regex(HOUR_OR_DATE, 'must be a date YYYY-MM-DD or an hour YYYY-MM-DDTHH').refine((s) => dayStartNs(s.slice(0, 10)) !== null, 'must be a calendar date')
@@ -54,6 +55,8 @@ async function* envelopeRows(hourDir: string): AsyncGenerator<RowBatch> {
         }
       }
       carry = Buffer.from(data.subarray(pos))
+      // The verifier's cap on a line (an unverified read meets it here): an endless line is never held whole.
+      if (carry.byteLength > MAX_LINE_BYTES) throw new PipeError('sealed-read.raw-line', `a line is longer than ${MAX_LINE_BYTES} bytes`, { location: { file: path, line: line + 1 } })
     }
     if (carry.byteLength > 0) throw new PipeError('sealed-read.raw-line', 'the last line has no newline', { location: { file: path, line: line + 1 } })
     if (rows.length > 0) yield new RowBatch(rows, bytes)

@@ -26,6 +26,9 @@ export const fromJsonlStage = defineStage({
     return async function* (source: AsyncIterable<unknown>) {
       for await (const item of source) {
         const lines = item as LineBatch
+        // A line over split-lines' cap was dropped: a row lost is an error here, not a finding, and the
+        // run stops at once rather than read the rest of an endless line.
+        if (lines.skipped > 0) throw new PipeError('rows.line-too-long', 'a line is longer than split-lines\' maxLineBytes: it cannot be read as a row', { location: { line: lines.firstLine - lines.skipped } })
         const rows: Row[] = new Array(lines.count)
         for (let i = 0; i < lines.count; i++) {
           const where = { location: { line: lines.firstLine + i } }

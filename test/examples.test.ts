@@ -104,6 +104,18 @@ t.test('raw-over-http: a raw file fetched from nginx, hash-checked and verified 
   const wrong = run([...args, '--blake3', '0'.repeat(64)])
   t.equal(wrong.status, 1)
   t.match(JSON.parse(wrong.stdout), { ok: false, findings: [{ code: 'raw.blake3-mismatch' }] })
+
+  // verify-raw is the same composition, with --url for its source.
+  const url = `${nginx.base}/raw.jsonl.zst`
+  const direct = run(['verify-raw', '--url', url, '--sha256', sha256, '--blake3', raw.blake3, '--rows', String(raw.rows), '--hour', '2026-10-04T14', '--json'])
+  t.equal(direct.status, 0, direct.stderr)
+  t.match(JSON.parse(direct.stdout), { ok: true, findings: [], lines: raw.rows })
+  const tampered = run(['verify-raw', '--url', url, '--sha256', '0'.repeat(64), '--json'])
+  t.equal(tampered.status, 1, 'bytes that do not hash to --sha256 are refused before a line is read')
+  t.match(JSON.parse(tampered.stdout).error, { code: 'fetch.hash-mismatch' })
+  const noHash = run(['verify-raw', '--url', url])
+  t.equal(noHash.status, 2)
+  t.equal(noHash.stderr, 'pipe: --sha256: --url needs --sha256: a fetched file is checked before a line of it is read (usage.missing-option)\n')
 })
 
 t.test('pack-patterns-to-jsonl: one class of a store\'s patterns, the ones the export holds under that class', async (t) => {

@@ -1,7 +1,8 @@
 /** Record format v1's rules as functions: times, decimals, manifests, tables, keys, the verifier and the sealer. */
 export { parseTime, tryParseTime, formatTime, dayStartNs } from '../src/formats/record/time.js'
 export { RecordVerifier, type VerifyOptions, type VerifyFinding, type VerifySummary } from '../src/formats/record/verify/verify.js'
-export { sealHour, sealDay, type SealHourOptions, type SealHourResult } from '../src/formats/record/seal/seal.js'
+export { sealHour, sealDay, prepareHour, commitHour, HourDraft, type SealHourOptions, type SealHourResult } from '../src/formats/record/seal/seal.js'
+export { keySigner, recordSigner, type Sign, type SignerOptions } from '../src/formats/record/keys/signer.js'
 export { readTableRows, TABLE_NAMES, TABLE_COLUMNS, type ReadTableRow } from '../src/formats/record/tables.js'
 export { readJwksFile, readPrivateJwkFile, type PublicJwks, type PrivateSigningJwk } from '../src/formats/record/keys/keys.js'
 export { signDetached } from '../src/formats/record/keys/jws.js'

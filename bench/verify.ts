@@ -21,6 +21,7 @@ import { newSigningKey, writeJwksFile } from '../src/formats/record/keys/keys.js
 import { sealHour } from '../src/formats/record/seal/seal.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
 import { binanceSpot } from '../src/venues/binance.js'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 const HOURS = Number(process.env.BENCH_HOURS ?? 8760)
 const HOUR = 3_600_000_000_000n
@@ -50,7 +51,7 @@ try {
       for (const e of simulateReplicas({ channel: 'trades', start: START + BigInt(first) * HOUR - 10n * S, end: START + BigInt(last) * HOUR, framesPerSecond: 0.02, seed: 5 + first })) await builder.append(e)
       await builder.commit()
       for (let h = first; h < last; h++) {
-        await sealHour({ root, journal, recorder: 'bench', venue: binanceSpot, channel: 'trades', hourStart: START + BigInt(h) * HOUR, key: privateJwk, createdBy: 'pipe bench' })
+        await sealHour({ root, journal, recorder: 'bench', venue: binanceSpot, channel: 'trades', hourStart: START + BigInt(h) * HOUR, sign: keySigner(privateJwk), createdBy: 'pipe bench' })
       }
       console.log(`sealed ${last} of ${HOURS} hours`)
     }

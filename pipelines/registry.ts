@@ -1,7 +1,10 @@
 import { Registry } from '../src/core/registry.js'
 import { verifyRaw } from './verify-raw.js'
 import { sealHourPipeline } from './seal-hour.js'
-import { sealSink } from '../src/sinks/seal.js'
+import { sealCommitSink } from '../src/sinks/seal.js'
+import { sealHourFilesStage } from '../src/transforms/seal-hour-files.js'
+import { chainLinkStage } from '../src/transforms/chain-link.js'
+import { signStage } from '../src/transforms/sign.js'
 import { fileSource, stdinSource } from '../src/sources/file.js'
 import { httpFileSource } from '../src/sources/http-file.js'
 import { fetchObjectStage } from '../src/transforms/fetch-object.js'
@@ -30,7 +33,7 @@ for (const stage of [fileSource, stdinSource, httpFileSource, fetchObjectStage, 
   parquetReadSource, sealedReadSource, packTableReadSource, fromJsonlStage, filterStage, selectStage, toJsonlStage, toCsvStage, parquetWriteSink]) {
   registry.addStage(stage as unknown as StageDef)
 }
-registry.addStage(sealSink as unknown as StageDef)
+for (const stage of [sealHourFilesStage, chainLinkStage, signStage, sealCommitSink]) registry.addStage(stage as unknown as StageDef)
 registry.addPipeline(verifyRaw as never)
 registry.addPipeline(sealHourPipeline as never)
 import { registerJournal } from './journal-import.js'

@@ -40,6 +40,7 @@ import type { FrameEvent, JournalEvent } from '../src/formats/record/types.js'
 import { eventTime } from '../src/formats/record/types.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
 import { binanceSpot } from '../src/venues/binance.js'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 export const S = 1_000_000_000n
 export const MINUTE = 60n * S
@@ -174,7 +175,7 @@ export async function buildGolden(dir: string): Promise<void> {
     await builder.commit()
     const root = join(dir, 'root')
     for (let h = 0; h < HOURS; h++) {
-      await sealHour({ root, journal, recorder: RECORDER, venue: binanceSpot, channel: CHANNEL, hourStart: DAY_START + BigInt(h) * HOUR, key: privateJwk, createdBy: CREATED_BY })
+      await sealHour({ root, journal, recorder: RECORDER, venue: binanceSpot, channel: CHANNEL, hourStart: DAY_START + BigInt(h) * HOUR, sign: keySigner(privateJwk), createdBy: CREATED_BY })
     }
     await writeHashes(dir)
   } finally {

@@ -50,6 +50,7 @@ import type { TruthRecord } from '../src/sim/venue/truth.js'
 import type { ChecksumCheck, FrameClass, SequenceSpan, SequenceState, VenueAdapter } from '../src/venues/adapter.js'
 import { getVenue, venueAt } from '../src/venues/index.js'
 import { CREATED_BY, goldenKey, REPO, writeHashes, writeOrCheckTree } from './make-golden-record.js'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 const MS = 1_000_000n
 /** 2026-10-03T14:00:00Z, the golden hour. */
@@ -280,7 +281,7 @@ async function buildTree(cases: Case[], dir: string): Promise<void> {
       const builder = new JournalBuilder(journal)
       for (const e of await journalOf(c)) await builder.append(e)
       await builder.commit()
-      await sealHour({ root: join(dir, 'root'), journal, recorder: RECORDER, venue: getVenue(c.venue), channel: c.channel, hourStart: HOUR_NS, key: privateJwk, createdBy: CREATED_BY })
+      await sealHour({ root: join(dir, 'root'), journal, recorder: RECORDER, venue: getVenue(c.venue), channel: c.channel, hourStart: HOUR_NS, sign: keySigner(privateJwk), createdBy: CREATED_BY })
     }
     await writeHashes(dir)
   } finally {

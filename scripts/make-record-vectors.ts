@@ -45,6 +45,7 @@ import {
   goldenKey, writeHashes, writeOrCheckTree,
 } from './make-golden-record.js'
 import { parquetWriteBuffer } from 'hyparquet-writer'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 
 export const VECTORS_DIR = join(REPO, 'test', 'vectors', 'record')
@@ -447,7 +448,7 @@ async function buildReasonCase(caseDir: string, spec: ReasonSpec, key: Key, work
   for (const e of events) await builder.append(e)
   await builder.commit()
   await spec.journal?.(journal)
-  const { manifest } = await sealHour({ root: join(caseDir, 'root'), journal, recorder: 'golden', venue: binanceSpot, channel: 'trades', hourStart: R0, key, createdBy: CREATED_BY })
+  const { manifest } = await sealHour({ root: join(caseDir, 'root'), journal, recorder: 'golden', venue: binanceSpot, channel: 'trades', hourStart: R0, sign: keySigner(key), createdBy: CREATED_BY })
   return manifest.completeness.reasons
 }
 

@@ -19,6 +19,7 @@ import { newSigningKey } from '../src/formats/record/keys/keys.js'
 import { sealHour } from '../src/formats/record/seal/seal.js'
 import { eventTime, type JournalEvent } from '../src/formats/record/types.js'
 import { binanceSpot } from '../src/venues/binance.js'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 const H = BigInt(Date.UTC(2026, 9, 3, 14)) * 1_000_000n
 const HOUR = 3_600_000_000_000n
@@ -122,7 +123,7 @@ t.test('a disk that fills up: the lost frames are stated, and the hour is destin
 
   // Seal the hour: replica a lost a stretch, replica b recorded nothing at all.
   const { privateJwk } = await newSigningKey({ validFrom: '2020-01-01T00:00:00.000000000Z', seed: new Uint8Array(32).fill(9) })
-  const sealed = await sealHour({ root: join(out, 'root'), journal, recorder: 'r', venue: binanceSpot, channel: 'trades', hourStart: H, key: privateJwk, createdBy: 'pipe test' })
+  const sealed = await sealHour({ root: join(out, 'root'), journal, recorder: 'r', venue: binanceSpot, channel: 'trades', hourStart: H, sign: keySigner(privateJwk), createdBy: 'pipe test' })
   const reasons = sealed.manifest.completeness.reasons
   t.equal(sealed.manifest.completeness.status, 'partial')
   for (const r of ['destination_unavailable', 'recorder_down', 'sequence_gap'] as const) t.ok(reasons.includes(r), `${r} (${reasons.join(', ')}): the lost frames, b recording nothing, the trade ids a lacks`)

@@ -17,6 +17,7 @@ import { readPrivateJwkFile, type PublicJwks } from '../src/formats/record/keys/
 import { sealHour } from '../src/formats/record/seal/seal.js'
 import { simulateReplicas } from '../src/sim/replicas.js'
 import { binanceSpot } from '../src/venues/binance.js'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
 const pipe = (args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 60_000, env: childEnv() })
@@ -65,7 +66,7 @@ t.test('key new, key rotate, and verify judging each hour by the key valid at it
   await builder.commit()
   const oldKey = await readPrivateJwkFile(join(keys, first!))
   const newKey = await readPrivateJwkFile(join(keys, second))
-  const seal = (root: string, hourStart: bigint, key: typeof oldKey) => sealHour({ root, journal, recorder: 'r1', venue: binanceSpot, channel: 'trades', hourStart, key, createdBy: 'pipe test' })
+  const seal = (root: string, hourStart: bigint, key: typeof oldKey) => sealHour({ root, journal, recorder: 'r1', venue: binanceSpot, channel: 'trades', hourStart, sign: keySigner(key), createdBy: 'pipe test' })
 
   const good = join(base, 'good')
   await seal(good, H12 - HOUR, oldKey)

@@ -19,6 +19,7 @@ import { formatTime } from '../src/formats/record/time.js'
 import type { FrameEvent, JournalEvent, Replica } from '../src/formats/record/types.js'
 import { simulateReplicas, type ReplicaSimOptions } from '../src/sim/replicas.js'
 import { binanceSpot } from '../src/venues/binance.js'
+import { keySigner } from '../src/formats/record/keys/signer.js'
 
 type Tap = Parameters<Parameters<typeof t.test>[0]>[0]
 
@@ -46,7 +47,7 @@ async function fresh(name: string): Promise<{ journal: string; root: string }> {
 
 const RECORDER = 'rec-1'
 const seal = (root: string, journal: string, hourStart: bigint, channel: 'trades' | 'book' = 'trades') =>
-  sealHour({ root, journal, recorder: RECORDER, venue: binanceSpot, channel, hourStart, key, createdBy: CREATED_BY })
+  sealHour({ root, journal, recorder: RECORDER, venue: binanceSpot, channel, hourStart, sign: keySigner(key), createdBy: CREATED_BY })
 
 const dayDirOf = (root: string, ns: bigint, channel = 'trades') => join(root, `recorder=${RECORDER}`, 'venue=binance', `channel=${channel}`, `date=${formatTime(ns).slice(0, 10)}`)
 const hourDirOf = (root: string, ns: bigint, channel = 'trades') => join(dayDirOf(root, ns, channel), `hour=${formatTime(ns).slice(11, 13)}`)

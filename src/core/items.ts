@@ -37,5 +37,30 @@ export class RowBatch implements Measured {
   get itemCount(): number { return this.rows.length }
 }
 
+/**
+ * A JSON document on its way to being linked into a chain and signed (a manifest): chain-link sets the
+ * member naming the hash of the document before it and fixes the bytes; sign adds the signature; a sink
+ * lands both. A document marked `final` (an hour sealed before) passes through unchanged.
+ */
+export interface DocumentItem {
+  readonly kind: 'document'
+  /** What the document is, for messages and metrics (`hour 2026-10-03T14`). */
+  readonly name: string
+  readonly value: Record<string, unknown>
+  /** The stored document this one links to; null for the first of a chain; undefined: the document before it in the stream. */
+  readonly previousPath?: string | null
+  /** The document's bytes once linked: a sink writes exactly these. */
+  bytes?: Uint8Array
+  /** The detached signature over `bytes`, once signed. */
+  signature?: string
+  readonly final?: boolean
+  /** The bytes of `value` as stored (canonical JSON, within the format's limits). */
+  serialize(): Uint8Array
+}
+
+export function isDocumentItem(x: unknown): x is DocumentItem {
+  return typeof x === 'object' && x !== null && (x as DocumentItem).kind === 'document'
+}
+
 /** The item types stages declare. `any` matches everything; the runner refuses other mismatches. */
-export type ItemType = 'none' | 'bytes' | 'lines' | 'envelopes' | 'rows' | 'any'
+export type ItemType = 'none' | 'bytes' | 'lines' | 'envelopes' | 'rows' | 'documents' | 'any'

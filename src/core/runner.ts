@@ -126,7 +126,8 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
 
   const findings = new FindingSink({ json: settings.json, out: settings.stdout, ...(settings.maxFindings !== undefined ? { maxPerCode: settings.maxFindings } : {}), ...(formatFinding ? { format: formatFinding } : {}), ...(jsonReport ? { toJson: jsonReport.finding } : {}) })
   const summary: Record<string, unknown> = {}
-  const ctx: RunContext = { signal: controller.signal, stopRequested: stopping.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary }
+  const undo: (() => Promise<void>)[] = []
+  const ctx: RunContext = { signal: controller.signal, stopRequested: stopping.signal, stdin: settings.stdin, stdout: settings.stdout, stderr: settings.stderr, findings, summary, onFailure: (fn) => { undo.push(fn) } }
   const metrics: StageMetrics[] = stages.map((s) => ({ name: s.def.name, items_in: 0, bytes_in: 0, items_out: 0, bytes_out: 0 }))
   const failedStage = new WeakMap<object, string>()
   const progress = settings.progress ? startProgress(settings.stderr, metrics) : undefined
@@ -143,6 +144,7 @@ async function runResolved(name: string, stages: ResolvedStage[], settings: RunS
     await (pipeline as (...args: unknown[]) => Promise<void>)(...streams, { signal: controller.signal })
     await finish?.(ctx)
   } catch (err) {
+    for (const fn of undo.reverse()) await fn().catch(() => undefined)
     const reason = controller.signal.aborted ? controller.signal.reason ?? err : err
     const stage = typeof reason === 'object' && reason !== null ? failedStage.get(reason) : undefined
     return fail(settings, asPipeError(reason, stage), findings, metrics, summary, jsonReport, started)

@@ -24,6 +24,12 @@ export interface RunContext {
   readonly findings: FindingSink
   /** Fields a pipeline adds to its summary (e.g. `lines`); printed in the JSON summary and the text report. */
   readonly summary: Record<string, unknown>
+  /**
+   * Registers what to undo if the run fails after this point: a stage that hands a temporary on to a later
+   * stage (a sealed hour's folder, before the commit lands it) removes it here, since it cannot tell from
+   * inside its own stream whether a later stage failed.
+   */
+  onFailure(undo: () => Promise<void>): void
 }
 
 export interface StageContext extends RunContext {

@@ -10,10 +10,10 @@
  * `ASCII(BASE64URL(header)) || "." || manifest bytes`.
  */
 import canonicalize from 'canonicalize'
-import { sign } from 'node:crypto'
+import { sign, verify } from 'node:crypto'
 import { flattenedVerify, importJWK } from 'jose'
-import { PipeError } from '../../../core/errors.js'
-import { formatTimeNs, keyValidityAt, privateKeyObject, type PrivateSigningJwk, type PublicJwks } from './keys.js'
+import { PipeError, UsageError } from '../../../core/errors.js'
+import { formatTimeNs, keyValidityAt, privateKeyObject, publicKeyObject, type PrivateSigningJwk, type PublicJwks, type PublicSigningJwk } from './keys.js'
 
 export const JWS_ALG = 'Ed25519'
 
@@ -48,9 +48,25 @@ export function signingInput(encodedHeader: string, payload: Uint8Array): Buffer
 /** Signs `payload` (the exact manifest bytes) and returns the text of `manifest.json.sig`. */
 export function signDetached(payload: Uint8Array, privateJwk: PrivateSigningJwk): string {
   const key = privateKeyObject(privateJwk)
-  const encodedHeader = Buffer.from(protectedHeaderJson(privateJwk.kid), 'utf8').toString('base64url')
-  const signature = sign(null, signingInput(encodedHeader, payload), key)
-  return `${encodedHeader}..${signature.toString('base64url')}`
+  const encodedHeader = encodedHeaderOf(privateJwk.kid)
+  return detachedText(encodedHeader, sign(null, signingInput(encodedHeader, payload), key))
+}
+
+const encodedHeaderOf = (kid: string) => Buffer.from(protectedHeaderJson(kid), 'utf8').toString('base64url')
+const detachedText = (encodedHeader: string, signature: Uint8Array) => `${encodedHeader}..${Buffer.from(signature).toString('base64url')}`
+
+/**
+ * The text of `manifest.json.sig` made by a signer that holds the key elsewhere (`signRaw`: a hardware
+ * token or a KMS behind a command): it is given the JWS signing input and returns the raw 64-byte Ed25519
+ * signature, which must verify under `publicJwk` (the key set's entry for its kid) before it is used.
+ */
+export async function signDetachedWith(payload: Uint8Array, publicJwk: Pick<PublicSigningJwk, 'kid' | 'x'>, signRaw: (input: Buffer) => Promise<Uint8Array>): Promise<string> {
+  const encodedHeader = encodedHeaderOf(publicJwk.kid)
+  const input = signingInput(encodedHeader, payload)
+  const signature = await signRaw(input)
+  if (signature.byteLength !== 64) throw new UsageError('sign.bad-signature', `the signer gave ${signature.byteLength} bytes, not a 64-byte Ed25519 signature`)
+  if (!verify(null, input, publicKeyObject(publicJwk), signature)) throw new UsageError('sign.bad-signature', `the signer's signature does not verify under key ${publicJwk.kid}: it signed with another key`)
+  return detachedText(encodedHeader, signature)
 }
 
 function fail(code: SigCode, detail: string, kid?: string): VerifyResult {

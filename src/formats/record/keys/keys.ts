@@ -250,7 +250,7 @@ export function isKeyValidAt(jwk: Pick<PublicSigningJwk, 'valid_from' | 'valid_u
  * Why check 6 would refuse a signature by `privateJwk` judged at `instant` against `jwks`, or undefined when
  * it would accept it: the set must hold the key (its kid, with the same public key) valid at that instant.
  */
-export function signingRefusal(jwks: PublicJwks, privateJwk: PrivateSigningJwk, instant: bigint): string | undefined {
+export function signingRefusal(jwks: PublicJwks, privateJwk: Pick<PrivateSigningJwk, 'kid' | 'x'>, instant: bigint): string | undefined {
   const published = jwks.keys.find((k) => k.kid === privateJwk.kid)
   if (!published) return `key ${privateJwk.kid} is not in the key set`
   if (published.x !== privateJwk.x) return `the key set's key ${privateJwk.kid} is not the public key of this private key`

@@ -8,8 +8,9 @@ import { blake3Digests, createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
 import { FILE_HEADER_SIZE, HOUR_NS, isRestated, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalFile, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
-import { signDetached } from '../keys/jws.js'
-import type { PrivateSigningJwk } from '../keys/keys.js'
+import type { Sign } from '../keys/signer.js'
+import { linkDocument } from '../../../codec/document-link.js'
+import type { DocumentItem } from '../../../core/items.js'
 import {
   COMPLETENESS_REASONS, FORMAT_VERSION, MANIFEST_LIMIT, RAW_FILE_NAME, dayDir, manifestBytes,
   type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary, type SequenceGap,
@@ -29,7 +30,8 @@ export interface SealHourOptions {
   channel: Channel
   /** Start of the UTC hour, ns. */
   hourStart: bigint
-  key: PrivateSigningJwk
+  /** Signs the hour's manifest, and a day's: a key pipe holds, or an external signer (keys/signer.ts). */
+  sign: Sign
   createdBy: string
   windowNs?: bigint
 }
@@ -180,7 +182,63 @@ export async function assertHourSealable(journal: JournalDirs, hourStart: bigint
   }
 }
 
+/**
+ * An hour built in a temporary folder beside its final one (raw file and tables), its manifest not yet
+ * linked to the hour before or signed: the document the chain-link and sign stages take, and
+ * {@link commitHour} lands. `final`: the hour was sealed before, and passes through unchanged.
+ */
+export class HourDraft implements DocumentItem {
+  readonly kind = 'document'
+  bytes?: Uint8Array
+  signature?: string
+
+  constructor(
+    readonly seal: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'sign'>,
+    readonly hourStart: bigint,
+    /** The hour's final folder. */
+    readonly dir: string,
+    /** The folder it is built in; null when final. */
+    readonly temp: string | null,
+    readonly manifest: HourlyManifest,
+    readonly previousPath: string | null,
+    readonly final: boolean,
+  ) {}
+
+  get name(): string { return `hour ${hourLabel(this.hourStart)}` }
+  get value(): Record<string, unknown> { return this.manifest as unknown as Record<string, unknown> }
+  serialize(): Uint8Array { return sealableManifest(this.manifest, this.dir) }
+}
+
+/** The member of a manifest that links it to the one before (check 5). */
+export const PREVIOUS_FIELD = 'previous_manifest_blake3'
+
+/**
+ * Seals one UTC hour of one channel from the journal into `root`, exactly as record format v1 lays it out,
+ * and after hour 23 the day: {@link prepareHour}, linked, signed, {@link commitHour}. Idempotent: an hour
+ * whose manifest exists is left as it is. Crash-safe: the hour is built in a temporary directory beside its
+ * final one and renamed into place only when complete.
+ */
 export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<SealHourResult> {
+  const draft = await prepareHour(o, batches)
+  try {
+    if (!draft.final) {
+      const previous = draft.previousPath === null ? null : await readManifest(draft.previousPath)
+      const bytes = await linkDocument(draft, previous, PREVIOUS_FIELD, 'blake3')
+      draft.signature = await o.sign(bytes)
+    }
+    return await commitHour(draft)
+  } catch (err) {
+    if (draft.temp) await rm(draft.temp, { recursive: true, force: true })
+    throw err
+  }
+}
+
+/**
+ * Builds the hour into a temporary folder and gives its draft; or, for an hour already sealed, the draft of
+ * what is there (final). Refuses an hour out of the chain's order. A day whose hour 23 was sealed but whose
+ * own manifest was not (a seal stopped in between) is finished first, or the chain of days would skip it.
+ */
+export async function prepareHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<HourDraft> {
   const start = o.hourStart
   const end = start + HOUR_NS
   const window = o.windowNs ?? PAIRING_WINDOW_NS
@@ -189,20 +247,15 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   const where = { file: finalDir }
   if (await exists(join(finalDir, 'manifest.json'))) {
     const manifest = JSON.parse((await readManifest(join(finalDir, 'manifest.json'))).toString('utf8')) as HourlyManifest
-    const result: SealHourResult = { status: 'already-sealed', dir: finalDir, manifest }
-    // A seal stopped between renaming hour 23 into place and writing the day finishes the day now.
-    if (isLastHourOfDay(start) && !(await exists(join(dirname(finalDir), 'manifest.json')))) result.daily = await sealDay(o, dateOf(start))
-    return result
+    return new HourDraft(o, start, finalDir, null, manifest, null, true)
   }
   const chain = await chainHours(o.root, ids)
-  let previous: string | null = null
+  let previousPath: string | null = null
   if (chain.length > 0) {
     const last = chain[chain.length - 1]!
     if (last >= end) throw new UsageError('seal.before-chain-end', `the chain already holds hours after ${hourLabel(start)} (up to ${hourLabel(last)}); hours are sealed in order`, { location: where })
     if (last !== start - HOUR_NS) throw new UsageError('seal.previous-hour-missing', `seal ${hourLabel(last + HOUR_NS)} first: the chain ends at ${hourLabel(last)} and never skips an hour`, { location: where })
-    previous = await blake3Hex(await readManifest(join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')))
-    // A seal stopped between renaming hour 23 into place and signing its day: the day is finished before the
-    // next one begins, or the chain of days would skip it for good.
+    previousPath = join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')
     const lastDay = dirname(hourDirOf(o.root, ids, last))
     if (isLastHourOfDay(last) && !((await exists(join(lastDay, 'manifest.json'))) && (await exists(join(lastDay, 'manifest.json.sig'))))) await sealDay(o, dateOf(last))
   }
@@ -215,23 +268,41 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   await mkdir(temp)
   try {
     const hourFiles = new Set([...await locateJournalReplicas(o.journal)].map(([replica, dir]) => journalFilePath(dir, replica, start)))
-    const manifest = await buildHour(o, temp, start, end, window, previous, hourFiles, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
-    const bytes = sealableManifest(manifest, finalDir)
-    await writeFileAtomic(join(temp, 'manifest.json'), bytes)
-    await writeFileAtomic(join(temp, 'manifest.json.sig'), signDetached(bytes, o.key))
-    await fsyncDir(temp)
-    await rename(temp, finalDir)
-    await fsyncDir(dayPath)
-    const result: SealHourResult = { status: 'sealed', dir: finalDir, manifest }
-    if (isLastHourOfDay(start)) result.daily = await sealDay(o, dateOf(start))
-    return result
+    const manifest = await buildHour(o, temp, start, end, window, hourFiles, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
+    return new HourDraft(o, start, finalDir, temp, manifest, previousPath, false)
   } catch (err) {
     await rm(temp, { recursive: true, force: true })
     throw err
   }
 }
 
-async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, previous: string | null, hourFiles: ReadonlySet<string>, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
+/**
+ * Lands a linked and signed hour: its manifest and signature into its folder, the folder renamed into
+ * place; after hour 23, the day. A final draft only finishes its day if that was left undone.
+ */
+export async function commitHour(draft: HourDraft): Promise<SealHourResult> {
+  const start = draft.hourStart
+  const o = draft.seal
+  if (draft.final) {
+    const result: SealHourResult = { status: 'already-sealed', dir: draft.dir, manifest: draft.manifest }
+    // A seal stopped between renaming hour 23 into place and writing the day finishes the day now.
+    if (isLastHourOfDay(start) && !(await exists(join(dirname(draft.dir), 'manifest.json')))) result.daily = await sealDay(o, dateOf(start))
+    return result
+  }
+  if (!draft.bytes || draft.signature === undefined || !draft.temp) throw new PipeError('seal.not-signed', `${draft.name} reached the commit without being linked and signed: put chain-link and sign before it`)
+  const temp = draft.temp
+  const dayPath = dirname(draft.dir)
+  await writeFileAtomic(join(temp, 'manifest.json'), draft.bytes)
+  await writeFileAtomic(join(temp, 'manifest.json.sig'), draft.signature)
+  await fsyncDir(temp)
+  await rename(temp, draft.dir)
+  await fsyncDir(dayPath)
+  const result: SealHourResult = { status: 'sealed', dir: draft.dir, manifest: draft.manifest }
+  if (isLastHourOfDay(start)) result.daily = await sealDay(o, dateOf(start))
+  return result
+}
+
+async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, hourFiles: ReadonlySet<string>, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
   // A run states that no gap was detected: only where the venue's trades carry a sequence to detect one by.
   const tracksRuns = o.channel === 'trades' && o.venue.tradeSequence !== false
   const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
@@ -350,7 +421,8 @@ async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bi
       replica_agreement: { both: stats.both, one_only: stats.oneOnly, conflict: conflicts.length },
       ...(conflicts.length > 0 ? { conflicts } : {}),
       completeness: { status, reasons: COMPLETENESS_REASONS.filter((r) => reasons.has(r)) },
-      previous_manifest_blake3: previous,
+      // Set when the hour is linked to the one before (chain-link).
+      previous_manifest_blake3: null,
     }
     return manifest
   } catch (err) {
@@ -434,7 +506,7 @@ async function conflictsOf(candidates: ConflictCandidates, rawPath: string, venu
 }
 
 /** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */
-export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'key'>, date: string): Promise<DailyManifest> {
+export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'sign'>, date: string): Promise<DailyManifest> {
   const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
   const dir = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, date))
   const hours: DailyManifest['hours'] = []
@@ -447,10 +519,12 @@ export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 've
   }
   const prevDate = new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
   const prevPath = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, prevDate), 'manifest.json')
-  const previous = (await exists(prevPath)) ? await blake3Hex(await readManifest(prevPath)) : null
-  const daily: DailyManifest = { format_version: FORMAT_VERSION, ...ids, date, hours, previous_manifest_blake3: previous }
-  const bytes = sealableManifest(daily, dir)
+  const previous = (await exists(prevPath)) ? await readManifest(prevPath) : null
+  const daily: DailyManifest = { format_version: FORMAT_VERSION, ...ids, date, hours, previous_manifest_blake3: null }
+  const doc: DocumentItem = { kind: 'document', name: `day ${date}`, value: daily as unknown as Record<string, unknown>, serialize: () => sealableManifest(daily, dir) }
+  const bytes = await linkDocument(doc, previous, PREVIOUS_FIELD, 'blake3')
+  const signature = await o.sign(bytes)
   await writeFileAtomic(join(dir, 'manifest.json'), bytes)
-  await writeFileAtomic(join(dir, 'manifest.json.sig'), signDetached(bytes, o.key))
+  await writeFileAtomic(join(dir, 'manifest.json.sig'), signature)
   return daily
 }

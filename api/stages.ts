@@ -1,7 +1,8 @@
 /** Every built-in stage's definition, for a user who composes in TypeScript or wraps one in a stage of their own. */
 export { fileSource, stdinSource } from '../src/sources/file.js'
 export { httpFileSource } from '../src/sources/http-file.js'
-export { parquetReadSource, openParquetRows } from '../src/sources/parquet-read.js'
+export { parquetReadSource } from '../src/sources/parquet-read.js'
+export { openParquetRows } from '../src/sources/parquet-rows.js'
 export { sealedReadSource } from '../src/sources/sealed-read.js'
 export { packTableReadSource } from '../src/sources/pack-table-read.js'
 export { fetchObjectStage } from '../src/transforms/fetch-object.js'

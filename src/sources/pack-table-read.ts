@@ -3,10 +3,7 @@ import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { RowBatch, type Row } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
-import { storeIndexLoader } from '../formats/pack/documents/store.js'
-import { checkStore, chooseManifest, storeTableRows } from '../formats/pack/export/export.js'
 import { PACK_TABLES, type PackTableName } from '../formats/pack/tables/table-schemas.js'
-import { plain } from './parquet-read.js'
 
 const BATCH_ROWS = 4096
 const TABLE_NAMES = Object.keys(PACK_TABLES) as [PackTableName, ...PackTableName[]]
@@ -24,6 +21,10 @@ export const packTableReadSource = defineStage({
     manifest: z.string().min(1).optional().describe('read this version (sha256:...) instead of the feed\'s current one'),
   }),
   async create(o) {
+    // Loaded here: the pack's store and Parquet readers, which other commands need not load.
+    const [{ storeIndexLoader }, { checkStore, chooseManifest, storeTableRows }, { plain }] = await Promise.all([
+      import('../formats/pack/documents/store.js'), import('../formats/pack/export/export.js'), import('./parquet-rows.js'),
+    ])
     const from = resolve(o.store)
     await checkStore(from)
     const { hash, manifest } = await chooseManifest(from, { ...(o.feed !== undefined ? { feed: o.feed } : {}), ...(o.manifest !== undefined ? { manifest: o.manifest } : {}) })

@@ -7,10 +7,8 @@ import { openRegularFile } from '../core/input-file.js'
 import { RowBatch, type Row } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
 import { RAW_FILE_NAME } from '../formats/record/manifest.js'
-import { tableFileName, TABLE_NAMES } from '../formats/record/tables.js'
 import { dayStartNs } from '../formats/record/time.js'
-import { CHANNELS, CHANNEL_TABLES, type Channel, type TableName } from '../formats/record/types.js'
-import { openParquetRows } from './parquet-read.js'
+import { CHANNELS, CHANNEL_TABLES, TABLE_NAMES, type Channel, type TableName } from '../formats/record/types.js'
 
 const BATCH_ROWS = 4096
 const MAX_LINE_BYTES = 8 * 2 ** 20
@@ -103,6 +101,8 @@ export const sealedReadSource = defineStage({
     const chain = { recorder: o.recorder ?? [...recorders][0]!, venue: o.venue, channel: o.channel }
     const rel = join(`recorder=${chain.recorder}`, `venue=${chain.venue}`, `channel=${chain.channel}`)
     const wanted = (hour: string) => (!from || hour >= from) && (!to || hour <= to)
+    // Loaded here: the Parquet reader, which other commands need not load.
+    const [{ openParquetRows }, { tableFileName }] = await Promise.all([import('./parquet-rows.js'), import('../formats/record/tables.js')])
     const rowsOf = async (hourDir: string): Promise<AsyncIterable<RowBatch>> => (o.table ? openParquetRows(join(hourDir, tableFileName(o.table))) : envelopeRows(hourDir))
     ctx.summary.hours = 0
 

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { PipeError } from '../core/errors.js'
 import { isDocumentItem } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
-import { signerOptions } from '../formats/record/keys/signer.js'
+import { signerOptions } from '../formats/record/keys/signer-options.js'
 
 /**
  * Signs each linked document's exact bytes: the detached JWS of record format v1 (`manifest.json.sig`),

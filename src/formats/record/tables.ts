@@ -21,14 +21,14 @@ import { fsyncDir } from '../../core/atomic-write.js'
 import { ParquetFileSink, RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile, type OpenParquetFile } from '../../codec/parquet-io.js'
 import { PipeError } from '../../core/errors.js'
 import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, compareDecimal16, decodeDecimal16, encodeDecimalTextInto, isDecimal38Text } from './decimal.js'
-import type { TableName, TableRow } from './types.js'
+import { TABLE_NAMES, type TableName, type TableRow } from './types.js'
 
 
 // ---------------------------------------------------------------------------------------------------
 // Schemas
 // ---------------------------------------------------------------------------------------------------
 
-export const TABLE_NAMES: readonly TableName[] = ['trades', 'book_snapshots', 'book_deltas']
+export { TABLE_NAMES } from './types.js'
 
 /** The file name of a table inside an hour directory ("Layout"). */
 export function tableFileName(table: TableName): string {

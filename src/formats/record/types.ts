@@ -11,6 +11,7 @@ export type Channel = 'trades' | 'book' | 'funding' | 'liquidations'
 export const CHANNELS: readonly Channel[] = ['trades', 'book', 'funding', 'liquidations']
 
 export type TableName = 'trades' | 'book_snapshots' | 'book_deltas'
+export const TABLE_NAMES: readonly TableName[] = ['trades', 'book_snapshots', 'book_deltas']
 
 /** The tables each channel carries ("Normalized tables"); funding and liquidations have none in v1. */
 export const CHANNEL_TABLES: Readonly<Record<Channel, readonly TableName[]>> = {

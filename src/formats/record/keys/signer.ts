@@ -4,29 +4,15 @@
  * by its kid. Either way the signer is refused, before anything is sealed, when check 6 would refuse its
  * signature at the instant the verifier judges it (the hour's or the day's end).
  */
-import { z } from 'zod'
 import { asUsage, UsageError, type Location } from '../../../core/errors.js'
 import { runSignerCommand } from '../../../core/signer-command.js'
 import { formatTime } from '../time.js'
 import { signDetached, signDetachedWith } from './jws.js'
+import type { SignerOptions } from './signer-options.js'
 import { readJwksFile, readPrivateJwkFile, signingRefusal, type PrivateSigningJwk, type PublicJwks } from './keys.js'
 
 /** Signs a manifest's exact bytes; gives the text of its `.sig`. */
 export type Sign = (bytes: Uint8Array) => Promise<string>
-
-export const signerOptions = {
-  key: z.string().min(1).optional().describe('the private signing key (JWK file from pipe key new); or signerCmd and kid'),
-  signerCmd: z.string().min(1).optional().describe('a command (run by /bin/sh) that signs: it signs the bytes it reads on stdin, or in the file $PIPE_SIGN_INPUT names, and prints the raw 64-byte Ed25519 signature, as `openssl pkeyutl -sign -rawin -inkey KEY.pem -in "$PIPE_SIGN_INPUT"` does; the key never reaches pipe'),
-  kid: z.string().min(1).optional().describe('with signerCmd: the kid of the signer\'s key in the key set'),
-  keys: z.string().min(1).optional().describe('the public key set (jwks.json) that publishes the key; default with key: jwks.json beside it'),
-}
-
-export interface SignerOptions {
-  key?: string | undefined
-  signerCmd?: string | undefined
-  kid?: string | undefined
-  keys?: string | undefined
-}
 
 export interface RecordSigner {
   sign: Sign

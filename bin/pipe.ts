@@ -213,7 +213,9 @@ async function main(argv: string[]): Promise<number> {
       else for (const p of registry.pipelines()) process.stdout.write(`${p.name.padEnd(16)} ${p.summary}\n`)
     })
     .command('stages', 'List the stages a pipeline can be built from', () => {}, () => {
-      for (const s of registry.stages()) process.stdout.write(`${s.name.padEnd(18)} ${s.kind.padEnd(9)} ${(s.takes + ' -> ' + s.gives).padEnd(20)} ${s.summary}\n`)
+      const types = (s: { takes: string; gives: string }) => `${s.takes} -> ${s.gives}`
+      const width = Math.max(...registry.stages().map((s) => types(s).length))
+      for (const s of registry.stages()) process.stdout.write(`${s.name.padEnd(18)} ${s.kind.padEnd(9)} ${types(s).padEnd(width)} ${s.summary}\n`)
     })
     .command('describe <name>', 'Show a pipeline (its options and stages) or a stage (its options)', (y) => y.positional('name', { type: 'string', demandOption: true }), (args) => {
       const name = String(args.name)

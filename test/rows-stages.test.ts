@@ -12,7 +12,7 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import { runStageList } from '../src/core/runner.js'
 import type { StageUse } from '../src/core/stage.js'
 import { registry } from '../pipelines/registry.js'
-import { parseTimeText } from '../src/transforms/rows/filter.js'
+import { parseTimeText } from '../src/transforms/rows/row-values.js'
 import { captureIO } from './helpers/io.js'
 
 const dir = await mkdtemp(join(tmpdir(), 'pipe-rows-'))

@@ -5,7 +5,7 @@
  * as their stored int64. Shared by the record format's tables and the parquet-read and parquet-write stages.
  */
 import type { FileHandle } from 'node:fs/promises'
-import type { AsyncBuffer, Compressors } from 'hyparquet'
+import type { AsyncBuffer, Compressors, SchemaElement } from 'hyparquet'
 import { ByteWriter } from 'hyparquet-writer'
 import { decompress } from 'zstd-napi'
 import { openRegularFile } from '../core/input-file.js'
@@ -94,4 +94,22 @@ export async function openParquetFile(path: string): Promise<OpenParquetFile> {
     await fh.close().catch(() => undefined)
     throw err
   }
+}
+
+/** The root's children in a flat Parquet schema (depth-first), each group's subtree skipped. */
+export function topLevelElements(schema: readonly SchemaElement[]): SchemaElement[] {
+  const out: SchemaElement[] = []
+  const skip = (i: number): number => {
+    const n = schema[i]?.num_children ?? 0
+    let j = i + 1
+    for (let k = 0; k < n && j < schema.length; k++) j = skip(j)
+    return j
+  }
+  const rootChildren = schema[0]?.num_children ?? 0
+  let i = 1
+  for (let c = 0; c < rootChildren && i < schema.length; c++) {
+    out.push(schema[i]!)
+    i = skip(i)
+  }
+  return out
 }

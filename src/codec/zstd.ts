@@ -5,6 +5,7 @@
 import { Worker } from 'node:worker_threads'
 import { z } from 'zod'
 import { PipeError, UsageError } from '../core/errors.js'
+import { openRegularFile } from '../core/input-file.js'
 import type { DecodeLimits, FromWorker, ToWorker } from './zstd-decode-worker.js'
 import { ZstdDecoder, type DecodeCaps } from './zstd-core.js'
 
@@ -171,4 +172,50 @@ export async function* zstdDecodeInProcess(source: AsyncIterable<Uint8Array>, ca
   }
   if (fill > 0) yield out.subarray(0, fill)
   decoder.assertComplete()
+}
+
+/**
+ * The lines (without their newline) of a zstd file such as a raw.jsonl.zst, decompressed on this thread:
+ * for a rare or small read, where a worker thread's start would cost more. Each line is valid until the
+ * next is asked for. Only a line split across chunks is copied; one longer than `maxLineBytes` is refused
+ * before it is held whole, and so is a last line without its newline.
+ */
+export async function* zstdFileLines(path: string, maxLineBytes: number): AsyncGenerator<Buffer> {
+  const { fh } = await openRegularFile(path)
+  const tooLong = (line: number) => new PipeError('raw.line-too-long', `line is longer than ${maxLineBytes} bytes`, { location: { file: path, line } })
+  try {
+    let carry: Buffer | null = null
+    let line = 0
+    const caps = decodeOptions.parse({ mode: 'zstd', requireCompressed: true })
+    for await (const chunk of zstdDecodeInProcess(fh.createReadStream({ autoClose: false }) as AsyncIterable<Uint8Array>, caps)) {
+      const data = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      let pos = 0
+      if (carry) {
+        const nl = data.indexOf(10)
+        if (nl < 0) {
+          if (carry.byteLength + data.byteLength > maxLineBytes) throw tooLong(line + 1)
+          carry = Buffer.concat([carry, data])
+          continue
+        }
+        line++
+        if (carry.byteLength + nl > maxLineBytes) throw tooLong(line)
+        yield Buffer.concat([carry, data.subarray(0, nl)])
+        carry = null
+        pos = nl + 1
+      }
+      for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
+        line++
+        if (nl - pos > maxLineBytes) throw tooLong(line)
+        yield data.subarray(pos, nl)
+        pos = nl + 1
+      }
+      if (pos < data.byteLength) {
+        if (data.byteLength - pos > maxLineBytes) throw tooLong(line + 1)
+        carry = Buffer.from(data.subarray(pos))
+      }
+    }
+    if (carry) throw new PipeError('raw.no-final-newline', 'the last line has no newline', { location: { file: path, line: line + 1 } })
+  } finally {
+    await fh.close()
+  }
 }

@@ -5,13 +5,13 @@ import { basename, dirname, join } from 'node:path'
 import type { SchemaElement } from 'hyparquet'
 import { ParquetWriter } from 'hyparquet-writer'
 import { Compressor } from 'zstd-napi'
-import { parseDecimalText, unscaledAt } from '../codec/decimal-text.js'
+import { unscaledAt } from '../codec/decimal-text.js'
 import { ParquetFileSink } from '../codec/parquet-io.js'
 import { fsyncDir } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import type { RowBatch, RowValue } from '../core/items.js'
 import { VERSION } from '../core/version.js'
-import { jsonNumberToPlainDecimal } from '../formats/record/decimal.js'
+import { decimalOf } from '../transforms/rows/row-values.js'
 import { TABLE_COLUMNS } from '../formats/record/tables.js'
 import { tryParseTime } from '../formats/record/time.js'
 import type { TableName } from '../formats/record/types.js'
@@ -66,7 +66,7 @@ function encoderOf(e: SchemaElement): (v: RowValue) => unknown {
   if (e.converted_type === 'DECIMAL') {
     const limit = 10n ** BigInt(e.precision!)
     return (v) => {
-      const d = typeof v === 'string' ? parseDecimalText(v) : typeof v === 'number' && Number.isFinite(v) ? parseDecimalText(jsonNumberToPlainDecimal(String(v)) ?? '') : null
+      const d = typeof v === 'string' || typeof v === 'number' ? decimalOf(v) : null
       if (!d) throw new Error('is not a decimal')
       const unscaled = unscaledAt(d, e.scale!)
       if (unscaled === null) throw new Error(`has more than ${e.scale} decimal places`)

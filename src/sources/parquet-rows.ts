@@ -1,7 +1,7 @@
 /** The rows of a Parquet file, exactly (parquet-read's work; loaded only when a pipeline reads Parquet). */
 import { parquetMetadataAsync, parquetScan, type FileMetaData, type SchemaElement } from 'hyparquet'
 import { bigEndianSigned, decimalText } from '../codec/decimal-text.js'
-import { RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile } from '../codec/parquet-io.js'
+import { RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile, topLevelElements } from '../codec/parquet-io.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { RowBatch, type Row, type RowValue } from '../core/items.js'
 import { partFacts, READ_LIMITS } from '../formats/pack/tables/parquet-read.js'
@@ -62,24 +62,6 @@ function converterOf(e: SchemaElement): (v: unknown) => RowValue {
   return plain
 }
 
-/** The file's top-level columns: each a leaf (no list or struct: those are read by their own stages). */
-function topLevelColumns(metadata: FileMetaData): SchemaElement[] {
-  const schema = metadata.schema
-  const out: SchemaElement[] = []
-  let i = 1
-  while (i < schema.length) {
-    const e = schema[i]!
-    out.push(e)
-    // Skip the subtree of a group.
-    let pending = e.num_children ?? 0
-    i++
-    while (pending > 0 && i < schema.length) {
-      pending += (schema[i]!.num_children ?? 0) - 1
-      i++
-    }
-  }
-  return out
-}
 
 /**
  * The rows of the Parquet file at `path` (its `columns`, or all), a row group at a time in batches of at most
@@ -105,7 +87,7 @@ export async function openParquetRows(path: string, columns?: readonly string[],
   })
   try {
     const metadata = await parquetMetadataAsync(f.file, { parsers: RAW_TIMESTAMPS, geoparquet: false }).catch((err: unknown) => { throw unreadable(err) })
-    const all = topLevelColumns(metadata)
+    const all = topLevelElements(metadata.schema)
     const nested = all.find((e) => (e.num_children ?? 0) > 0)
     const chosen = (columns ?? all.map((e) => e.name)).map((name) => {
       const e = all.find((c) => c.name === name)

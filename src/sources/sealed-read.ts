@@ -1,9 +1,8 @@
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { decodeOptions, zstdDecodeInProcess } from '../codec/zstd.js'
+import { zstdFileLines } from '../codec/zstd.js'
 import { asUsage, PipeError, UsageError } from '../core/errors.js'
-import { openRegularFile } from '../core/input-file.js'
 import { RowBatch, type Row } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
 import { RAW_FILE_NAME } from '../formats/record/manifest.js'
@@ -27,40 +26,25 @@ async function subdirs(dir: string, prefix: string): Promise<string[]> {
 /** The raw file's lines, each parsed: an envelope as a row. */
 async function* envelopeRows(hourDir: string): AsyncGenerator<RowBatch> {
   const path = join(hourDir, RAW_FILE_NAME)
-  const { fh } = await openRegularFile(path)
-  try {
-    let carry = Buffer.alloc(0)
-    let rows: Row[] = []
-    let bytes = 0
-    let line = 0
-    const caps = decodeOptions.parse({ mode: 'zstd', requireCompressed: true })
-    for await (const chunk of zstdDecodeInProcess(fh.createReadStream({ autoClose: false }) as AsyncIterable<Uint8Array>, caps)) {
-      const data = carry.byteLength > 0 ? Buffer.concat([carry, chunk]) : Buffer.from(chunk)
-      let pos = 0
-      for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
-        line++
-        try {
-          rows.push(JSON.parse(data.toString('utf8', pos, nl)) as Row)
-        } catch (err) {
-          throw new PipeError('sealed-read.raw-line', `not JSON: ${(err as Error).message}`, { location: { file: path, line } })
-        }
-        bytes += nl + 1 - pos
-        pos = nl + 1
-        if (rows.length === BATCH_ROWS) {
-          yield new RowBatch(rows, bytes)
-          rows = []
-          bytes = 0
-        }
-      }
-      carry = Buffer.from(data.subarray(pos))
-      // The verifier's cap on a line (an unverified read meets it here): an endless line is never held whole.
-      if (carry.byteLength > MAX_LINE_BYTES) throw new PipeError('sealed-read.raw-line', `a line is longer than ${MAX_LINE_BYTES} bytes`, { location: { file: path, line: line + 1 } })
+  let rows: Row[] = []
+  let bytes = 0
+  let line = 0
+  // The verifier's cap on a line: an unverified read meets it here, so an endless line is never held whole.
+  for await (const text of zstdFileLines(path, MAX_LINE_BYTES)) {
+    line++
+    try {
+      rows.push(JSON.parse(text.toString('utf8')) as Row)
+    } catch (err) {
+      throw new PipeError('sealed-read.raw-line', `not JSON: ${(err as Error).message}`, { location: { file: path, line } })
     }
-    if (carry.byteLength > 0) throw new PipeError('sealed-read.raw-line', 'the last line has no newline', { location: { file: path, line: line + 1 } })
-    if (rows.length > 0) yield new RowBatch(rows, bytes)
-  } finally {
-    await fh.close()
+    bytes += text.byteLength + 1
+    if (rows.length === BATCH_ROWS) {
+      yield new RowBatch(rows, bytes)
+      rows = []
+      bytes = 0
+    }
   }
+  if (rows.length > 0) yield new RowBatch(rows, bytes)
 }
 
 export const sealedReadSource = defineStage({

@@ -18,7 +18,7 @@ import { parquetMetadataAsync, parquetScan, type AsyncBuffer, type DecodedArray,
 import { ParquetWriter, type ColumnSource } from 'hyparquet-writer'
 import { Compressor } from 'zstd-napi'
 import { fsyncDir } from '../../core/atomic-write.js'
-import { ParquetFileSink, RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile, type OpenParquetFile } from '../../codec/parquet-io.js'
+import { ParquetFileSink, RAW_TIMESTAMPS, ZSTD_DECOMPRESSORS, openParquetFile, topLevelElements, type OpenParquetFile } from '../../codec/parquet-io.js'
 import { PipeError } from '../../core/errors.js'
 import { DECIMAL_BYTES, DECIMAL_PRECISION, DECIMAL_SCALE, compareDecimal16, decodeDecimal16, encodeDecimalTextInto, isDecimal38Text } from './decimal.js'
 import { TABLE_NAMES, type TableName, type TableRow } from './types.js'
@@ -763,24 +763,6 @@ export interface ColumnDescription {
   /** TIMESTAMP unit and isAdjustedToUTC from the logical type. */
   timestampUnit: string | null
   isAdjustedToUTC: boolean | null
-}
-
-/** The root's direct children (nested fields are described as one 'group' column each). */
-function topLevelElements(schema: readonly SchemaElement[]): SchemaElement[] {
-  const out: SchemaElement[] = []
-  const skip = (i: number): number => {
-    const n = schema[i]?.num_children ?? 0
-    let j = i + 1
-    for (let k = 0; k < n && j < schema.length; k++) j = skip(j)
-    return j
-  }
-  const rootChildren = schema[0]?.num_children ?? 0
-  let i = 1
-  for (let c = 0; c < rootChildren && i < schema.length; c++) {
-    out.push(schema[i]!)
-    i = skip(i)
-  }
-  return out
 }
 
 function describeElement(e: Readonly<SchemaElement>): ColumnDescription {

@@ -3,8 +3,7 @@ import { compareDecimals, parseDecimalText, type ScaledDecimal } from '../../cod
 import { PipeError, UsageError } from '../../core/errors.js'
 import { RowBatch, type Row, type RowValue } from '../../core/items.js'
 import { defineStage } from '../../core/stage.js'
-import { jsonNumberToPlainDecimal } from '../../formats/record/decimal.js'
-import { tryParseTime } from '../../formats/record/time.js'
+import { decimalOf, parseTimeText } from './row-values.js'
 
 const scalar = z.union([z.string(), z.number(), z.boolean(), z.null()])
 const bound = z.union([z.string(), z.number()])
@@ -22,27 +21,6 @@ const condition = z.object({
   as: z.enum(['decimal', 'time', 'string']).optional(),
 }).strict()
 type Condition = z.infer<typeof condition>
-
-const TIME_TEXT = /^(\d{4}-\d{2}-\d{2})(?:T(\d{2}:\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?Z)?$/
-
-/**
- * An instant in ns from `2026-10-03`, `2026-10-03T14:30Z`, `…T14:30:05Z` or `…T14:30:05.25Z` (up to nine
- * fraction digits; UTC only), so that a bound need not be written with record format v1's nine digits.
- */
-export function parseTimeText(text: string): bigint | null {
-  const m = TIME_TEXT.exec(text)
-  if (!m) return null
-  return tryParseTime(`${m[1]}T${m[2] ?? '00:00'}:${m[3] ?? '00'}.${(m[4] ?? '').padEnd(9, '0')}Z`)
-}
-
-function decimalOf(value: string | number): ScaledDecimal | null {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) return null
-    const plain = jsonNumberToPlainDecimal(String(value))
-    return plain === null ? null : parseDecimalText(plain)
-  }
-  return parseDecimalText(value)
-}
 
 /** How a condition's ranges compare: as it says, else as its bounds read (a number or decimal text: exactly; a time; else text). */
 function kindOf(c: Condition, where: string): Kind | null {

@@ -3,7 +3,7 @@ import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fsyncDir, writeFileAtomic } from '../../../core/atomic-write.js'
 import { PipeError, UsageError } from '../../../core/errors.js'
-import { formatBytes, openRegularFile, readInputFile } from '../../../core/input-file.js'
+import { formatBytes, readInputFile } from '../../../core/input-file.js'
 import { blake3Digests, createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
 import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
@@ -129,20 +129,10 @@ class HourStats {
 /** Calls `each` with every line (without its newline) of a written raw file, in order. */
 async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) => Promise<void>): Promise<void> {
   // In-process: a rare path over one hour's file, not worth a worker thread (which a TypeScript loader in
-  // scripts and tests cannot reach either).
-  const { zstdDecodeInProcess, decodeOptions } = await import('../../../codec/zstd.js')
+  // scripts and tests cannot reach either). The sealer's own file: no cap of a reader's on its lines.
+  const { zstdFileLines } = await import('../../../codec/zstd.js')
   let index = 0
-  let carry = Buffer.alloc(0)
-  const source = (await openRegularFile(rawPath)).fh.createReadStream() as AsyncIterable<Uint8Array>
-  for await (const chunk of zstdDecodeInProcess(source, decodeOptions.parse({}))) {
-    const data = Buffer.concat([carry, chunk])
-    let pos = 0
-    for (let nl = data.indexOf(10, pos); nl >= 0; nl = data.indexOf(10, pos)) {
-      await each(data.subarray(pos, nl), index++)
-      pos = nl + 1
-    }
-    carry = Buffer.from(data.subarray(pos))
-  }
+  for await (const line of zstdFileLines(rawPath, Number.MAX_SAFE_INTEGER)) await each(line, index++)
 }
 
 /**

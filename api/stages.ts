@@ -1,11 +1,12 @@
 /** Every built-in stage's definition, for a user who composes in TypeScript or wraps one in a stage of their own. */
 export { fileSource, stdinSource } from '../src/sources/file.js'
-export { httpFileSource } from '../src/sources/http-file.js'
+export { objectsSource } from '../src/sources/objects.js'
 export { parquetReadSource } from '../src/sources/parquet-read.js'
 export { openParquetRows } from '../src/sources/parquet-rows.js'
 export { sealedReadSource } from '../src/sources/sealed-read.js'
 export { packTableReadSource } from '../src/sources/pack-table-read.js'
 export { fetchObjectStage } from '../src/transforms/fetch-object.js'
+export { readFilesStage } from '../src/transforms/read-files.js'
 export { hashCheck, hashTee } from '../src/transforms/hash.js'
 export { zstdDecodeStage, zstdEncodeStage } from '../src/transforms/zstd.js'
 export { splitLinesStage } from '../src/transforms/split-lines.js'

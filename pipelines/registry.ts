@@ -6,8 +6,9 @@ import { sealHourFilesStage } from '../src/transforms/seal-hour-files.js'
 import { chainLinkStage } from '../src/transforms/chain-link.js'
 import { signStage } from '../src/transforms/sign.js'
 import { fileSource, stdinSource } from '../src/sources/file.js'
-import { httpFileSource } from '../src/sources/http-file.js'
+import { objectsSource } from '../src/sources/objects.js'
 import { fetchObjectStage } from '../src/transforms/fetch-object.js'
+import { readFilesStage } from '../src/transforms/read-files.js'
 import { atomicFileSink } from '../src/sinks/atomic-file.js'
 import { reportSink } from '../src/sinks/report.js'
 import { stdoutSink } from '../src/sinks/stdout.js'
@@ -29,7 +30,7 @@ import type { StageDef } from '../src/core/stage.js'
 
 /** Every stage and pipeline the CLI knows; users' JSON pipelines name stages from here. */
 export const registry = new Registry()
-for (const stage of [fileSource, stdinSource, httpFileSource, fetchObjectStage, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink,
+for (const stage of [fileSource, stdinSource, objectsSource, fetchObjectStage, readFilesStage, hashTee, hashCheck, zstdDecodeStage, zstdEncodeStage, splitLinesStage, canonicalCheckStage, parseEnvelopesStage, frameOrderStage, reportSink, atomicFileSink, stdoutSink,
   parquetReadSource, sealedReadSource, packTableReadSource, fromJsonlStage, filterStage, selectStage, toJsonlStage, toCsvStage, parquetWriteSink]) {
   registry.addStage(stage as unknown as StageDef)
 }

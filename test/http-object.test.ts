@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
@@ -7,7 +7,7 @@ import { runStageList } from '../src/core/runner.js'
 import { FetchLimiter, fetchObject, type FetchObjectOptions } from '../src/net/http-object.js'
 import { fetchObjectStage, type FetchedObjectItem } from '../src/transforms/fetch-object.js'
 import { registry } from '../pipelines/registry.js'
-import { captureIO } from './helpers/io.js'
+import { captureIO, withEnv } from './helpers/io.js'
 import { FaultProxy } from './helpers/fault-proxy.js'
 import { startNginx, type Nginx } from './helpers/nginx.js'
 import { needs } from './helpers/tools.js'
@@ -146,26 +146,40 @@ t.test('fetching objects from a real nginx through a fault-injecting proxy', nee
     t.equal(proxy.requests.length, from)
   })
 
-  await t.test('the http-file source gives the bytes once they are checked; wrong bytes give none', async (t) => {
-    const hex = sha(object).slice('sha256:'.length)
-    const dest = join(out, 'via-stage')
+  await t.test('objects -> fetch-object -> read-files gives the bytes once they are checked; wrong bytes give none', async (t) => {
+    // Its own TMPDIR, so that what fetch-object leaves there is this test's to see.
+    const fetchTmp = await mkdtemp(join(tmpdir(), 'fetch-tmp-'))
+    t.teardown(() => rm(fetchTmp, { recursive: true, force: true }))
+    const fetchTo = async (path: string) => {
+      const io = captureIO()
+      const result = await withEnv('TMPDIR', fetchTmp, () => runStageList(registry, 'get', [
+        { stage: 'objects', options: { objects: [{ url: `${proxy.base}/object.bin`, hash: sha(object) }] } },
+        { stage: 'fetch-object', options: { maxBytes: 8 << 20 } },
+        { stage: 'read-files' },
+        { stage: 'atomic-file', options: { path } },
+      ], io.settings))
+      return { result, err: io.err() }
+    }
+    const dest = join(out, 'via-stages')
     proxy.fault('/object.bin', { kind: 'cut', after: 700_000 })
-    let io = captureIO()
-    let r = await runStageList(registry, 'get', [{ stage: 'http-file', options: { url: `${proxy.base}/object.bin`, sha256: hex, maxBytes: 8 << 20 } }, { stage: 'atomic-file', options: { path: dest } }], io.settings)
-    t.equal(r.exitCode, 0, io.err())
+    const ok = await fetchTo(dest)
+    t.equal(ok.result.exitCode, 0, ok.err)
     t.ok((await readFile(dest)).equals(object), 'the whole object, after a resume')
+    t.equal(ok.result.summary.http_requests, 2, 'the resume counted in the summary')
+    t.same(await readdir(fetchTmp), [], 'the temporary folder is gone')
     proxy.fault('/object.bin', { kind: 'wrong-bytes' })
-    io = captureIO()
-    const refused = join(out, 'via-stage-refused')
-    r = await runStageList(registry, 'get', [{ stage: 'http-file', options: { url: `${proxy.base}/object.bin`, sha256: hex, maxBytes: 8 << 20 } }, { stage: 'atomic-file', options: { path: refused } }], io.settings)
-    t.not(r.exitCode, 0)
-    t.match(io.err(), /fetch\.hash-mismatch/)
+    const refused = join(out, 'via-stages-refused')
+    const wrong = await fetchTo(refused)
+    t.not(wrong.result.exitCode, 0)
+    t.match(wrong.err, /fetch\.hash-mismatch/)
+    t.equal(wrong.result.stages.find((s) => s.name === 'read-files')!.bytes_out, 0, 'not a byte given')
     await t.rejects(readFile(refused), { code: 'ENOENT' }, 'no file under the final name')
+    t.same(await readdir(fetchTmp), [], 'the temporary folder is gone after the failure too')
   })
 
   await t.test('the fetch-object stage: each object into the folder by its hash, in order, at most N at once', async (t) => {
     const dir = join(out, 'objects')
-    const stage = fetchObjectStage.create({ dir, concurrency: 2, maxBytes: 8 << 20, retries: 4, timeoutMs: 60_000, stallMs: 15_000 }, { signal: new AbortController().signal } as never) as (s: AsyncIterable<unknown>) => AsyncIterable<FetchedObjectItem>
+    const stage = fetchObjectStage.create({ dir, concurrency: 2, maxBytes: 8 << 20, retries: 4, timeoutMs: 60_000, stallMs: 15_000 }, { signal: new AbortController().signal, summary: {} } as never) as (s: AsyncIterable<unknown>) => AsyncIterable<FetchedObjectItem>
     proxy.fault('/object.bin', { kind: 'cut', after: 300_000 })
     const items = [{ url: `${proxy.base}/object.bin`, hash: sha(object), bytes: object.length }, { url: `${proxy.base}/small.bin`, hash: sha(small) }]
     const got: FetchedObjectItem[] = []
@@ -173,7 +187,7 @@ t.test('fetching objects from a real nginx through a fault-injecting proxy', nee
     t.same(got.map((g) => [g.hash, g.bytes, g.path]), [[sha(object), object.length, join(dir, sha(object).slice(7))], [sha(small), small.length, join(dir, sha(small).slice(7))]])
     t.ok((await readFile(got[0]!.path)).equals(object))
     proxy.fault('/small.bin', { kind: 'wrong-bytes' })
-    const again = fetchObjectStage.create({ dir, concurrency: 2, maxBytes: 8 << 20, retries: 4, timeoutMs: 60_000, stallMs: 15_000 }, { signal: new AbortController().signal } as never) as (s: AsyncIterable<unknown>) => AsyncIterable<FetchedObjectItem>
+    const again = fetchObjectStage.create({ dir, concurrency: 2, maxBytes: 8 << 20, retries: 4, timeoutMs: 60_000, stallMs: 15_000 }, { signal: new AbortController().signal, summary: {} } as never) as (s: AsyncIterable<unknown>) => AsyncIterable<FetchedObjectItem>
     const bad = { url: `${proxy.base}/small.bin`, hash: sha(small).replace(/.$/, '0') }
     await t.rejects((async () => { for await (const _ of again((async function* () { yield bad })())) void _ })(), { code: /^fetch\./ })
     await t.rejects((async () => { for await (const _ of again((async function* () { yield { url: 1 } })())) void _ })(), { code: 'fetch.bad-item' })

@@ -25,6 +25,7 @@ import type { CommandResult, CommandRunner } from '../src/recorder/clock/command
 import { NoneClock } from '../src/recorder/clock/none-clock.js'
 import { residentRunner } from '../src/recorder/clock/resident-runner.js'
 import { RealtimeReader, type ClockSources } from '../src/recorder/clock/realtime.js'
+import { withEnv } from './helpers/io.js'
 
 const MS = 1_000_000n
 const S = 1_000_000_000n
@@ -318,19 +319,10 @@ function fakeChronyc(name: string, script: string): string {
   chmodSync(join(dir, 'chronyc'), 0o755)
   return dir
 }
-async function withPath<T>(path: string, body: () => Promise<T>): Promise<T> {
-  const saved = process.env.PATH
-  process.env.PATH = path
-  try {
-    return await body()
-  } finally {
-    process.env.PATH = saved
-  }
-}
 
 t.test('a chronyc on PATH that answers: a sample, and the probe says it answered', async (t) => {
   const dir = fakeChronyc('answers', `exec cat '${join(FIXTURES, 'nts-synchronized.csv')}'`)
-  await withPath(`${dir}:${process.env.PATH}`, async () => {
+  await withEnv('PATH', `${dir}:${process.env.PATH}`, async () => {
     t.same(await probeChronyc(), { answered: true })
     const clock = new ChronyClock()
     await clock.poll()
@@ -359,7 +351,7 @@ t.test('chronyc runs in one resident shell: the recorder forks once, not at ever
 })
 
 t.test('no chronyc at all: the probe says so; the clock keeps the reason', async (t) => {
-  await withPath(join(bin, 'nothing-here'), async () => {
+  await withEnv('PATH', join(bin, 'nothing-here'), async () => {
     const probe = await probeChronyc()
     t.equal(probe.answered, false)
     t.match(probe, { reason: /could not be run: spawn chronyc ENOENT/ })
@@ -387,7 +379,7 @@ function gone(pid: number): boolean {
 t.test('a chronyc that hangs is killed after the timeout, with its children, and the event loop stays free', async (t) => {
   const pidFile = join(bin, 'sleep.pid')
   const dir = fakeChronyc('hanging', `sleep 30 & echo $! > '${pidFile}'; wait`)
-  await withPath(`${dir}:${process.env.PATH}`, async () => {
+  await withEnv('PATH', `${dir}:${process.env.PATH}`, async () => {
     const clock = new ChronyClock({ timeoutMs: 300 })
     const delay = monitorEventLoopDelay({ resolution: 10 })
     delay.enable()

@@ -66,7 +66,8 @@ export interface FetchedObject {
   refetchedBytes: number
 }
 
-const SHA256_NAME = /^sha256:([0-9a-f]{64})$/
+/** An object's name: `sha256:` and the 64 lower-case hex digits of its bytes' SHA-256. */
+export const SHA256_NAME = /^sha256:([0-9a-f]{64})$/
 /** Statuses worth another try: the server or a proxy may answer next time. */
 const RETRIED_STATUS = new Set([408, 425, 429, 500, 502, 503, 504])
 
@@ -75,6 +76,8 @@ class Retryable extends Error {}
 
 /** Fetches `url` into `dest`, resuming cut transfers, and gives the object only when its size and hash are right. */
 export async function fetchObject(o: FetchObjectOptions): Promise<FetchedObject> {
+  // A fetch that waited its turn after its caller stopped must not make `dest`'s folder again.
+  o.signal?.throwIfAborted()
   const hex = o.hash === undefined ? undefined : SHA256_NAME.exec(o.hash)?.[1]
   if (o.hash !== undefined && hex === undefined) throw new PipeError(FETCH_CODES.badHash, `${o.url}: ${JSON.stringify(o.hash)} is not sha256: and 64 hex digits, so no download can be checked against it`)
   let url: URL

@@ -22,3 +22,15 @@ export function childEnv(): NodeJS.ProcessEnv {
   delete env.NODE_OPTIONS
   return env
 }
+
+/** Runs `step` with the environment variable `name` set to `value` (TMPDIR, which os.tmpdir() reads each time; PATH), then as it was. */
+export async function withEnv<T>(name: string, value: string, step: () => Promise<T>): Promise<T> {
+  const before = process.env[name]
+  process.env[name] = value
+  try {
+    return await step()
+  } finally {
+    if (before === undefined) delete process.env[name]
+    else process.env[name] = before
+  }
+}

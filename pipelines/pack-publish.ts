@@ -5,20 +5,22 @@ import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
 import { VERSION } from '../src/core/version.js'
+import { defaultPublisherKeyPath } from '../src/formats/pack/keys/key-home.js'
 
 const RETRACTION = /^([^=]+)=(.*)$/s
 
+
 /**
- * The source of `pipe run pack-publish`: publishes the records, or what a library holds (--from-library), as
- * a new version and yields one item, the manifest hash (so the run's summary counts one version); the rest
- * goes to the summary.
+ * The source of `pipe run pack-publish`: draws up the records, or what a library holds (--from-library), as a
+ * new version of a feed (its tables, indexes and media into the store), and gives its two documents to sign:
+ * the manifest, then the ref. pack-commit lands them once signed.
  */
-export const packPublishStage = defineStage({
-  name: 'pack-publish',
+export const packVersionStage = defineStage({
+  name: 'pack-version',
   kind: 'source',
-  summary: 'Publishes records (docs/pack-records.md), or what the library holds, as a new signed version of a feed in a JETCARP store',
+  summary: 'Draws up records (docs/pack-records.md), or what the library holds, as a new version of a feed in a JETCARP store: its manifest and ref, to sign',
   takes: 'none',
-  gives: 'any',
+  gives: 'documents',
   options: z.object({
     feed: z.string().min(1).describe('the feed: 1 to 64 letters, digits and -'),
     to: z.string().min(1).describe('the store (created when missing)'),
@@ -27,8 +29,8 @@ export const packPublishStage = defineStage({
     id: z.array(z.string().min(1)).default([]).describe('with --from-library: a record to publish, by content id (a pattern\'s id, ant-..., qs-...), with its events, tilings, rules and media; repeat for several'),
     query: z.string().min(1).optional().describe('with --from-library: records whose columns have these values, {"table":"patterns","where":{"class":"spaceship","period":[3,4]}}'),
     searches: z.boolean().default(true).describe('with --from-library, --no-searches leaves out ratings of search runs (the library holds no search runs)'),
-    views: z.boolean().default(false).describe('write views.sql in the store: DuckDB views over the new version\'s tables (not part of the format)'),
     key: z.string().min(1).optional().describe('the publisher key made by `pipe pack key` (default: the one in the settings directory)'),
+    publicOnly: z.boolean().default(false).describe('read only the key\'s .pub and statements: an external signer (sign with signerCmd) holds the private key'),
     created: z.string().optional().describe('the version\'s time (RFC 3339 UTC, whole seconds): the same records and time give the same bytes'),
     merge: z.array(z.string().min(1)).default([]).describe('another store whose current version becomes a further parent; repeat for several'),
     retract: z.array(z.string().min(1)).default([]).describe('TARGET=reason: withdraw a record (pattern:<id>, ant:<id>, quickstart:<id>); repeat for several'),
@@ -51,51 +53,60 @@ export const packPublishStage = defineStage({
     // The library's modules (SQLite among them) are loaded only to publish from one.
     const fromLibrary = o.fromLibrary === undefined ? undefined : await import('../src/library/library-publish.js')
     const query = o.query === undefined ? undefined : fromLibrary!.parseLibraryQuery(o.query)
-    const [{ publishPack }, publisherKeys] = await Promise.all([import('../src/formats/pack/publish/publish.js'), import('../src/formats/pack/keys/publisher-key.js')])
-    const { loadPublisherKey, defaultPublisherKeyPath } = publisherKeys
+    const [{ preparePack, draftDocuments }, publisherKeys] = await Promise.all([import('../src/formats/pack/publish/publish.js'), import('../src/formats/pack/keys/publisher-key.js')])
     const path = o.key ?? defaultPublisherKeyPath()
-    const publisher = await loadPublisherKey(path).catch((err: unknown) => {
+    // With an external signer the private key is not pipe's to read: who publishes comes from the .pub and statements.
+    const publisher = await (o.publicOnly ? publisherKeys.loadPublisherIdentity(path) : publisherKeys.loadPublisherKey(path)).catch((err: unknown) => {
       throw new UsageError(err instanceof PipeError ? err.code : 'usage.key', `--key: ${(err as Error).message}`, { location: { file: path } })
     })
     return (async function* () {
       const version = {
-        feed: o.feed, store: o.to, key: publisher.key, statements: publisher.statements, publisherId: publisher.publisherId,
+        feed: o.feed, store: o.to, publicKey: publisher.publicKey, statements: publisher.statements, publisherId: publisher.publisherId,
         created: o.created ?? publisherKeys.packTimeNow(), merge: o.merge, retract, engineVersion: VERSION,
       }
-      let r
+      let draft
       if (fromLibrary) {
-        const published = await fromLibrary.publishFromLibrary({ ...version, library: o.fromLibrary!, selection: { ids: o.id, ...(query ? { query } : {}), searches: o.searches } })
-        const left = published.library
+        const prepared = await fromLibrary.prepareFromLibrary({ ...version, library: o.fromLibrary!, selection: { ids: o.id, ...(query ? { query } : {}), searches: o.searches } })
+        const left = prepared.library
         ctx.summary.from_library = {
           records: left.records, retracted: left.retracted, ratings_withheld: left.ratingsWithheld, score_models_withheld: left.scoreModelsWithheld,
           notes_stripped: left.notesStripped, search_run_ratings: left.searchRunRatings,
         }
-        r = published
+        draft = prepared.draft
       } else {
-        r = await publishPack({ ...version, records: o.records! })
+        draft = await preparePack({ ...version, records: o.records! })
       }
+      const r = draft.result
       Object.assign(ctx.summary, { manifest: r.manifest, seq: r.seq, parents: r.parents, new_parts: r.newParts, stats: r.stats, ...(r.notes.length > 0 ? { notes: r.notes } : {}) })
-      if (o.views) {
-        const { writeStoreViews } = await import('../src/formats/pack/publish/store-views.js')
-        ctx.summary.views = await writeStoreViews(o.to, r.manifest)
-      }
-      yield r.manifest
+      yield* draftDocuments(draft)
     })()
   },
 })
 
+const { publicOnly: _publicOnly, ...versionOptions } = packVersionStage.options.shape
+
+/** pack-version -> sign (the publisher's SSH key, or --signer-cmd) -> pack-commit. */
 export const packPublishPipeline = definePipeline({
   name: 'pack-publish',
   summary: 'Publish records, or what a library holds, as a new signed version of a feed (JETCARP pack format 1.0): tables, indexes, manifest, signature, ref',
-  options: packPublishStage.options,
+  options: z.object({
+    ...versionOptions,
+    signerCmd: z.string().min(1).optional().describe('sign through this command instead of reading the key (run by /bin/sh): it prints the armored SSH signature of the bytes on its stdin in namespace $PIPE_SIGN_NAMESPACE, as `ssh-keygen -Y sign -f KEY.pub -n "$PIPE_SIGN_NAMESPACE"` does with the key in an agent or a token; the key\'s .pub and statements are read from --key\'s path'),
+    views: z.boolean().default(false).describe('write views.sql in the store: DuckDB views over the new version\'s tables (not part of the format)'),
+  }),
   stages(o) {
-    return [{ stage: 'pack-publish', options: o }, { stage: 'report', options: { field: 'versions' } }]
+    const { views, signerCmd, ...version } = o
+    const key = o.key ?? defaultPublisherKeyPath()
+    return [
+      { stage: 'pack-version', options: { ...version, publicOnly: signerCmd !== undefined } },
+      { stage: 'sign', options: { format: 'ssh', ...(signerCmd === undefined ? { key } : { signerCmd, publicKey: `${key}.pub` }) } },
+      { stage: 'pack-commit', options: { views } },
+    ]
   },
 })
 
-/** Registers the pack-publish stage and pipeline. */
+/** Registers the pack-version stage and the pack-publish pipeline. */
 export function registerPackPublish(registry: Registry): void {
-  registry.addStage(packPublishStage as unknown as StageDef)
+  registry.addStage(packVersionStage as unknown as StageDef)
   registry.addPipeline(packPublishPipeline as unknown as PipelineDef)
 }
-

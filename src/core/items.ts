@@ -53,6 +53,8 @@ export interface DocumentItem {
   bytes?: Uint8Array
   /** The detached signature over `bytes`, once signed. */
   signature?: string
+  /** The namespace an SSH signature over it is made in (pack format: a manifest's, a ref's); a JWS has none. */
+  readonly namespace?: string
   readonly final?: boolean
   /** The bytes of `value` as stored (canonical JSON, within the format's limits). */
   serialize(): Uint8Array

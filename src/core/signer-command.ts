@@ -5,7 +5,8 @@
  * $PIPE_SIGN_INPUT (private to this user, removed after): `openssl pkeyutl -sign -rawin -inkey key.pem
  * -in "$PIPE_SIGN_INPUT"`. It lets the private key live in a hardware token or a KMS: pipe never sees it.
  * The output is bounded, the command has a time limit, and a failure names the command's exit status and
- * the tail of what it printed on stderr.
+ * the tail of what it printed on stderr. `env` adds what a signer must know besides the bytes (an SSH
+ * signature's namespace, $PIPE_SIGN_NAMESPACE).
  */
 import { spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -16,20 +17,20 @@ import { UsageError } from './errors.js'
 const MAX_OUTPUT_BYTES = 64 * 2 ** 10
 const STDERR_TAIL = 400
 
-export async function runSignerCommand(command: string, input: Uint8Array, timeoutMs = 60_000): Promise<Buffer> {
+export async function runSignerCommand(command: string, input: Uint8Array, o: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Buffer> {
   const dir = await mkdtemp(join(tmpdir(), 'pipe-sign-'))
   try {
     const file = join(dir, 'input')
     await writeFile(file, input, { mode: 0o600 })
-    return await run(command, input, file, timeoutMs)
+    return await run(command, input, { ...o.env, PIPE_SIGN_INPUT: file }, o.timeoutMs ?? 60_000)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
 }
 
-function run(command: string, input: Uint8Array, file: string, timeoutMs: number): Promise<Buffer> {
+function run(command: string, input: Uint8Array, env: Record<string, string>, timeoutMs: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, PIPE_SIGN_INPUT: file } })
+    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } })
     const out: Buffer[] = []
     let outBytes = 0
     let stderr = ''

@@ -1,7 +1,7 @@
 /**
  * Publishing from the library (`pipe run pack-publish --from-library DB`): what the library holds, or a
  * selection of it, written as a records folder (docs/pack-records.md) and published from there by the
- * publisher itself (publishPack), so a version made from the library is held to every rule a version made
+ * publisher itself (preparePack), so a version made from the library is held to every rule a version made
  * from records is. (docs/library.md, "Publishing from the library")
  *
  * - Rows go out as the library keeps them, the pack's own rows: a fact row states every column, which the
@@ -24,7 +24,9 @@ import { openRegularFile } from '../core/input-file.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { parseTarget } from '../formats/pack/documents/documents.js'
 import { mediaExtension, writeObject } from '../formats/pack/documents/store.js'
-import { publishPack, type PublishOptions, type PublishResult } from '../formats/pack/publish/publish.js'
+import { preparePack, signAndCommit, type PackDraft, type PrepareOptions, type PublishResult } from '../formats/pack/publish/publish.js'
+import { keyPackSigner } from '../formats/pack/keys/pack-signer.js'
+import type { SshPrivateKey } from '../formats/pack/keys/ssh-key.js'
 import { findLatticeTiling } from '../formats/pack/geometry/tilings.js'
 import { PACK_TABLES, type PackType } from '../formats/pack/tables/table-schemas.js'
 import { EVENT_TABLES, Library, LIBRARY_CODES, rowTarget } from './library.js'
@@ -327,13 +329,22 @@ async function referencePatch(lib: Library, store: string, reference: string): P
   if (written.hash !== reference) throw new PipeError(LIBRARY_CODES.objectHash, `the library's reference patch ${reference} hashes to ${written.hash}`, { location: { file: from } })
 }
 
-export interface LibraryPublishOptions extends Omit<PublishOptions, 'records'> {
+export interface LibraryPrepareOptions extends Omit<PrepareOptions, 'records'> {
   library: string
   selection: LibrarySelection
 }
 
-/** Publishes the library's selection as a new version of `o.feed` in `o.store`, through a records folder removed afterwards. */
+export type LibraryPublishOptions = Omit<LibraryPrepareOptions, 'publicKey'> & { key: SshPrivateKey }
+
+/** Publishes the library's selection as a new version of `o.feed` in `o.store`, signed with `o.key`. */
 export async function publishFromLibrary(o: LibraryPublishOptions): Promise<PublishResult & { library: LibraryPublishReport }> {
+  const { key, ...rest } = o
+  const { draft, library } = await prepareFromLibrary({ ...rest, publicKey: key.publicKey })
+  return { ...(await signAndCommit(draft, keyPackSigner(key))), library }
+}
+
+/** Draws up the library's selection as a new version (preparePack), through a records folder removed afterwards. */
+export async function prepareFromLibrary(o: LibraryPrepareOptions): Promise<{ draft: PackDraft; library: LibraryPublishReport }> {
   const { library, selection, ...publish } = o
   const folder = await mkdtemp(join(tmpdir(), 'pipe-library-records-'))
   try {
@@ -344,7 +355,7 @@ export async function publishFromLibrary(o: LibraryPublishOptions): Promise<Publ
     } finally {
       lib.close()
     }
-    return { ...(await publishPack({ ...publish, records: folder })), library: report }
+    return { draft: await preparePack({ ...publish, records: folder }), library: report }
   } catch (err) {
     throw inLibrary(err, folder, library)
   } finally {

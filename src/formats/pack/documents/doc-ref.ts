@@ -83,7 +83,11 @@ export function refSignedBytes(ref: UnsignedRef | RefDocument): Buffer {
 
 /** Signs a ref with `key` (the publisher's current key or a machine key it authorises): the document and its file bytes. */
 export function signRef(ref: UnsignedRef, key: SshPrivateKey): BuiltDocument<RefDocument> {
-  const signature = signSshsig(key, refSignedBytes(ref), NS_REF)
+  return signedRef(ref, signSshsig(key, refSignedBytes(ref), NS_REF))
+}
+
+/** A ref with its signature (made over {@link refSignedBytes}, by pipe or an external signer): the document and its file bytes. */
+export function signedRef(ref: UnsignedRef, signature: string): BuiltDocument<RefDocument> {
   const document: RefDocument = { ...ref, signature }
   const bytes = writePackJson(document)
   return { document, bytes, hash: objectHash(bytes) }

@@ -79,23 +79,8 @@ function fail(code: string, message: string): never {
   throw new PipeError(code, message, { exitCode: EXIT_USAGE })
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Where the key lives.
-
-/**
- * pipe's settings directory: $PIPE_HOME, else $XDG_CONFIG_HOME/pipe (when absolute, as the XDG spec
- * requires), else ~/.config/pipe.
- */
-export function settingsDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.PIPE_HOME) return resolve(env.PIPE_HOME)
-  if (env.XDG_CONFIG_HOME && isAbsolute(env.XDG_CONFIG_HOME)) return join(env.XDG_CONFIG_HOME, 'pipe')
-  return join(env.HOME || homedir(), '.config', 'pipe')
-}
-
-/** `<settings>/pack/publisher_ed25519`: never ~/.ssh, unless the user points --key there. */
-export function defaultPublisherKeyPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(settingsDir(env), 'pack', 'publisher_ed25519')
-}
+// Where the key lives: key-home.ts, apart so that naming the default path loads nothing else.
+export { defaultPublisherKeyPath, settingsDir } from './key-home.js'
 
 export interface PublisherKeyFiles {
   privateKey: string
@@ -189,10 +174,11 @@ export interface EarlierKey {
   revocation?: KeyStatementDocument
 }
 
-export interface PublisherKey {
+/** Who publishes, as the key files say, without the private key: what a version names, and whose signature it needs. */
+export interface PublisherIdentity {
   files: PublisherKeyFiles
-  /** The current private key: it signs manifests and refs. */
-  key: SshPrivateKey
+  /** The current key's public half. */
+  publicKey: SshPublicKey
   /** The current key's SHA256: fingerprint: what manifests and refs name in publisher. */
   fingerprint: string
   /** Its `<signer>` name (keys/<signer>.json, sigs/.../<signer>.sig). */
@@ -208,14 +194,19 @@ export interface PublisherKey {
    * revocation cannot go there too).
    */
   statements: Buffer[]
-  /** The previous key, after a rotation: the signer of this key's statements. */
-  predecessor?: SshPrivateKey
   /** Every earlier key, newest first. */
   earlier: EarlierKey[]
   /** The publisher's id: the first key of the chain, which never changes. */
   publisherId: string
   /** Machine keys the current key's statement authorises (revoked ones marked). */
   machineKeys: MachineKeyState[]
+}
+
+export interface PublisherKey extends PublisherIdentity {
+  /** The current private key: it signs manifests and refs. */
+  key: SshPrivateKey
+  /** The previous key, after a rotation: the signer of this key's statements. */
+  predecessor?: SshPrivateKey
 }
 
 /** A key file or statement the publisher keeps: the largest is a key statement, which the spec bounds (Limits). */
@@ -264,10 +255,36 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
     const pub = parsePublicKey(pubText.toString('utf8'))
     if (!pub.ok || fingerprint(pub.value) !== fp) fail(PUBLISHER_KEY_CODES.inconsistent, `${files.publicKey} is not the public key of ${files.privateKey} (${fp})`)
   }
+  const identity = await identityOf(files, privateKey.publicKey, files.privateKey)
+  let predecessor: SshPrivateKey | undefined
+  const predecessorBytes = await readOptional(files.predecessor)
+  if (predecessorBytes !== undefined) {
+    predecessor = readPrivateKey(files.predecessor, predecessorBytes)
+    if (fingerprint(predecessor.publicKey) !== identity.statement.supersedes) fail(PUBLISHER_KEY_CODES.inconsistent, `${files.predecessor} is not the key ${fp} supersedes`)
+  }
+  return { ...identity, key: privateKey, ...(predecessor !== undefined ? { predecessor } : {}) }
+}
+
+/**
+ * The publisher the key files at `path` name, from the public key (`<path>.pub`) and the statements, held
+ * to the same rules as {@link loadPublisherKey}: for a private key pipe never reads (an external signer's).
+ */
+export async function loadPublisherIdentity(path: string): Promise<PublisherIdentity> {
+  const files = publisherKeyFiles(path)
+  await settleRotation(files)
+  const pubText = await readOptional(files.publicKey)
+  if (pubText === undefined) fail(PUBLISHER_KEY_CODES.missing, `no publisher public key at ${files.publicKey} (pipe pack key makes one)`)
+  const pub = parsePublicKey(pubText.toString('utf8'))
+  if (!pub.ok) fail(PUBLISHER_KEY_CODES.unreadable, `${files.publicKey}: ${pub.detail} (${pub.code})`)
+  return identityOf(files, pub.value, files.publicKey)
+}
+
+async function identityOf(files: PublisherKeyFiles, publicKey: SshPublicKey, keyFile: string): Promise<PublisherIdentity> {
+  const fp = fingerprint(publicKey)
   const statementBytes = await readOptional(files.statement)
-  if (statementBytes === undefined) fail(PUBLISHER_KEY_CODES.noStatement, `${files.privateKey} has no statement yet (${files.statement}); pipe pack key makes it`)
+  if (statementBytes === undefined) fail(PUBLISHER_KEY_CODES.noStatement, `${keyFile} has no statement yet (${files.statement}); pipe pack key makes it`)
   const statement = readStatement(files.statement, statementBytes)
-  if (statement.fingerprint !== fp) fail(PUBLISHER_KEY_CODES.inconsistent, `${files.statement} is the statement of ${statement.fingerprint}, not of ${files.privateKey} (${fp})`)
+  if (statement.fingerprint !== fp) fail(PUBLISHER_KEY_CODES.inconsistent, `${files.statement} is the statement of ${statement.fingerprint}, not of ${keyFile} (${fp})`)
 
   const earlier: EarlierKey[] = []
   const seen = new Set([fp])
@@ -285,18 +302,11 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
     previous = st.supersedes
   }
 
-  let predecessor: SshPrivateKey | undefined
-  const predecessorBytes = await readOptional(files.predecessor)
-  if (predecessorBytes !== undefined) {
-    predecessor = readPrivateKey(files.predecessor, predecessorBytes)
-    if (fingerprint(predecessor.publicKey) !== statement.supersedes) fail(PUBLISHER_KEY_CODES.inconsistent, `${files.predecessor} is not the key ${fp} supersedes`)
-  }
-
   const chain = verifyKeyChain(chainStatementsOf(statement, earlier).map((s) => ({ statement: s })))
   const state = chain.keys.get(fp)
   if (state?.status !== 'active' || state.publisherId === undefined) {
     const why = state?.reason ?? chain.findings[0]
-    fail(PUBLISHER_KEY_CODES.inconsistent, `the statements at ${files.privateKey} do not make ${fp} stand${why ? `: ${why.detail} (${why.code})` : ''}`)
+    fail(PUBLISHER_KEY_CODES.inconsistent, `the statements at ${keyFile} do not make ${fp} stand${why ? `: ${why.detail} (${why.code})` : ''}`)
   }
   for (const e of earlier) {
     const earlierState = chain.keys.get(e.fingerprint)
@@ -305,12 +315,11 @@ export async function loadPublisherKey(path: string): Promise<PublisherKey> {
   }
   return {
     files,
-    key: privateKey,
+    publicKey,
     fingerprint: fp,
-    signer: signerName(privateKey.publicKey),
+    signer: signerName(publicKey),
     statement,
     statements: [statementBytes, ...earlier.map((e) => keyStatementBytes(e.statement.supersedes === undefined ? (e.revocation ?? e.statement) : e.statement))],
-    ...(predecessor !== undefined ? { predecessor } : {}),
     earlier,
     publisherId: state.publisherId,
     machineKeys: [...state.authorised.values()],

@@ -14,12 +14,13 @@
 import { mkdir, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../../../core/errors.js'
+import type { DocumentItem } from '../../../core/items.js'
 import { openRegularFile, readInputFile } from '../../../core/input-file.js'
 import { buildManifest, parseManifest, type Creator, type Manifest, type RelatedIdentifier, type Retraction } from '../documents/doc-manifest.js'
 import { buildSearchIndex, buildTableIndex, MAX_INDEX_PARTS, parseSearchIndex, type ScorePart, type ScoreSet, type SearchSegment, type TablePart } from '../documents/doc-index.js'
-import { buildRef, parseRef, signRef } from '../documents/doc-ref.js'
+import { buildRef, parseRef, refSignedBytes, signedRef, type UnsignedRef } from '../documents/doc-ref.js'
 import { isPackTime } from '../keys/key-statements.js'
-import { isFeedName, isUuid, MAX_DOCUMENT_BYTES, parseTarget, readPackJson, storeDocumentBytes } from '../documents/documents.js'
+import { isFeedName, isUuid, MAX_DOCUMENT_BYTES, objectHash, parseTarget, readPackJson, storeDocumentBytes } from '../documents/documents.js'
 import { countPartBytes, walkSearchIndex, walkTableIndex } from '../documents/index-walk.js'
 import { PackPartWriter, prewarmPartsThread, type WrittenPart } from '../tables/parquet-write.js'
 import { openPart, READ_CODES, READ_LIMITS } from '../tables/parquet-read.js'
@@ -28,8 +29,9 @@ import {
   PUBLISH_CODES, FactBook, applyDefaults, factCaps, completeAnt, completePattern, completeQuickstart, completeTiling, recordError, resolveReferences, scrubLocalPaths,
   type RecordPlace, type Row,
 } from './publish-rows.js'
-import { fingerprint, signerName, signerNameFromFingerprint, type SshPrivateKey } from '../keys/ssh-key.js'
-import { NS_MANIFEST, signSshsig } from '../keys/sshsig.js'
+import { keyPackSigner, type PackSign } from '../keys/pack-signer.js'
+import { fingerprint, signerNameFromFingerprint, type SshPrivateKey, type SshPublicKey } from '../keys/ssh-key.js'
+import { NS_MANIFEST, NS_REF, verifySshsig } from '../keys/sshsig.js'
 import {
   adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, readDocumentObject, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
@@ -234,11 +236,44 @@ function firstFinding(findings: RowFinding[], at: RecordPlace): PipeError {
   return recordError(f.code, at, f.detail, f.column ?? undefined)
 }
 
-/** Publishes a new version of `o.feed` in `o.store`; see the module comment. */
+/** Publishes a new version of `o.feed` in `o.store`, signed with `o.key`; see the module comment. */
 export async function publishPack(o: PublishOptions): Promise<PublishResult> {
+  const { key, ...rest } = o
+  return signAndCommit(await preparePack({ ...rest, publicKey: key.publicKey }), keyPackSigner(key))
+}
+
+/** Signs a drawn-up version's manifest and ref with `sign`, and commits it. */
+export async function signAndCommit(draft: PackDraft, sign: PackSign): Promise<PublishResult> {
+  return commitPack(draft, await sign(draft.manifestBytes, NS_MANIFEST), await sign(refSignedBytes(draft.ref), NS_REF))
+}
+
+/** What preparePack takes: the publisher's public key, since the version is signed after it is drawn up. */
+export type PrepareOptions = Omit<PublishOptions, 'key'> & { publicKey: SshPublicKey }
+
+/**
+ * A version drawn up but not yet published: its tables, indexes, searches and media are in the store (objects,
+ * which nothing names until the manifest does), its manifest and ref are bytes to be signed.
+ */
+export interface PackDraft {
+  store: string
+  feed: string
+  /** The publisher's current key: the manifest and ref name it, and it must sign both. */
+  publisherKey: string
+  manifestBytes: Uint8Array
+  manifestHash: string
+  ref: UnsignedRef
+  statements: Uint8Array[]
+  result: PublishResult
+}
+
+/**
+ * Draws up a new version of `o.feed` in `o.store` (see the module comment): everything but the manifest
+ * object, its signature, the key statements and the ref, which {@link commitPack} writes once signed.
+ */
+export async function preparePack(o: PrepareOptions): Promise<PackDraft> {
   if (!isFeedName(o.feed)) throw usage('usage.bad-feed', `--feed ${JSON.stringify(o.feed)}: a feed is 1 to 64 letters, digits and -`)
   if (!isPackTime(o.created)) throw usage('usage.bad-time', `--created ${JSON.stringify(o.created)}: a pack time is RFC 3339 UTC with whole seconds, like 2026-11-11T00:00:00Z`)
-  const publisherKey = fingerprint(o.key.publicKey)
+  const publisherKey = fingerprint(o.publicKey)
   const publisherId = o.publisherId ?? publisherKey
   await mkdir(o.store, { recursive: true })
   if (!(await exists(storeFile(o.store, STORE_DOCUMENT_PATH)))) await writeStoreFile(o.store, STORE_DOCUMENT_PATH, storeDocumentBytes())
@@ -379,20 +414,36 @@ export async function publishPack(o: PublishOptions): Promise<PublishResult> {
     engine: { name: 'pipe', version: o.engineVersion, schemes: ENGINE_SCHEMES, rule_semantics: RULE_SEMANTICS },
     tables, searches, retracts, retain: [], stats,
   })
-  const manifest = await writeObject(o.store, built.bytes, 'json')
-  const signer = signerName(o.key.publicKey)
-  await writeStoreFile(o.store, signaturePath(manifest.hash, signer), Buffer.from(signSshsig(o.key, built.bytes, NS_MANIFEST)))
-  for (const st of o.statements) {
+  const manifestHash = objectHash(built.bytes)
+  return {
+    store: o.store, feed: o.feed, publisherKey, manifestBytes: built.bytes, manifestHash, statements: o.statements,
+    ref: buildRef({ feed: o.feed, manifest: manifestHash, publisher: publisherKey, seq, updated: o.created }),
+    result: { manifest: manifestHash, seq, parents: parents.map((p) => p.hash), newParts, stats, notes },
+  }
+}
+
+/**
+ * Publishes a drawn-up version: its manifest object, the manifest's signature, the publisher's key
+ * statements, and last the ref that makes it the feed's current version. Both signatures must be the
+ * publisher key's, in their namespaces: a signature that is not is refused before anything is written.
+ */
+export async function commitPack(draft: PackDraft, manifestSignature: string, refSignature: string): Promise<PublishResult> {
+  const signed = verifySshsig(manifestSignature, draft.manifestBytes, NS_MANIFEST, { expectedKey: draft.publisherKey })
+  if (!signed.ok) throw new PipeError(signed.code, `the signature of manifest ${draft.manifestHash}: ${signed.detail}`)
+  const refSigned = verifySshsig(refSignature, refSignedBytes(draft.ref), NS_REF, { expectedKey: draft.publisherKey })
+  if (!refSigned.ok) throw new PipeError(refSigned.code, `the signature of refs/${draft.feed}.json: ${refSigned.detail}`)
+  const manifest = await writeObject(draft.store, draft.manifestBytes, 'json')
+  await writeStoreFile(draft.store, signaturePath(manifest.hash, signed.signer), Buffer.from(manifestSignature))
+  for (const st of draft.statements) {
     const doc = readPackJson(st)
     if (!doc.ok) throw new PipeError(doc.code, `a key statement: ${doc.detail}`)
     const key = (doc.value as { fingerprint?: string }).fingerprint
     const name = typeof key === 'string' ? signerNameFromFingerprint(key) : undefined
     if (!name) throw new PipeError('pack.key-statement-invalid', 'a key statement without a fingerprint')
-    await writeStoreFile(o.store, keyPath(name), st)
+    await writeStoreFile(draft.store, keyPath(name), st)
   }
-  const ref = signRef(buildRef({ feed: o.feed, manifest: manifest.hash, publisher: publisherKey, seq, updated: o.created }), o.key)
-  await writeStoreFile(o.store, refPath(o.feed), ref.bytes)
-  return { manifest: manifest.hash, seq, parents: parents.map((p) => p.hash), newParts, stats, notes }
+  await writeStoreFile(draft.store, refPath(draft.feed), signedRef(draft.ref, refSignature).bytes)
+  return draft.result
 }
 
 /**
@@ -459,7 +510,7 @@ interface StagedFacts {
 
 /** Reads, completes and checks one table's records, and gives them to be written. */
 async function stageTable(
-  o: PublishOptions, name: PackTableName, rows: NewRowsJob, facts: StagedFacts, defaults: { publisher: string; engineVersion: string; seq: number }, notes: PublishNote[],
+  o: PrepareOptions, name: PackTableName, rows: NewRowsJob, facts: StagedFacts, defaults: { publisher: string; engineVersion: string; seq: number }, notes: PublishNote[],
 ): Promise<void> {
   const { book, ids, patterns, raters } = facts
   const validate = rowValidator(rows.schema)
@@ -620,7 +671,7 @@ function refuseMisplacedCells(row: Row, book: FactBook, at: RecordPlace): void {
 }
 
 /** A media record names its file (`file`, relative to the records folder): the file becomes an object of the store. */
-async function storeMedia(o: PublishOptions, row: Row, at: RecordPlace): Promise<void> {
+async function storeMedia(o: PrepareOptions, row: Row, at: RecordPlace): Promise<void> {
   const file = row['file']
   delete row['file']
   if (file === undefined) return
@@ -794,4 +845,24 @@ async function segmentObject(store: string, schema: TableSchema, dir: string, fi
   }
   if (parts.length !== 1) throw recordError(PUBLISH_CODES.record, { file: join(dir, file), line: 1 }, 'a segment is one Parquet object with at least one row')
   return parts[0]!
+}
+
+/** One of a drawn-up version's two documents to sign, as the sign and pack-commit stages take them. */
+export class PackDraftDocument implements DocumentItem {
+  readonly kind = 'document'
+  readonly bytes: Uint8Array
+  signature?: string
+
+  constructor(readonly draft: PackDraft, readonly namespace: typeof NS_MANIFEST | typeof NS_REF) {
+    this.bytes = namespace === NS_MANIFEST ? draft.manifestBytes : refSignedBytes(draft.ref)
+  }
+
+  get value(): Record<string, unknown> { return JSON.parse(Buffer.from(this.bytes).toString('utf8')) as Record<string, unknown> }
+  get name(): string { return this.namespace === NS_MANIFEST ? `manifest ${this.draft.manifestHash}` : `refs/${this.draft.feed}.json` }
+  serialize(): Uint8Array { return this.bytes }
+}
+
+/** The documents of a drawn-up version: its manifest, then its ref. */
+export function draftDocuments(draft: PackDraft): [PackDraftDocument, PackDraftDocument] {
+  return [new PackDraftDocument(draft, NS_MANIFEST), new PackDraftDocument(draft, NS_REF)]
 }

@@ -1,0 +1,44 @@
+import { z } from 'zod'
+import { PipeError } from '../core/errors.js'
+import { defineStage } from '../core/stage.js'
+
+/**
+ * The last step of a pack publish: once a version's manifest and ref are both signed, lands the manifest
+ * object, its signature, the publisher's key statements and the ref, in that order, each signature checked
+ * first to be the publisher key's in its namespace; with `views`, writes views.sql for the new version.
+ */
+export const packCommitSink = defineStage({
+  name: 'pack-commit',
+  kind: 'sink',
+  summary: 'Lands signed pack versions (JETCARP pack format): manifest, its signature, key statements, then the ref',
+  takes: 'documents',
+  gives: 'none',
+  options: z.object({
+    views: z.boolean().default(false).describe('write views.sql in the store: DuckDB views over the new version\'s tables (not part of the format)'),
+  }),
+  create(o, ctx) {
+    return async (source: AsyncIterable<unknown>) => {
+      const { PackDraftDocument, commitPack } = await import('../formats/pack/publish/publish.js')
+      let manifest: InstanceType<typeof PackDraftDocument> | undefined
+      let versions = 0
+      for await (const item of source) {
+        if (!(item instanceof PackDraftDocument)) throw new PipeError('usage.item-type', `${ctx.stage} takes the manifests and refs pack-version draws up`)
+        if (item.namespace === 'jetcarp-manifest') {
+          manifest = item
+          continue
+        }
+        if (manifest?.draft !== item.draft) throw new PipeError('pack.not-signed', `${item.name} came without its manifest: keep pack-version's documents together`)
+        if (manifest.signature === undefined || item.signature === undefined) throw new PipeError('pack.not-signed', `${manifest.signature === undefined ? manifest.name : item.name} reached the commit unsigned: put sign before pack-commit`)
+        const r = await commitPack(item.draft, manifest.signature, item.signature)
+        manifest = undefined
+        versions++
+        if (o.views) {
+          const { writeStoreViews } = await import('../formats/pack/publish/store-views.js')
+          ctx.summary.views = await writeStoreViews(item.draft.store, r.manifest)
+        }
+      }
+      if (manifest) throw new PipeError('pack.not-signed', `${manifest.name} came without its ref: nothing was published`)
+      ctx.summary.versions = versions
+    }
+  },
+})

@@ -3,7 +3,9 @@ import { verifyRaw } from './verify-raw.js'
 import { sealHourPipeline } from './seal-hour.js'
 import { sealCommitSink } from '../src/sinks/seal.js'
 import { packCommitSink } from '../src/sinks/pack-commit.js'
-import { sealHourFilesStage } from '../src/transforms/seal-hour-files.js'
+import { hourManifestStage } from '../src/transforms/seal/hour-manifest.js'
+import { pairReplicasStage } from '../src/transforms/seal/pair-replicas.js'
+import { writeHourFilesStage } from '../src/transforms/seal/write-hour-files.js'
 import { chainLinkStage } from '../src/transforms/chain-link.js'
 import { signStage } from '../src/transforms/sign.js'
 import { fileSource, stdinSource } from '../src/sources/file.js'
@@ -35,7 +37,7 @@ for (const stage of [fileSource, stdinSource, objectsSource, fetchObjectStage, r
   parquetReadSource, sealedReadSource, packTableReadSource, fromJsonlStage, filterStage, selectStage, toJsonlStage, toCsvStage, parquetWriteSink]) {
   registry.addStage(stage as unknown as StageDef)
 }
-for (const stage of [sealHourFilesStage, chainLinkStage, signStage, sealCommitSink, packCommitSink]) registry.addStage(stage as unknown as StageDef)
+for (const stage of [pairReplicasStage, writeHourFilesStage, hourManifestStage, chainLinkStage, signStage, sealCommitSink, packCommitSink]) registry.addStage(stage as unknown as StageDef)
 registry.addPipeline(verifyRaw as never)
 registry.addPipeline(sealHourPipeline as never)
 import { registerJournal } from './journal-import.js'

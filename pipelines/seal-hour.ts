@@ -8,9 +8,10 @@ import { CHANNELS } from '../src/formats/record/types.js'
 export const hourOption = z.string().refine((s) => parseHourName(s) !== null, 'must be a UTC hour like 2026-10-03T14')
 
 /**
- * Seals one hour, a stage a step: journal-read (the hour and its pairing window) -> seal-hour-files (pair
- * the replicas, write the raw file and tables, draw up the manifest) -> chain-link (to the hour before)
- * -> sign (a key file, or --signer-cmd) -> seal-commit (land the hour; the day after hour 23).
+ * Seals one hour, a stage a step: journal-read (the hour and its pairing window) -> pair-replicas (final
+ * frames in frame-time order, and the hour's facts) -> write-hour-files (raw file and tables, in a
+ * temporary folder) -> hour-manifest (the manifest drawn up) -> chain-link (to the hour before) -> sign (a
+ * key file, or --signer-cmd) -> seal-commit (land the hour; the day after hour 23).
  */
 export const sealHourPipeline = definePipeline({
   name: 'seal-hour',
@@ -32,10 +33,13 @@ export const sealHourPipeline = definePipeline({
   stages(o) {
     const { start, end } = journalRangeFor(parseHourName(o.hour)!, PAIRING_WINDOW_NS)
     const journal = o.journal.length === 1 ? o.journal[0]! : o.journal
+    const hour = { venue: o.venue, channel: o.channel, hour: o.hour }
     const signer = { ...(o.key ? { key: o.key } : {}), ...(o.signerCmd ? { signerCmd: o.signerCmd } : {}), ...(o.kid ? { kid: o.kid } : {}), ...(o.keys ? { keys: o.keys } : {}) }
     return [
       { stage: 'journal-read', options: { dir: journal, start: formatTime(start), end: formatTime(end) } },
-      { stage: 'seal-hour-files', options: { venue: o.venue, channel: o.channel, hour: o.hour, journal, out: o.out, ...signer, recorder: o.recorder, recorderStopped: o.recorderStopped } },
+      { stage: 'pair-replicas', options: { ...hour, journal, recorderStopped: o.recorderStopped } },
+      { stage: 'write-hour-files', options: { ...hour, out: o.out, recorder: o.recorder } },
+      { stage: 'hour-manifest', options: { ...hour, out: o.out, recorder: o.recorder, ...signer } },
       { stage: 'chain-link', options: { field: 'previous_manifest_blake3', algorithm: 'blake3' } },
       { stage: 'sign', options: signer },
       { stage: 'seal-commit' },

@@ -68,7 +68,7 @@ t.test('pipe describe shows the stages of every pipeline, as a typical run build
     t.notMatch(r.stdout, /depends on the options/, `${name}: no stage list hidden`)
   }
   const seal = run(['describe', 'seal-hour']).stdout
-  t.match(seal, /^stages, as run by: pipe run seal-hour --venue binance --channel trades --hour 2026-10-03T14 --journal journal\/ --out root\/ --key keys\/signing-key\.jwk\n  journal-read \{"dir":"journal\/","start":"2026-10-03T13:59:55\.000000000Z","end":"2026-10-03T15:00:05\.000000000Z"\}\n  seal-hour-files \{"venue":"binance".*\n  chain-link \{"field":"previous_manifest_blake3","algorithm":"blake3"\}\n  sign \{"key":"keys\/signing-key\.jwk"\}\n  seal-commit \{\}$/m, 'a seal is its steps, each a stage: journal read, pair and write, link, sign, commit')
+  t.match(seal, /^stages, as run by: pipe run seal-hour --venue binance --channel trades --hour 2026-10-03T14 --journal journal\/ --out root\/ --key keys\/signing-key\.jwk\n  journal-read \{"dir":"journal\/","start":"2026-10-03T13:59:55\.000000000Z","end":"2026-10-03T15:00:05\.000000000Z"\}\n  pair-replicas \{"venue":"binance".*\n  write-hour-files \{"venue":"binance".*"out":"root\/".*\n  hour-manifest \{"venue":"binance".*"key":"keys\/signing-key\.jwk"\}\n  chain-link \{"field":"previous_manifest_blake3","algorithm":"blake3"\}\n  sign \{"key":"keys\/signing-key\.jwk"\}\n  seal-commit \{\}$/m, 'a seal is its steps, each a stage: journal read, pair, write, manifest, link, sign, commit')
 })
 
 t.test('--max-findings takes a whole number of at least 1', async (t) => {

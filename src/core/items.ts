@@ -64,5 +64,5 @@ export function isDocumentItem(x: unknown): x is DocumentItem {
   return typeof x === 'object' && x !== null && (x as DocumentItem).kind === 'document'
 }
 
-/** The item types stages declare. `any` matches everything; the runner refuses other mismatches. */
-export type ItemType = 'none' | 'bytes' | 'lines' | 'envelopes' | 'rows' | 'documents' | 'any'
+/** The item types stages declare (frames: an hour's paired frames, then its facts, as pair-replicas gives them). `any` matches everything; the runner refuses other mismatches. */
+export type ItemType = 'none' | 'bytes' | 'lines' | 'envelopes' | 'rows' | 'documents' | 'frames' | 'any'

@@ -20,7 +20,7 @@ export const sealCommitSink = defineStage({
     return async (source: AsyncIterable<unknown>) => {
       const { HourDraft, commitHour } = await import('../formats/record/seal/seal.js')
       for await (const item of source) {
-        if (!isDocumentItem(item) || !(item instanceof HourDraft)) throw new PipeError('usage.item-type', `${ctx.stage} takes the hours seal-hour-files draws up`)
+        if (!isDocumentItem(item) || !(item instanceof HourDraft)) throw new PipeError('usage.item-type', `${ctx.stage} takes the hours hour-manifest draws up`)
         const result = await commitHour(item)
         const m = result.manifest
         ctx.summary.hour = m.interval.start_time.slice(0, 13)

@@ -7,10 +7,9 @@
 import { join } from 'node:path'
 import { OrderedJob, siblingWorkerUrl } from '../../../core/ordered-worker.js'
 import type { SequenceSpan, SequenceState, VenueAdapter } from '../../../venues/adapter.js'
-import { FrameBatchWriter, type FrameBatch, type PackedFrame } from './frame-batch.js'
+import type { FrameBatch, PackedFrame } from './frame-batch.js'
 import { HourFilesWriter } from './hour-files.js'
 import type { FileEntry, SequenceGap } from '../manifest.js'
-import type { FramePairing } from '../merge.js'
 import { RawLineWriter } from './raw-writer.js'
 import { TradeCopies, type ConflictCandidates } from './trade-copies.js'
 import { RowGroupCutter, tableFileName, type RowGroupColumns } from '../tables.js'
@@ -209,32 +208,30 @@ export interface OpenHourFrames {
 
 /**
  * The sealer's side of {@link HourFrames} on its thread: frames go over in packed batches
- * (frame-batch.ts); a failure there rejects the next call.
+ * (frame-batch.ts, pair-hour.ts); a failure there rejects the next call.
  */
 export class HourFramesWriter {
-  private readonly batches = new FrameBatchWriter((batch) => { this.waitFor = this.job.post(batch, [batch.bytes.buffer as ArrayBuffer]) ?? this.waitFor })
   private readonly job: OrderedJob<OpenHourFrames, FrameBatch, HourFramesResult>
-  private waitFor: Promise<void> | undefined
+  private recycle: ((buffer: ArrayBuffer) => void) | undefined
 
   private constructor(o: OpenHourFrames) {
-    this.job = OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 48, onReturned: (b) => this.batches.reuse(b) })
+    this.job = OrderedJob.open(siblingWorkerUrl(import.meta.url, 'hour-frames-worker'), o, { maxInFlight: 4, youngGenerationMb: 48, onReturned: (b) => this.recycle?.(b) })
   }
 
   static open(o: OpenHourFrames): HourFramesWriter {
     return new HourFramesWriter(o)
   }
 
-  /** The final frame in `slot` of `pairing`, in frame-time order; a promise only when the caller must wait. */
-  frame(pairing: FramePairing, slot: number, inHour: boolean): Promise<void> | undefined {
-    this.batches.add(pairing, slot, inHour)
-    const wait = this.waitFor
-    this.waitFor = undefined
-    return wait
+  /**
+   * A batch of final frames, in frame-time order; the thread takes its buffer over and, once it has read
+   * it, hands it to `recycle` to be filled again. A promise only when the caller must wait.
+   */
+  batch(batch: FrameBatch, recycle: (buffer: ArrayBuffer) => void): Promise<void> | undefined {
+    this.recycle = recycle
+    return this.job.post({ bytes: batch.bytes, frames: batch.frames }, [batch.bytes.buffer as ArrayBuffer])
   }
 
-  async finish(): Promise<HourFramesResult> {
-    this.batches.end()
-    await this.waitFor
+  finish(): Promise<HourFramesResult> {
     return this.job.finish(null)
   }
 

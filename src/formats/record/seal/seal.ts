@@ -16,7 +16,8 @@ import {
   type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary, type SequenceGap,
 } from '../manifest.js'
 import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
-import { HourFramesWriter } from './hour-frames.js'
+import { HourFramesWriter, type HourFramesResult } from './hour-frames.js'
+import { isHourFacts, isPairedFrameBatch, pairHour, type HourFacts } from './pair-hour.js'
 import type { ConflictCandidates } from './trade-copies.js'
 import { formatTime } from '../time.js'
 import { REPLICAS, eventTime, type Channel, type JournalEvent, type Replica } from '../types.js'
@@ -87,43 +88,6 @@ export async function chainHours(root: string, o: { recorder: string; venue: str
     }
   }
   return hours
-}
-
-/** Everything the hourly manifest states that the frames themselves show, gathered line by line. */
-class HourStats {
-  /** Frame times as orders of the pairing (FramePairing.timeOf gives the instants). */
-  earliest: number | null = null
-  latest: number | null = null
-  /** By replica, a then b. */
-  readonly frames = [0, 0]
-  readonly boundMax: (number | null)[] = [null, null]
-  readonly unbounded = [0, 0]
-  both = 0
-  oneOnly = 0
-  offsetUnknown = false
-
-  /** The final frame in `slot` of `pairing`. */
-  add(pairing: FramePairing, slot: number): void {
-    const order = pairing.frameOrder(slot)
-    if (this.earliest === null) this.earliest = order
-    this.latest = order
-    const count = pairing.receiptCount(slot)
-    if (count === 2) this.both++
-    else this.oneOnly++
-    let bounded = false
-    for (let r = 2 * slot; r < 2 * slot + count; r++) {
-      const at = pairing.replica(r) === 'a' ? 0 : 1
-      this.frames[at]!++
-      if (!pairing.hasClock(r)) this.unbounded[at]!++
-      else {
-        bounded = true
-        const bound = pairing.clockErrorBound(r)
-        const max = this.boundMax[at]!
-        if (max === null || bound > max) this.boundMax[at] = bound
-      }
-    }
-    if (!bounded) this.offsetUnknown = true
-  }
 }
 
 /** Calls `each` with every line (without its newline) of a written raw file, in order. */
@@ -223,21 +187,47 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
   }
 }
 
+/** Where an hour is being sealed: its final folder, and the temporary one it is built in (null when it was sealed before). */
+export interface HourPlace {
+  hourStart: bigint
+  dir: string
+  temp: string | null
+  /** The hour before's manifest; null for the first hour of a chain. */
+  previousPath: string | null
+  /** The manifest of an hour sealed before. */
+  sealed?: HourlyManifest
+}
+
 /**
  * Builds the hour into a temporary folder and gives its draft; or, for an hour already sealed, the draft of
- * what is there (final). Refuses an hour out of the chain's order. A day whose hour 23 was sealed but whose
- * own manifest was not (a seal stopped in between) is finished first, or the chain of days would skip it.
+ * what is there (final): {@link placeHour}, {@link pairHour}, {@link writeHourFiles}, {@link draftHour}.
  */
 export async function prepareHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<HourDraft> {
+  const place = await placeHour(o)
+  if (place.temp === null) return draftHour(o, place, null)
+  try {
+    const frames = pairHour(o, batches ?? readJournalRange(o.journal, journalRangeFor(o.hourStart, o.windowNs ?? PAIRING_WINDOW_NS)))
+    return await draftHour(o, place, await writeHourFiles({ ...o, dir: place.temp }, frames))
+  } catch (err) {
+    await rm(place.temp, { recursive: true, force: true })
+    throw err
+  }
+}
+
+/**
+ * Finds where the hour goes. An hour sealed before is given as it is; otherwise the hour must be the next of
+ * its chain (never one out of order, never one that skips an hour), and a temporary folder is made beside
+ * its final one, after removing those that seals killed halfway left.
+ */
+export async function placeHour(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'hourStart'>): Promise<HourPlace> {
   const start = o.hourStart
   const end = start + HOUR_NS
-  const window = o.windowNs ?? PAIRING_WINDOW_NS
   const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
   const finalDir = hourDirOf(o.root, ids, start)
   const where = { file: finalDir }
   if (await exists(join(finalDir, 'manifest.json'))) {
-    const manifest = JSON.parse((await readManifest(join(finalDir, 'manifest.json'))).toString('utf8')) as HourlyManifest
-    return new HourDraft(o, start, finalDir, null, manifest, null, true)
+    const sealed = JSON.parse((await readManifest(join(finalDir, 'manifest.json'))).toString('utf8')) as HourlyManifest
+    return { hourStart: start, dir: finalDir, temp: null, previousPath: null, sealed }
   }
   const chain = await chainHours(o.root, ids)
   let previousPath: string | null = null
@@ -246,24 +236,14 @@ export async function prepareHour(o: SealHourOptions, batches?: AsyncIterable<Jo
     if (last >= end) throw new UsageError('seal.before-chain-end', `the chain already holds hours after ${hourLabel(start)} (up to ${hourLabel(last)}); hours are sealed in order`, { location: where })
     if (last !== start - HOUR_NS) throw new UsageError('seal.previous-hour-missing', `seal ${hourLabel(last + HOUR_NS)} first: the chain ends at ${hourLabel(last)} and never skips an hour`, { location: where })
     previousPath = join(hourDirOf(o.root, ids, start - HOUR_NS), 'manifest.json')
-    const lastDay = dirname(hourDirOf(o.root, ids, last))
-    if (isLastHourOfDay(last) && !((await exists(join(lastDay, 'manifest.json'))) && (await exists(join(lastDay, 'manifest.json.sig'))))) await sealDay(o, dateOf(last))
   }
-
   const dayPath = dirname(finalDir)
   await mkdir(dayPath, { recursive: true })
   const hourFolder = finalDir.slice(dayPath.length + 1)
   await removeDeadSealTemps(dayPath, hourFolder)
   const temp = join(dayPath, `.${hourFolder}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   await mkdir(temp)
-  try {
-    const hourFiles = new Set([...await locateJournalReplicas(o.journal)].map(([replica, dir]) => journalFilePath(dir, replica, start)))
-    const manifest = await buildHour(o, temp, start, end, window, hourFiles, batches ?? readJournalRange(o.journal, journalRangeFor(start, window)))
-    return new HourDraft(o, start, finalDir, temp, manifest, previousPath, false)
-  } catch (err) {
-    await rm(temp, { recursive: true, force: true })
-    throw err
-  }
+  return { hourStart: start, dir: finalDir, temp, previousPath }
 }
 
 /**
@@ -280,6 +260,13 @@ export async function commitHour(draft: HourDraft): Promise<SealHourResult> {
     return result
   }
   if (!draft.bytes || draft.signature === undefined || !draft.temp) throw new PipeError('seal.not-signed', `${draft.name} reached the commit without being linked and signed: put chain-link and sign before it`)
+  // A day whose hour 23 was sealed but whose own manifest was not (a seal stopped in between) is finished
+  // first, or the chain of days would skip it.
+  const before = start - HOUR_NS
+  if (draft.previousPath !== null && isLastHourOfDay(before)) {
+    const dayBefore = dirname(dirname(draft.previousPath))
+    if (!((await exists(join(dayBefore, 'manifest.json'))) && (await exists(join(dayBefore, 'manifest.json.sig'))))) await sealDay(o, dateOf(before))
+  }
   const temp = draft.temp
   const dayPath = dirname(draft.dir)
   await writeFileAtomic(join(temp, 'manifest.json'), draft.bytes)
@@ -292,133 +279,102 @@ export async function commitHour(draft: HourDraft): Promise<SealHourResult> {
   return result
 }
 
-async function buildHour(o: SealHourOptions, dir: string, start: bigint, end: bigint, window: bigint, hourFiles: ReadonlySet<string>, batches: AsyncIterable<JournalBatch>): Promise<HourlyManifest> {
-  // A run states that no gap was detected: only where the venue's trades carry a sequence to detect one by.
-  const tracksRuns = o.channel === 'trades' && o.venue.tradeSequence !== false
-  const coverage = Object.fromEntries(REPLICAS.map((r) => [r, new CoverageTracker(r, start, end, tracksRuns)])) as Record<Replica, CoverageTracker>
+/** What writing an hour's paired frames gave: the files and what the frames showed, and what the journal showed. */
+export interface WrittenHour {
+  facts: HourFacts
+  written: HourFramesResult
+}
 
-  const frames = HourFramesWriter.open({ dir, venue: o.venue.name, ...(o.venue.module ? { venueModule: o.venue.module } : {}), channel: o.channel, createdBy: o.createdBy })
-  const stats = new HourStats()
-  const checksumFailures: ChecksumFailure[] = []
-  const connectionGaps: SequenceGap[] = []
-  const problems = { torn: false, corrupt: false }
-  let waitFor: Promise<void> | undefined
-  /** The hour's start and end as orders of the pairing, once it has had its first receipt. */
-  let hourOrders: { start: number; end: number } | undefined
-  const pairing = new FramePairing((slot) => {
-    hourOrders ??= { start: pairing.orderOfTime(start), end: pairing.orderOfTime(end) }
-    const order = pairing.frameOrder(slot)
-    if (order >= hourOrders.end) return
-    // Frames of the previous hour's last pairing window only seed the venue sequences there.
-    const inHour = order >= hourOrders.start
-    if (inHour) stats.add(pairing, slot)
-    // The frames' thread asks to wait only now and then: the last such promise stands for all.
-    waitFor = frames.frame(pairing, slot, inHour) ?? waitFor
-  }, window)
-  const receipt = new ReceiptInput()
+/** The item write-hour-files gives hour-manifest: where the hour is, and what was written for it (null: sealed before). */
+export class SealedHourFiles {
+  readonly kind = 'sealed-hour-files'
+  constructor(readonly place: HourPlace, readonly hour: WrittenHour | null) {}
+}
 
+/**
+ * Writes an hour's paired frames (pairHour's batches, then its facts) as its raw file and tables into
+ * `dir`, on the frames' and files' threads; gives the hour's facts and what the frames showed.
+ */
+export async function writeHourFiles(o: Pick<SealHourOptions, 'venue' | 'channel' | 'createdBy' | 'hourStart'> & { dir: string }, frames: AsyncIterable<unknown>): Promise<WrittenHour> {
+  const writer = HourFramesWriter.open({ dir: o.dir, venue: o.venue.name, ...(o.venue.module ? { venueModule: o.venue.module } : {}), channel: o.channel, createdBy: o.createdBy })
   try {
-    for await (const batch of batches) {
-      for (const p of batch.problems) {
-        // A problem counts for this hour when it lies in one of this hour's files.
-        if (p.file === undefined || !hourFiles.has(p.file)) continue
-        if (p.kind === 'torn') problems.torn = true
-        else problems.corrupt = true
-      }
-      // Frames come off the tape without becoming event objects; other events are decoded there.
-      const tape = batch.tape
-      const events = tape ? undefined : batch.events
-      const count = tape ? tape.length : events!.length
-      for (let i = 0; i < count; i++) {
-        const e = tape ? tape.decodedEvent(i) : events![i]!
-        if (e === undefined || e.kind === 'frame') {
-          const t = e ? e.receiveTime : tape!.time(i)
-          if (t < end) coverage[e ? e.replica : tape!.frameReplica(i)].frame(e ? e.connection : tape!.frameConnection(i), t)
-          else coverage[e ? e.replica : tape!.frameReplica(i)].after(t, false)
-          if (e) receipt.setEvent(e)
-          else tape!.frameInto(i, receipt)
-          pairing.push(receipt)
-          if (waitFor) {
-            const wait = waitFor
-            waitFor = undefined
-            await wait
-          }
-          continue
-        }
-        const t = eventTime(e)
-        if (t < end) coverage[e.replica].add(e)
-        else if (!isRestated(e)) coverage[e.replica].after(t, e.kind === 'recorder-start')
-        if (e.kind === 'checksum-mismatch' && t >= start && t < end) {
-          checksumFailures.push({ instrument: e.instrument, receive_time: formatTime(e.time), expected: e.expected, computed: e.computed })
-        }
-        // Breaks in a count of one connection's messages: the recorder's own, journaled as it saw them.
-        if (e.kind === 'sequence-break' && e.instrument === o.venue.connectionWide && t >= start && t < end && !isRestated(e)) {
-          connectionGaps.push({ instrument: e.instrument, after_id: e.afterId, before_id: e.beforeId })
-        }
-      }
+    let facts: HourFacts | undefined
+    for await (const item of frames) {
+      if (isPairedFrameBatch(item)) {
+        if (facts) throw new PipeError('seal.frames-after-facts', 'paired frames came after the hour\'s facts: give write-hour-files one hour, as pair-replicas gives it')
+        await writer.batch(item, item.recycle)
+      } else if (isHourFacts(item)) facts = item
+      else throw new PipeError('usage.item-type', 'write-hour-files takes the paired frames and facts of an hour, as pair-replicas gives them')
     }
-    pairing.flush()
-    await waitFor
-    const written = await frames.finish()
+    if (!facts) throw new PipeError('seal.no-facts', 'the paired frames ended without the hour\'s facts: put pair-replicas before write-hour-files')
+    const written = await writer.finish()
     written.files.sort((x, y) => (x.name < y.name ? -1 : 1))
-
-    // A replica silent from before the hour's end to past what was read: its next record says whether it was down.
-    for (const [replica, journal] of await locateJournalReplicas(o.journal)) {
-      if (!coverage[replica].awaitsNextRecord) continue
-      const next = await firstRecordFrom(journal, replica, end)
-      if (next) coverage[replica].after(eventTime(next), next.kind === 'recorder-start')
-      else coverage[replica].noRecordAfter()
-    }
-    const covered = Object.fromEntries(REPLICAS.map((r) => [r, coverage[r].finish()])) as Record<Replica, ReplicaCoverage>
-    const conflicts = await conflictsOf(written.conflictCandidates, join(dir, RAW_FILE_NAME), o.venue, o.channel)
-    const uncovered = uncoveredByBoth(covered.a, covered.b)
-    const reasons = new Set<CompletenessReason>()
-    if (uncovered.reconnect) reasons.add('reconnect')
-    if (uncovered.down) reasons.add('recorder_down')
-    if (uncovered.destination) reasons.add('destination_unavailable')
-    const sequenceGaps = [...written.sequenceGaps, ...connectionGaps]
-    if (sequenceGaps.length > 0) reasons.add('sequence_gap')
-    if (checksumFailures.length > 0) reasons.add('checksum_failure')
-    if (stats.offsetUnknown) reasons.add('clock_offset_unknown')
-    if (problems.torn) reasons.add('journal_torn')
-    if (problems.corrupt) reasons.add('journal_corrupt')
-    if (written.unrepresentable.length > 0) reasons.add('unrepresentable_value')
-    const nothing = written.rawLines === 0 && covered.a.coveredNs === 0n && covered.b.coveredNs === 0n
-    const status = nothing && reasons.size > 0 ? 'missing' : reasons.size > 0 ? 'partial' : 'complete'
-
-    const replicas: ReplicaSummary[] = REPLICAS.map((r) => {
-      const at = r === 'a' ? 0 : 1
-      const summary: ReplicaSummary = { replica: r, frames: stats.frames[at]!, covered_ns: Number(covered[r].coveredNs), reconnect_windows: covered[r].reconnectWindows }
-      if (tracksRuns && covered[r].gapFreeRuns.length > 0) summary.gap_free_runs = covered[r].gapFreeRuns
-      if (stats.frames[at]! > 0) {
-        const max = stats.boundMax[at]!
-        summary.clock = max === null ? { unbounded: stats.unbounded[at]! } : { source: 'nts', error_bound_max: max, unbounded: stats.unbounded[at]! }
-      }
-      return summary
-    })
-    const manifest: HourlyManifest = {
-      format_version: FORMAT_VERSION,
-      recorder: o.recorder,
-      venue: o.venue.name,
-      channel: o.channel,
-      interval: { start_time: formatTime(start), end_time: formatTime(end) },
-      files: written.files,
-      ...(stats.earliest !== null && stats.latest !== null ? { frame_time_bounds: { earliest: formatTime(pairing.timeOf(stats.earliest)), latest: formatTime(pairing.timeOf(stats.latest)) } } : {}),
-      sequence_gaps: sequenceGaps,
-      checksum_failures: checksumFailures.sort((x, y) => (x.receive_time < y.receive_time ? -1 : x.receive_time > y.receive_time ? 1 : 0)),
-      ...(written.unrepresentable.length > 0 ? { unrepresentable_frames: written.unrepresentable } : {}),
-      replicas,
-      replica_agreement: { both: stats.both, one_only: stats.oneOnly, conflict: conflicts.length },
-      ...(conflicts.length > 0 ? { conflicts } : {}),
-      completeness: { status, reasons: COMPLETENESS_REASONS.filter((r) => reasons.has(r)) },
-      // Set when the hour is linked to the one before (chain-link).
-      previous_manifest_blake3: null,
-    }
-    return manifest
+    return { facts, written }
   } catch (err) {
-    await frames.abort()
-    throw err instanceof PipeError ? err : new PipeError('seal.failed', `sealing ${hourLabel(start)} failed: ${(err as Error).message}`, { cause: err })
+    await writer.abort()
+    throw err instanceof PipeError ? err : new PipeError('seal.failed', `sealing ${hourLabel(o.hourStart)} failed: ${(err as Error).message}`, { cause: err })
   }
+}
+
+/**
+ * Draws up an hour's manifest from what its journal and frames showed (the conflicts read back from its
+ * raw file): its draft, not yet linked to the hour before or signed. An hour sealed before gives its draft
+ * as it is (final), `hour` null.
+ */
+export async function draftHour(seal: HourDraft['seal'], place: HourPlace, hour: WrittenHour | null): Promise<HourDraft> {
+  if (place.temp === null || hour === null) {
+    if (!place.sealed) throw new PipeError('seal.no-files', `hour ${hourLabel(place.hourStart)}: no files were written for it`)
+    return new HourDraft(seal, place.hourStart, place.dir, null, place.sealed, null, true)
+  }
+  const { facts, written } = hour
+  const start = place.hourStart
+  const end = start + HOUR_NS
+  const covered = facts.covered
+  const conflicts = await conflictsOf(written.conflictCandidates, join(place.temp, RAW_FILE_NAME), seal.venue, seal.channel)
+  const uncovered = uncoveredByBoth(covered.a, covered.b)
+  const reasons = new Set<CompletenessReason>()
+  if (uncovered.reconnect) reasons.add('reconnect')
+  if (uncovered.down) reasons.add('recorder_down')
+  if (uncovered.destination) reasons.add('destination_unavailable')
+  const sequenceGaps = [...written.sequenceGaps, ...facts.connectionGaps]
+  if (sequenceGaps.length > 0) reasons.add('sequence_gap')
+  if (facts.checksumFailures.length > 0) reasons.add('checksum_failure')
+  if (facts.offsetUnknown) reasons.add('clock_offset_unknown')
+  if (facts.problems.torn) reasons.add('journal_torn')
+  if (facts.problems.corrupt) reasons.add('journal_corrupt')
+  if (written.unrepresentable.length > 0) reasons.add('unrepresentable_value')
+  const nothing = written.rawLines === 0 && covered.a.coveredNs === 0n && covered.b.coveredNs === 0n
+  const status = nothing && reasons.size > 0 ? 'missing' : reasons.size > 0 ? 'partial' : 'complete'
+
+  const replicas: ReplicaSummary[] = REPLICAS.map((r) => {
+    const at = r === 'a' ? 0 : 1
+    const summary: ReplicaSummary = { replica: r, frames: facts.frames[at]!, covered_ns: Number(covered[r].coveredNs), reconnect_windows: covered[r].reconnectWindows }
+    if (facts.tracksRuns && covered[r].gapFreeRuns.length > 0) summary.gap_free_runs = covered[r].gapFreeRuns
+    if (facts.frames[at]! > 0) {
+      const max = facts.boundMax[at]!
+      summary.clock = max === null ? { unbounded: facts.unbounded[at]! } : { source: 'nts', error_bound_max: max, unbounded: facts.unbounded[at]! }
+    }
+    return summary
+  })
+  const manifest: HourlyManifest = {
+    format_version: FORMAT_VERSION,
+    recorder: seal.recorder,
+    venue: seal.venue.name,
+    channel: seal.channel,
+    interval: { start_time: formatTime(start), end_time: formatTime(end) },
+    files: written.files,
+    ...(facts.frameTimeBounds ? { frame_time_bounds: facts.frameTimeBounds } : {}),
+    sequence_gaps: sequenceGaps,
+    checksum_failures: facts.checksumFailures,
+    ...(written.unrepresentable.length > 0 ? { unrepresentable_frames: written.unrepresentable } : {}),
+    replicas,
+    replica_agreement: { both: facts.both, one_only: facts.oneOnly, conflict: conflicts.length },
+    ...(conflicts.length > 0 ? { conflicts } : {}),
+    completeness: { status, reasons: COMPLETENESS_REASONS.filter((r) => reasons.has(r)) },
+    // Set when the hour is linked to the one before (chain-link).
+    previous_manifest_blake3: null,
+  }
+  return new HourDraft(seal, start, place.dir, place.temp, manifest, place.previousPath, false)
 }
 
 /**
@@ -441,17 +397,6 @@ function processRuns(pid: number): boolean {
     // EPERM: it runs, as another user.
     return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
-}
-
-/** A replica's first record at or after `t` that is not a restatement, from its hour files; null when there is none. */
-async function firstRecordFrom(journal: string, replica: Replica, t: bigint): Promise<JournalEvent | null> {
-  for (const f of await listJournalFiles(journal, replica)) {
-    if (f.hour + HOUR_NS <= t) continue
-    for await (const b of readJournalFile(f.path)) {
-      for (const e of b.events) if (!isRestated(e) && eventTime(e) >= t) return e
-    }
-  }
-  return null
 }
 
 /**

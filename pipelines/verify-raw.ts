@@ -11,7 +11,7 @@ import { httpUrl } from '../src/sources/objects.js'
  */
 export const verifyRaw = definePipeline({
   name: 'verify-raw',
-  summary: 'Check a raw.jsonl.zst (or its zstd -dc output) from stdin or --file: canonical envelopes, receipts, clocks, frame order',
+  summary: 'Check a raw.jsonl.zst (or its zstd -dc output) from stdin, --file or --url: canonical envelopes, receipts, clocks, frame order',
   options: z.object({
     file: z.string().min(1).optional().describe('read this file instead of stdin (a regular file: pipe streams in through stdin); a name ending .zst is the stored raw file, which must be zstd'),
     url: httpUrl.optional().describe('fetch the raw file over http(s) instead (resumed with Range, retried), checked by --sha256 before a line is read'),

@@ -45,7 +45,7 @@ t.test('fetching objects from a real nginx through a fault-injecting proxy', nee
   await writeFile(join(www, 'small.bin'), small)
   const nginx: Nginx = await startNginx(www)
   const proxy = await new FaultProxy(nginx.base).start()
-  t.teardown(async () => { await proxy.stop(); await nginx.stop() })
+  t.teardown(async () => { await proxy.stop(); await nginx.stop(); await rm(www, { recursive: true, force: true }); await rm(out, { recursive: true, force: true }) })
   let n = 0
   const fetchIt = (path: string, extra: Partial<FetchObjectOptions> = {}) => {
     const body = path === '/small.bin' ? small : object

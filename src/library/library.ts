@@ -11,6 +11,7 @@ import Database from 'better-sqlite3'
 import { fsyncDir, writeFully } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { openRegularFile } from '../core/input-file.js'
+import { SHA256_NAME } from '../net/http-object.js'
 import { detailProblem } from '../formats/pack/keys/publisher-key.js'
 
 /** The schema this build writes; each step of MIGRATIONS takes a database one version up. */
@@ -239,7 +240,6 @@ export interface LibraryStats {
   follows: { publisher: string; feed: string; seq: number; manifest: string }[]
 }
 
-const SHA256_NAME = /^sha256:([0-9a-f]{64})$/
 
 export class Library {
   private constructor(private readonly db: Database.Database, readonly path: string) {}

@@ -6,9 +6,9 @@
  * passes it. A signer that signs with another key or in another namespace, or fails, stops the publish:
  * the feed's ref and the manifest are not written, and the store's ref stays as it was.
  */
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -83,6 +83,54 @@ t.test('a store signed through ssh-keygen is the store signed with the key file,
   t.ok([...got.keys()].some((f) => f.startsWith('sigs/')) && got.has('refs/signed.json'), 'a manifest signature and a ref')
   const check = pipe(home, ['run', 'pack-check', withCmd, '--level', '2', '--json'])
   t.equal(check.status, 0, check.stdout.slice(-2000))
+})
+
+t.test('what a signer prints is stored as ssh-keygen writes it, or refused when a writer may not store it', needs('ssh-keygen'), async (t) => {
+  const crlf = join(base, 'crlf')
+  const r = publish(publicHome, crlf, ['--signer-cmd', `${keygen(tokenKey)} | sed 's/$/\r/'`])
+  t.equal(r.status, 0, r.stderr)
+  const want = await files(join(base, 'with-key'))
+  const got = await files(crlf)
+  for (const [name, bytes] of want) t.same(got.get(name), bytes, `${name}: CRLF lines stored as ssh-keygen's`)
+  const sig = [...got.keys()].find((f) => f.startsWith('sigs/'))!
+  const allowed = join(base, 'allowed_signers')
+  await writeFile(allowed, `publisher ${(await readFile(`${keyPath}.pub`, 'utf8')).trim()}\n`)
+  const manifestHex = sig.split('/')[3]!
+  const manifest = [...got.keys()].find((f) => f.startsWith('objects/') && f.endsWith(`${manifestHex}.json`))!
+  const verified = spawnSync('ssh-keygen', ['-Y', 'verify', '-f', allowed, '-I', 'publisher', '-n', 'jetcarp-manifest', '-s', join(crlf, sig)], { input: got.get(manifest) })
+  t.equal(verified.status, 0, `ssh-keygen -Y verify accepts the stored signature: ${verified.stderr}`)
+  const sha256 = publish(publicHome, join(base, 'sha256'), ['--signer-cmd', `ssh-keygen -Y sign -q -O hashalg=sha256 -f '${tokenKey}' -n "$PIPE_SIGN_NAMESPACE"`])
+  t.equal(sha256.status, 2, sha256.stderr)
+  t.match(sha256.stderr, /sign\.bad-signature.*pack\.sig-hash-algorithm|pack\.sig-hash-algorithm.*sign\.bad-signature/)
+  t.notOk(existsSync(join(base, 'sha256', 'refs', 'signed.json')))
+})
+
+t.test('a publish whose feed moved while it was signed is refused; one stopped while signing publishes nothing', needs('ssh-keygen'), async (t) => {
+  const store = join(base, 'race')
+  const slow = spawn(process.execPath, [cli, 'run', 'pack-publish', '--feed', 'signed', '--to', store, '--records', records, '--created', T0, '--signer-cmd', `sleep 3; ${keygen(tokenKey)}`],
+    { env: { ...childEnv(), PIPE_HOME: publicHome }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let slowErr = ''
+  slow.stderr.on('data', (d: Buffer) => { slowErr += d.toString() })
+  const slowExit = new Promise<number | null>((resolve) => slow.on('close', resolve))
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const fast = publish(home, store, ['--created', '2026-11-12T00:00:00Z'])
+  t.equal(fast.status, 0, fast.stderr)
+  const moved = await slowExit
+  t.equal(moved, 2, slowErr)
+  t.match(slowErr, /pack\.ref-moved/)
+  t.equal(JSON.parse(await readFile(join(store, 'refs', 'signed.json'), 'utf8')).manifest, JSON.parse(fast.stdout).manifest, 'the ref names the version that landed')
+
+  const stopped = join(base, 'stopped')
+  const child = spawn(process.execPath, [cli, 'run', 'pack-publish', '--feed', 'signed', '--to', stopped, '--records', records, '--created', T0, '--signer-cmd', `sleep 30; ${keygen(tokenKey)}`],
+    { env: { ...childEnv(), PIPE_HOME: publicHome }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const exit = new Promise<number | null>((resolve) => child.on('close', resolve))
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  const at = Date.now()
+  child.kill('SIGINT')
+  t.not(await exit, 0, 'a stopped publish does not succeed')
+  t.ok(Date.now() - at < 10_000, 'the waiting signer is stopped with the run')
+  t.notOk(existsSync(join(stopped, 'refs', 'signed.json')), 'no ref')
+  t.notOk(existsSync(join(stopped, 'sigs')), 'no signature')
 })
 
 t.test('a signer with another key, in another namespace, or failing, publishes nothing', needs('ssh-keygen'), async (t) => {

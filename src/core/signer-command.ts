@@ -17,29 +17,40 @@ import { UsageError } from './errors.js'
 const MAX_OUTPUT_BYTES = 64 * 2 ** 10
 const STDERR_TAIL = 400
 
-export async function runSignerCommand(command: string, input: Uint8Array, o: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<Buffer> {
+export async function runSignerCommand(command: string, input: Uint8Array, o: { env?: Record<string, string>; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<Buffer> {
+  o.signal?.throwIfAborted()
   const dir = await mkdtemp(join(tmpdir(), 'pipe-sign-'))
   try {
     const file = join(dir, 'input')
     await writeFile(file, input, { mode: 0o600 })
-    return await run(command, input, { ...o.env, PIPE_SIGN_INPUT: file }, o.timeoutMs ?? 60_000)
+    return await run(command, input, { ...o.env, PIPE_SIGN_INPUT: file }, o.timeoutMs ?? 60_000, o.signal)
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
 }
 
-function run(command: string, input: Uint8Array, env: Record<string, string>, timeoutMs: number): Promise<Buffer> {
+function run(command: string, input: Uint8Array, env: Record<string, string>, timeoutMs: number, signal: AbortSignal | undefined): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } })
+    // A group of its own, so that a stop or a time-out ends what the shell started too (a `sleep`, a token's
+    // helper), which would otherwise hold its output open and the run with it.
+    const child = spawn('/bin/sh', ['-c', command], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env }, detached: true })
     const out: Buffer[] = []
     let outBytes = 0
     let stderr = ''
     let failure: UsageError | undefined
     const fail = (message: string) => {
       failure ??= new UsageError('sign.command-failed', `--signer-cmd ${JSON.stringify(command)}: ${message}`)
-      child.kill('SIGKILL')
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL')
+      } catch {
+        child.kill('SIGKILL')
+      }
     }
     const timer = setTimeout(() => fail(`no answer within ${timeoutMs / 1000} s`), timeoutMs)
+    // A run stopped while the signer waits (a token waiting for a touch) stops the signer too: what it
+    // would sign must not land after the user was told the run stopped.
+    const stop = () => fail('stopped: the run was interrupted')
+    signal?.addEventListener('abort', stop, { once: true })
     child.stdout.on('data', (d: Buffer) => {
       outBytes += d.byteLength
       if (outBytes > MAX_OUTPUT_BYTES) fail(`printed more than ${MAX_OUTPUT_BYTES} bytes, which is no signature`)
@@ -49,10 +60,11 @@ function run(command: string, input: Uint8Array, env: Record<string, string>, ti
     child.on('error', (err) => fail(err.message))
     // A signer that exits without reading its input is its own failure, told by its exit status.
     child.stdin.on('error', () => undefined)
-    child.on('close', (code, signal) => {
+    child.on('close', (code, exitSignal) => {
       clearTimeout(timer)
+      signal?.removeEventListener('abort', stop)
       if (failure) return reject(failure)
-      if (code !== 0) return reject(new UsageError('sign.command-failed', `--signer-cmd ${JSON.stringify(command)}: exited with ${signal ?? `status ${code}`}${stderr.trim() ? `: ${stderr.trim().split('\n').at(-1)}` : ''}`))
+      if (code !== 0) return reject(new UsageError('sign.command-failed', `--signer-cmd ${JSON.stringify(command)}: exited with ${exitSignal ?? `status ${code}`}${stderr.trim() ? `: ${stderr.trim().split('\n').at(-1)}` : ''}`))
       resolve(Buffer.concat(out))
     })
     child.stdin.end(input)

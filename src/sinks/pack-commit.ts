@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { PipeError } from '../core/errors.js'
+import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 
 /**
@@ -7,6 +7,8 @@ import { defineStage } from '../core/stage.js'
  * object, its signature, the publisher's key statements and the ref, in that order, each signature checked
  * first to be the publisher key's in its namespace; with `views`, writes views.sql for the new version.
  */
+const unpaired = (name: string, without: string) => new UsageError('pack.not-signed', `${name} came without ${without}: keep pack-version's documents together; nothing of it was published`)
+
 export const packCommitSink = defineStage({
   name: 'pack-commit',
   kind: 'sink',
@@ -22,13 +24,16 @@ export const packCommitSink = defineStage({
       let manifest: InstanceType<typeof PackDraftDocument> | undefined
       let versions = 0
       for await (const item of source) {
-        if (!(item instanceof PackDraftDocument)) throw new PipeError('usage.item-type', `${ctx.stage} takes the manifests and refs pack-version draws up`)
+        if (!(item instanceof PackDraftDocument)) throw new UsageError('usage.item-type', `${ctx.stage} takes the manifests and refs pack-version draws up`)
         if (item.namespace === 'jetcarp-manifest') {
+          if (manifest) throw unpaired(manifest.name, 'its ref')
           manifest = item
           continue
         }
-        if (manifest?.draft !== item.draft) throw new PipeError('pack.not-signed', `${item.name} came without its manifest: keep pack-version's documents together`)
-        if (manifest.signature === undefined || item.signature === undefined) throw new PipeError('pack.not-signed', `${manifest.signature === undefined ? manifest.name : item.name} reached the commit unsigned: put sign before pack-commit`)
+        if (manifest?.draft !== item.draft) throw unpaired(item.name, 'its manifest')
+        if (manifest.signature === undefined || item.signature === undefined) throw new UsageError('pack.not-signed', `${manifest.signature === undefined ? manifest.name : item.name} reached the commit unsigned: put sign before pack-commit`)
+        // Stopped while signing (a token waiting for a touch): nothing lands after the user was told so.
+        ctx.signal.throwIfAborted()
         const r = await commitPack(item.draft, manifest.signature, item.signature)
         manifest = undefined
         versions++
@@ -37,7 +42,7 @@ export const packCommitSink = defineStage({
           ctx.summary.views = await writeStoreViews(item.draft.store, r.manifest)
         }
       }
-      if (manifest) throw new PipeError('pack.not-signed', `${manifest.name} came without its ref: nothing was published`)
+      if (manifest) throw unpaired(manifest.name, 'its ref')
       ctx.summary.versions = versions
     }
   },

@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path'
 import { z } from 'zod'
-import { PipeError, UsageError } from '../core/errors.js'
+import { UsageError } from '../core/errors.js'
 import { isDocumentItem, type DocumentItem } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
 import { signerOptions } from '../formats/record/keys/signer-options.js'
@@ -26,12 +26,12 @@ export const signStage = defineStage({
     publicKey: z.string().min(1).optional().describe('ssh with signerCmd: the OpenSSH public key file its signatures are checked by'),
   }),
   async create(o, ctx) {
-    const sign = o.format === 'jws' ? await jwsSigner(o) : await sshSigner(o)
+    const sign = o.format === 'jws' ? await jwsSigner(o, ctx.signal) : await sshSigner(o, ctx.signal)
     return async function* (source: AsyncIterable<unknown>) {
       for await (const item of source) {
-        if (!isDocumentItem(item)) throw new PipeError('usage.item-type', `${ctx.stage} takes documents (manifests)`)
+        if (!isDocumentItem(item)) throw new UsageError('usage.item-type', `${ctx.stage} takes documents (manifests)`)
         if (!item.final && item.signature === undefined) {
-          if (!item.bytes) throw new PipeError('sign.not-linked', `${item.name} has no bytes to sign yet: put chain-link before sign`)
+          if (!item.bytes) throw new UsageError('sign.not-linked', `${item.name} has no bytes to sign yet: put chain-link before sign`)
           item.signature = await sign(item)
         }
         yield item
@@ -43,21 +43,21 @@ export const signStage = defineStage({
 type SignOptions = z.infer<typeof signStage.options>
 type SignDocument = (item: DocumentItem) => Promise<string>
 
-async function jwsSigner(o: SignOptions): Promise<SignDocument> {
+async function jwsSigner(o: SignOptions, signal: AbortSignal): Promise<SignDocument> {
   if (o.publicKey !== undefined) throw new UsageError('usage.bad-option', 'a JWS signer is named by --key or --signer-cmd with --kid; --public-key is for --format ssh', { location: { field: '--public-key' } })
   const { recordSigner } = await import('../formats/record/keys/signer.js')
-  const signer = await recordSigner(o, (key) => join(dirname(key), 'jwks.json'))
+  const signer = await recordSigner(o, (key) => join(dirname(key), 'jwks.json'), signal)
   return (item) => signer.sign(item.bytes!)
 }
 
-async function sshSigner(o: SignOptions): Promise<SignDocument> {
+async function sshSigner(o: SignOptions, signal: AbortSignal): Promise<SignDocument> {
   const misplaced = o.kid !== undefined ? '--kid' : o.keys !== undefined ? '--keys' : undefined
   if (misplaced) throw new UsageError('usage.bad-option', `${misplaced} names a JWS key; an SSH signer is named by --key, or --signer-cmd with --public-key`, { location: { field: misplaced } })
   const [{ packSigner }, { PACK_NAMESPACES }] = await Promise.all([import('../formats/pack/keys/pack-signer.js'), import('../formats/pack/keys/sshsig.js')])
-  const sign = await packSigner(o)
+  const sign = await packSigner({ ...o, signal })
   return (item) => {
     const namespace = PACK_NAMESPACES.find((ns) => ns === item.namespace)
-    if (namespace === undefined) throw new PipeError('sign.no-namespace', `${item.name} names no pack signing namespace (${PACK_NAMESPACES.join(', ')}): an SSH signature needs one`)
+    if (namespace === undefined) throw new UsageError('sign.no-namespace', `${item.name} names no pack signing namespace (${PACK_NAMESPACES.join(', ')}): an SSH signature needs one`)
     return sign(item.bytes!, namespace)
   }
 }

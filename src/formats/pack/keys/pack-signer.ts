@@ -10,7 +10,7 @@ import { readInputFile } from '../../../core/input-file.js'
 import { runSignerCommand } from '../../../core/signer-command.js'
 import { MAX_KEY_STATEMENT_BYTES } from './key-statements.js'
 import { fingerprint, parsePrivateKey, parsePublicKey, type SshPrivateKey, type SshPublicKey } from './ssh-key.js'
-import { signSshsig, verifySshsig, type PackNamespace } from './sshsig.js'
+import { signSshsig, verifySshsig, writerSshsig, type PackNamespace } from './sshsig.js'
 
 /** Signs `bytes` in `namespace`; gives the armored SSH signature. */
 export type PackSign = (bytes: Uint8Array, namespace: PackNamespace) => Promise<string>
@@ -22,17 +22,20 @@ export function keyPackSigner(key: SshPrivateKey): PackSign {
 /** The environment variable that names the namespace an external signer signs in. */
 export const SIGN_NAMESPACE_VARIABLE = 'PIPE_SIGN_NAMESPACE'
 
-export function commandPackSigner(command: string, publicKey: SshPublicKey): PackSign {
+/**
+ * Signs through `command`, its output checked and given in the form a writer stores (writerSshsig): a
+ * signer that wraps or ends its lines otherwise still gives the bytes ssh-keygen would have written.
+ */
+export function commandPackSigner(command: string, publicKey: SshPublicKey, signal?: AbortSignal): PackSign {
   const expected = fingerprint(publicKey)
   return async (bytes, namespace) => {
-    const out = await runSignerCommand(command, bytes, { env: { [SIGN_NAMESPACE_VARIABLE]: namespace } })
-    const text = out.toString('utf8')
-    const checked = verifySshsig(text, bytes, namespace, { expectedKey: expected })
-    if (!checked.ok) {
-      throw new UsageError('sign.bad-signature', `--signer-cmd ${JSON.stringify(command)}: what it printed is no SSH signature by ${expected} in namespace ${namespace}: ${checked.detail} (${checked.code})`, { location: { field: '--signer-cmd' } })
-    }
-    // Kept as printed: an armored signature with or without its final newline reads the same.
-    return text.endsWith('\n') ? text : `${text}\n`
+    const out = await runSignerCommand(command, bytes, { env: { [SIGN_NAMESPACE_VARIABLE]: namespace }, ...(signal ? { signal } : {}) })
+    const refused = (detail: string) => new UsageError('sign.bad-signature', `--signer-cmd ${JSON.stringify(command)}: what it printed is no SSH signature by ${expected} in namespace ${namespace}: ${detail}`, { location: { field: '--signer-cmd' } })
+    const checked = verifySshsig(out, bytes, namespace, { expectedKey: expected })
+    if (!checked.ok) throw refused(`${checked.detail} (${checked.code})`)
+    const written = writerSshsig(out)
+    if (!written.ok) throw refused(`${written.detail} (${written.code})`)
+    return written.text
   }
 }
 
@@ -41,6 +44,8 @@ export interface PackSignerOptions {
   key?: string | undefined
   signerCmd?: string | undefined
   publicKey?: string | undefined
+  /** Stops a command still signing when the run is interrupted. */
+  signal?: AbortSignal
 }
 
 /** The signer the options name, its key file read: a usage error naming the option when they name none, or both. */
@@ -54,7 +59,7 @@ export async function packSigner(o: PackSignerOptions): Promise<PackSign> {
   if (o.publicKey === undefined) throw new UsageError('usage.missing-option', '--signer-cmd needs --public-key, the public key its signatures are checked by', { location: { field: '--public-key' } })
   const parsed = parsePublicKey((await readKeyFile(o.publicKey, '--public-key')).toString('utf8'))
   if (!parsed.ok) throw new UsageError(parsed.code, `--public-key: ${parsed.detail}`, { location: { file: o.publicKey } })
-  return commandPackSigner(o.signerCmd!, parsed.value)
+  return commandPackSigner(o.signerCmd!, parsed.value, o.signal)
 }
 
 function readKeyFile(path: string, option: string): Promise<Buffer> {

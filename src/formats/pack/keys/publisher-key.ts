@@ -19,9 +19,8 @@
  * <key>.rotation/ and committed by a `ready` marker written last; whoever loads the key next finishes a
  * committed rotation (every staged file renamed into place) or discards one that was not committed.
  */
-import { homedir } from 'node:os'
 import { mkdir, readdir, rename, rm, unlink } from 'node:fs/promises'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fsyncDir, writeFileAtomic } from '../../../core/atomic-write.js'
 import { EXIT_USAGE, PipeError } from '../../../core/errors.js'
 import { readInputFile } from '../../../core/input-file.js'

@@ -113,6 +113,22 @@ export function armorSshsig(blob: Uint8Array): string {
 }
 
 /**
+ * A signature in the form a writer stores it, the one ssh-keygen writes: SHA-512, an empty reserved field,
+ * armored at 70 columns with a final newline. A reader accepts more (docs/pack-format-notes.md); what pipe
+ * writes, whoever signed it, is this, so that `ssh-keygen -Y verify` accepts it. Never throws.
+ */
+export function writerSshsig(signature: string | Uint8Array): { ok: true; text: string } | Fail {
+  const d = dearmorSshsig(signature)
+  if (!d.ok) return d
+  const p = parseSshsigBlob(d.blob)
+  if (!p.ok) return p
+  const alg = p.sig.hashAlgorithm.toString('latin1')
+  if (alg !== 'sha512') return fail(SIG_CODES.hashAlgorithm, `signed with hash ${printable(p.sig.hashAlgorithm)}: a pack's writer signs with sha512`)
+  if (p.sig.reserved.length > 0) return fail(SIG_CODES.malformed, 'the reserved field is not empty: a pack\'s writer leaves it empty')
+  return { ok: true, text: armorSshsig(d.blob) }
+}
+
+/**
  * Signs `message` (bytes, or text as UTF-8) in `namespace`: the armored `-----BEGIN SSH SIGNATURE-----`
  * text ending in a newline, byte-identical to what `ssh-keygen -Y sign` writes for the same key.
  */

@@ -31,7 +31,7 @@ import {
 } from './publish-rows.js'
 import { keyPackSigner, type PackSign } from '../keys/pack-signer.js'
 import { fingerprint, signerNameFromFingerprint, type SshPrivateKey, type SshPublicKey } from '../keys/ssh-key.js'
-import { NS_MANIFEST, NS_REF, verifySshsig } from '../keys/sshsig.js'
+import { NS_MANIFEST, NS_REF, verifySshsig, writerSshsig, type PackNamespace } from '../keys/sshsig.js'
 import {
   adoptObjectFile, keyPath, mediaExtension, objectPath, readDocumentFile, readDocumentObject, refPath, signaturePath, storeFile, storeIndexLoader, verifyObjectFile,
   writeObject, writeStoreFile, STORE_DOCUMENT_PATH, TMP_FOLDER, type ObjectExtension,
@@ -251,12 +251,15 @@ export async function signAndCommit(draft: PackDraft, sign: PackSign): Promise<P
 export type PrepareOptions = Omit<PublishOptions, 'key'> & { publicKey: SshPublicKey }
 
 /**
- * A version drawn up but not yet published: its tables, indexes, searches and media are in the store (objects,
- * which nothing names until the manifest does), its manifest and ref are bytes to be signed.
+ * A version drawn up but not yet published: its tables, indexes, searches and media are in the store as
+ * objects no ref reaches (with, for a first version, the store document, and what --merge brought in), its
+ * manifest and ref are bytes to be signed.
  */
 export interface PackDraft {
   store: string
   feed: string
+  /** The feed's version the draft follows (its ref's manifest), null for a feed's first: it must still be current at the commit. */
+  follows: string | null
   /** The publisher's current key: the manifest and ref name it, and it must sign both. */
   publisherKey: string
   manifestBytes: Uint8Array
@@ -416,7 +419,7 @@ export async function preparePack(o: PrepareOptions): Promise<PackDraft> {
   })
   const manifestHash = objectHash(built.bytes)
   return {
-    store: o.store, feed: o.feed, publisherKey, manifestBytes: built.bytes, manifestHash, statements: o.statements,
+    store: o.store, feed: o.feed, follows: previous?.hash ?? null, publisherKey, manifestBytes: built.bytes, manifestHash, statements: o.statements,
     ref: buildRef({ feed: o.feed, manifest: manifestHash, publisher: publisherKey, seq, updated: o.created }),
     result: { manifest: manifestHash, seq, parents: parents.map((p) => p.hash), newParts, stats, notes },
   }
@@ -428,22 +431,36 @@ export async function preparePack(o: PrepareOptions): Promise<PackDraft> {
  * publisher key's, in their namespaces: a signature that is not is refused before anything is written.
  */
 export async function commitPack(draft: PackDraft, manifestSignature: string, refSignature: string): Promise<PublishResult> {
-  const signed = verifySshsig(manifestSignature, draft.manifestBytes, NS_MANIFEST, { expectedKey: draft.publisherKey })
-  if (!signed.ok) throw new PipeError(signed.code, `the signature of manifest ${draft.manifestHash}: ${signed.detail}`)
-  const refSigned = verifySshsig(refSignature, refSignedBytes(draft.ref), NS_REF, { expectedKey: draft.publisherKey })
-  if (!refSigned.ok) throw new PipeError(refSigned.code, `the signature of refs/${draft.feed}.json: ${refSigned.detail}`)
-  const manifest = await writeObject(draft.store, draft.manifestBytes, 'json')
-  await writeStoreFile(draft.store, signaturePath(manifest.hash, signed.signer), Buffer.from(manifestSignature))
-  for (const st of draft.statements) {
+  const manifestSig = signatureToWrite(manifestSignature, draft.manifestBytes, NS_MANIFEST, draft.publisherKey, `the signature of manifest ${draft.manifestHash}`)
+  const refSig = signatureToWrite(refSignature, refSignedBytes(draft.ref), NS_REF, draft.publisherKey, `the signature of refs/${draft.feed}.json`)
+  const statements = draft.statements.map((st) => {
     const doc = readPackJson(st)
     if (!doc.ok) throw new PipeError(doc.code, `a key statement: ${doc.detail}`)
     const key = (doc.value as { fingerprint?: string }).fingerprint
     const name = typeof key === 'string' ? signerNameFromFingerprint(key) : undefined
     if (!name) throw new PipeError('pack.key-statement-invalid', 'a key statement without a fingerprint')
-    await writeStoreFile(draft.store, keyPath(name), st)
+    return { name, bytes: st }
+  })
+  // Signing may take a while (a token waits for a touch): another publish of the feed in the meantime
+  // would be overwritten, and two refs of one seq naming two manifests stop every follower.
+  const current = await currentVersion(draft.store, draft.feed)
+  if ((current?.hash ?? null) !== draft.follows) {
+    throw new PipeError('pack.ref-moved', `refs/${draft.feed}.json moved while this version was signed (it now names ${current?.hash ?? 'nothing'}, drawn up after ${draft.follows ?? 'nothing'}): nothing was published; publish again`, { exitCode: 2, location: { file: storeFile(draft.store, refPath(draft.feed)) } })
   }
-  await writeStoreFile(draft.store, refPath(draft.feed), signedRef(draft.ref, refSignature).bytes)
+  const manifest = await writeObject(draft.store, draft.manifestBytes, 'json')
+  await writeStoreFile(draft.store, signaturePath(manifest.hash, manifestSig.signer), Buffer.from(manifestSig.text))
+  for (const st of statements) await writeStoreFile(draft.store, keyPath(st.name), st.bytes)
+  await writeStoreFile(draft.store, refPath(draft.feed), signedRef(draft.ref, refSig.text).bytes)
   return draft.result
+}
+
+/** A signature checked to be the publisher key's over `bytes` in `namespace`, in the form a writer stores it. */
+function signatureToWrite(signature: string, bytes: Uint8Array, namespace: PackNamespace, publisherKey: string, what: string): { text: string; signer: string } {
+  const checked = verifySshsig(signature, bytes, namespace, { expectedKey: publisherKey })
+  if (!checked.ok) throw new PipeError(checked.code, `${what}: ${checked.detail}`, { exitCode: 2 })
+  const written = writerSshsig(signature)
+  if (!written.ok) throw new PipeError(written.code, `${what}: ${written.detail}`, { exitCode: 2 })
+  return { text: written.text, signer: checked.signer }
 }
 
 /**

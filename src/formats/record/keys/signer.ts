@@ -29,7 +29,7 @@ export function keySigner(key: PrivateSigningJwk): Sign {
 }
 
 /** The signer the options name, its key set read: a usage error when they name none, or both. */
-export async function recordSigner(o: SignerOptions, keysBeside: (key: string) => string): Promise<RecordSigner> {
+export async function recordSigner(o: SignerOptions, keysBeside: (key: string) => string, signal?: AbortSignal): Promise<RecordSigner> {
   if ((o.key === undefined) === (o.signerCmd === undefined)) throw new UsageError('usage.signer', 'name the signer: --key FILE, or --signer-cmd CMD with --kid', { location: { field: '--key' } })
   const keysPath = o.keys ?? (o.key !== undefined ? keysBeside(o.key) : undefined)
   if (keysPath === undefined) throw new UsageError('usage.missing-option', '--signer-cmd needs --keys, the key set that publishes its key', { location: { field: '--keys' } })
@@ -43,7 +43,7 @@ export async function recordSigner(o: SignerOptions, keysBeside: (key: string) =
   if (!published) throw new UsageError('usage.unknown-key', `--kid ${o.kid}: the key set at ${keysPath} has no such key`, { location: { field: '--kid' } })
   const command = o.signerCmd!
   return {
-    sign: (bytes) => signDetachedWith(bytes, published, async (input) => rawSignature(await runSignerCommand(command, input))),
+    sign: (bytes) => signDetachedWith(bytes, published, async (input) => rawSignature(await runSignerCommand(command, input, signal ? { signal } : {}))),
     refusal: (instant) => signingRefusal(jwks, published, instant),
     field: '--kid',
     where: { field: '--kid' },

@@ -39,7 +39,7 @@ export const sealHourPipeline = definePipeline({
       { stage: 'journal-read', options: { dir: journal, start: formatTime(start), end: formatTime(end) } },
       { stage: 'pair-replicas', options: { ...hour, journal, recorderStopped: o.recorderStopped } },
       { stage: 'write-hour-files', options: { ...hour, out: o.out, recorder: o.recorder } },
-      { stage: 'hour-manifest', options: { ...hour, out: o.out, recorder: o.recorder, ...signer } },
+      { stage: 'hour-manifest', options: { ...hour, ...signer } },
       { stage: 'chain-link', options: { field: 'previous_manifest_blake3', algorithm: 'blake3' } },
       { stage: 'sign', options: signer },
       { stage: 'seal-commit' },

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { PipeError } from '../core/errors.js'
+import { UsageError } from '../core/errors.js'
 import { isDocumentItem } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
 import { RAW_FILE_NAME } from '../formats/record/manifest.js'
@@ -20,7 +20,9 @@ export const sealCommitSink = defineStage({
     return async (source: AsyncIterable<unknown>) => {
       const { HourDraft, commitHour } = await import('../formats/record/seal/seal.js')
       for await (const item of source) {
-        if (!isDocumentItem(item) || !(item instanceof HourDraft)) throw new PipeError('usage.item-type', `${ctx.stage} takes the hours hour-manifest draws up`)
+        if (!isDocumentItem(item) || !(item instanceof HourDraft)) throw new UsageError('usage.item-type', `${ctx.stage} takes the hours hour-manifest draws up`)
+        // Stopped while signing (an external signer): nothing lands after the user was told so.
+        ctx.signal.throwIfAborted()
         const result = await commitHour(item)
         const m = result.manifest
         ctx.summary.hour = m.interval.start_time.slice(0, 13)

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { z } from 'zod'
-import { PipeError, UsageError } from '../../core/errors.js'
+import { UsageError } from '../../core/errors.js'
 import { defineStage } from '../../core/stage.js'
 import { HOUR_NS } from '../../formats/record/journal/journal.js'
 import { signerOptions } from '../../formats/record/keys/signer-options.js'
@@ -10,7 +10,8 @@ import { sealedHourOf, sealHourOptions } from './seal-options.js'
 /**
  * A seal's manifest: the hour's facts and files (write-hour-files) drawn up as its hourly manifest, with
  * the conflicts read back from its raw file. Gives the hour's draft, a document for chain-link, sign and
- * seal-commit; an hour sealed before is given as it is (final). Takes the signer the day's manifest is
+ * seal-commit; an hour sealed before is given as it is (final). Its root and recorder are the ones
+ * write-hour-files placed the hour by. Takes the signer the day's manifest is
  * signed with after hour 23, and refuses one that check 6 would refuse, before anything is read.
  */
 export const hourManifestStage = defineStage({
@@ -21,8 +22,6 @@ export const hourManifestStage = defineStage({
   gives: 'documents',
   options: z.object({
     ...sealHourOptions,
-    out: z.string().min(1).describe('the root the sealed hours go under'),
-    recorder: z.string().default('recorder'),
     ...signerOptions,
   }),
   async create(o, ctx) {
@@ -34,15 +33,19 @@ export const hourManifestStage = defineStage({
     if (o.key && !o.keys && !existsSync(beside(o.key))) {
       throw new UsageError('usage.no-key-set', '--keys: no jwks.json beside the key: name the key set that publishes it, whose validity must cover the hour', { location: { file: beside(o.key) } })
     }
-    const signer = await recordSigner(o, beside)
+    const signer = await recordSigner(o, beside, ctx.signal)
     // Judged as check 6 judges the hour's signature, and the day's after hour 23: at the hour's end.
     const refusal = signer.refusal(hour.hourStart + HOUR_NS)
     if (refusal) throw signerRefused(signer, refusal, hour.hourStart + HOUR_NS, `hour ${o.hour}`)
-    const seal = { root: o.out, recorder: o.recorder, venue: hour.venue, channel: hour.channel, sign: signer.sign }
     return async function* (source: AsyncIterable<unknown>) {
       for await (const item of source) {
-        if (!(item instanceof SealedHourFiles)) throw new PipeError('usage.item-type', `${ctx.stage} takes the hours write-hour-files gives`)
-        yield await draftHour(seal, item.place, item.hour)
+        if (!(item instanceof SealedHourFiles)) throw new UsageError('usage.item-type', `${ctx.stage} takes the hours write-hour-files gives`)
+        const place = item.place
+        // The signer was judged for this hour, venue and channel: the files must be of the same.
+        if (place.hourStart !== hour.hourStart || place.chain.venue.name !== hour.venue.name || place.chain.channel !== hour.channel) {
+          throw new UsageError('seal.hour-mismatch', `${ctx.stage} was given ${o.venue} ${o.channel} ${o.hour}, and files of another hour or chain (${place.dir}): give the seal's stages the same venue, channel and hour`)
+        }
+        yield await draftHour(place, item.hour, signer.sign)
       }
     }
   },

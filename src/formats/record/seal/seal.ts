@@ -6,21 +6,21 @@ import { PipeError, UsageError } from '../../../core/errors.js'
 import { formatBytes, readInputFile } from '../../../core/input-file.js'
 import { blake3Digests, createIncrementalHash } from '../../../codec/hash.js'
 import type { VenueAdapter } from '../../../venues/adapter.js'
-import { CoverageTracker, uncoveredByBoth, type ReplicaCoverage } from './coverage.js'
-import { FILE_HEADER_SIZE, HOUR_NS, isRestated, journalFilePath, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalFile, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
+import { uncoveredByBoth } from './coverage.js'
+import { FILE_HEADER_SIZE, HOUR_NS, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
 import type { Sign } from '../keys/signer.js'
 import { linkDocument } from '../../../codec/document-link.js'
 import type { DocumentItem } from '../../../core/items.js'
 import {
   COMPLETENESS_REASONS, FORMAT_VERSION, MANIFEST_LIMIT, RAW_FILE_NAME, dayDir, manifestBytes,
-  type ChecksumFailure, type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary, type SequenceGap,
+  type CompletenessReason, type Conflict, type ConflictLine, type DailyManifest, type HourlyManifest, type ReplicaSummary,
 } from '../manifest.js'
-import { FramePairing, PAIRING_WINDOW_NS, ReceiptInput } from '../merge.js'
+import { PAIRING_WINDOW_NS } from '../merge.js'
 import { HourFramesWriter, type HourFramesResult } from './hour-frames.js'
 import { isHourFacts, isPairedFrameBatch, pairHour, type HourFacts } from './pair-hour.js'
 import type { ConflictCandidates } from './trade-copies.js'
 import { formatTime } from '../time.js'
-import { REPLICAS, eventTime, type Channel, type JournalEvent, type Replica } from '../types.js'
+import { REPLICAS, type Channel } from '../types.js'
 
 export interface SealHourOptions {
   root: string
@@ -55,6 +55,11 @@ export const hourDirOf = (root: string, o: { recorder: string; venue: string; ch
 
 async function exists(path: string): Promise<boolean> {
   return stat(path).then(() => true, (err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return false; throw err })
+}
+
+/** A day whose manifest and its signature are both written (sealDay writes the manifest first). */
+async function dayFinished(dayDir: string): Promise<boolean> {
+  return (await exists(join(dayDir, 'manifest.json'))) && (await exists(join(dayDir, 'manifest.json.sig')))
 }
 
 /** A manifest this root already holds (the sealer's own, read back as a verifier would: docs/limits.md). */
@@ -189,6 +194,8 @@ export async function sealHour(o: SealHourOptions, batches?: AsyncIterable<Journ
 
 /** Where an hour is being sealed: its final folder, and the temporary one it is built in (null when it was sealed before). */
 export interface HourPlace {
+  /** The chain the hour belongs to: its root, recorder, venue and channel. */
+  chain: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel'>
   hourStart: bigint
   dir: string
   temp: string | null
@@ -204,10 +211,10 @@ export interface HourPlace {
  */
 export async function prepareHour(o: SealHourOptions, batches?: AsyncIterable<JournalBatch>): Promise<HourDraft> {
   const place = await placeHour(o)
-  if (place.temp === null) return draftHour(o, place, null)
+  if (place.temp === null) return draftHour(place, null, o.sign)
   try {
     const frames = pairHour(o, batches ?? readJournalRange(o.journal, journalRangeFor(o.hourStart, o.windowNs ?? PAIRING_WINDOW_NS)))
-    return await draftHour(o, place, await writeHourFiles({ ...o, dir: place.temp }, frames))
+    return await draftHour(place, await writeHourFiles({ ...o, dir: place.temp }, frames), o.sign)
   } catch (err) {
     await rm(place.temp, { recursive: true, force: true })
     throw err
@@ -222,12 +229,13 @@ export async function prepareHour(o: SealHourOptions, batches?: AsyncIterable<Jo
 export async function placeHour(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'hourStart'>): Promise<HourPlace> {
   const start = o.hourStart
   const end = start + HOUR_NS
+  const ofChain = { root: o.root, recorder: o.recorder, venue: o.venue, channel: o.channel }
   const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
   const finalDir = hourDirOf(o.root, ids, start)
   const where = { file: finalDir }
   if (await exists(join(finalDir, 'manifest.json'))) {
     const sealed = JSON.parse((await readManifest(join(finalDir, 'manifest.json'))).toString('utf8')) as HourlyManifest
-    return { hourStart: start, dir: finalDir, temp: null, previousPath: null, sealed }
+    return { chain: ofChain, hourStart: start, dir: finalDir, temp: null, previousPath: null, sealed }
   }
   const chain = await chainHours(o.root, ids)
   let previousPath: string | null = null
@@ -243,7 +251,7 @@ export async function placeHour(o: Pick<SealHourOptions, 'root' | 'recorder' | '
   await removeDeadSealTemps(dayPath, hourFolder)
   const temp = join(dayPath, `.${hourFolder}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   await mkdir(temp)
-  return { hourStart: start, dir: finalDir, temp, previousPath }
+  return { chain: ofChain, hourStart: start, dir: finalDir, temp, previousPath }
 }
 
 /**
@@ -256,7 +264,7 @@ export async function commitHour(draft: HourDraft): Promise<SealHourResult> {
   if (draft.final) {
     const result: SealHourResult = { status: 'already-sealed', dir: draft.dir, manifest: draft.manifest }
     // A seal stopped between renaming hour 23 into place and writing the day finishes the day now.
-    if (isLastHourOfDay(start) && !(await exists(join(dirname(draft.dir), 'manifest.json')))) result.daily = await sealDay(o, dateOf(start))
+    if (isLastHourOfDay(start) && !(await dayFinished(dirname(draft.dir)))) result.daily = await sealDay(o, dateOf(start))
     return result
   }
   if (!draft.bytes || draft.signature === undefined || !draft.temp) throw new PipeError('seal.not-signed', `${draft.name} reached the commit without being linked and signed: put chain-link and sign before it`)
@@ -264,8 +272,7 @@ export async function commitHour(draft: HourDraft): Promise<SealHourResult> {
   // first, or the chain of days would skip it.
   const before = start - HOUR_NS
   if (draft.previousPath !== null && isLastHourOfDay(before)) {
-    const dayBefore = dirname(dirname(draft.previousPath))
-    if (!((await exists(join(dayBefore, 'manifest.json'))) && (await exists(join(dayBefore, 'manifest.json.sig'))))) await sealDay(o, dateOf(before))
+    if (!(await dayFinished(dirname(dirname(draft.previousPath))))) await sealDay(o, dateOf(before))
   }
   const temp = draft.temp
   const dayPath = dirname(draft.dir)
@@ -301,12 +308,13 @@ export async function writeHourFiles(o: Pick<SealHourOptions, 'venue' | 'channel
     let facts: HourFacts | undefined
     for await (const item of frames) {
       if (isPairedFrameBatch(item)) {
-        if (facts) throw new PipeError('seal.frames-after-facts', 'paired frames came after the hour\'s facts: give write-hour-files one hour, as pair-replicas gives it')
+        if (facts) throw new UsageError('seal.frames-after-facts', 'paired frames came after the hour\'s facts: give write-hour-files one hour, as pair-replicas gives it')
         await writer.batch(item, item.recycle)
       } else if (isHourFacts(item)) facts = item
-      else throw new PipeError('usage.item-type', 'write-hour-files takes the paired frames and facts of an hour, as pair-replicas gives them')
+      else throw new UsageError('usage.item-type', 'write-hour-files takes the paired frames and facts of an hour, as pair-replicas gives them')
     }
-    if (!facts) throw new PipeError('seal.no-facts', 'the paired frames ended without the hour\'s facts: put pair-replicas before write-hour-files')
+    if (facts && facts.hourStart !== o.hourStart) throw new UsageError('seal.hour-mismatch', `the frames were paired for hour ${hourLabel(facts.hourStart)}, not ${hourLabel(o.hourStart)}: give pair-replicas and write-hour-files the same hour`)
+    if (!facts) throw new UsageError('seal.no-facts', 'the paired frames ended without the hour\'s facts: put pair-replicas before write-hour-files')
     const written = await writer.finish()
     written.files.sort((x, y) => (x.name < y.name ? -1 : 1))
     return { facts, written }
@@ -321,7 +329,8 @@ export async function writeHourFiles(o: Pick<SealHourOptions, 'venue' | 'channel
  * raw file): its draft, not yet linked to the hour before or signed. An hour sealed before gives its draft
  * as it is (final), `hour` null.
  */
-export async function draftHour(seal: HourDraft['seal'], place: HourPlace, hour: WrittenHour | null): Promise<HourDraft> {
+export async function draftHour(place: HourPlace, hour: WrittenHour | null, sign: Sign): Promise<HourDraft> {
+  const seal = { ...place.chain, sign }
   if (place.temp === null || hour === null) {
     if (!place.sealed) throw new PipeError('seal.no-files', `hour ${hourLabel(place.hourStart)}: no files were written for it`)
     return new HourDraft(seal, place.hourStart, place.dir, null, place.sealed, null, true)

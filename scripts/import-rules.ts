@@ -16,7 +16,7 @@ import ts from 'typescript'
 export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'src/core': [],
   'src/codec': ['src/core'],
-  'src/net': ['src/core'],
+  'src/net': ['src/core', 'src/codec'],
   'src/formats/json': [],
   'src/formats/record': ['src/core', 'src/codec', 'src/formats/json'],
   'src/formats/record/journal': ['src/formats/record', 'src/core', 'src/codec', 'src/formats/json'],

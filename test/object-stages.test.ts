@@ -144,6 +144,26 @@ t.test('fetch-object without dir: its own folder, gone after the run whatever it
     t.same(await readdir(fetchTmp), [], 'and after a refused one')
   })
 
+  await t.test('in its own folder, an object goes once the next stage asks for the next', async (t) => {
+    const { fetchObjectStage } = await import('../src/transforms/fetch-object.js')
+    const ctx = { stage: 'fetch-object', summary: {}, signal: new AbortController().signal, onFailure: () => undefined } as never
+    const fetchIt = (await withEnv('TMPDIR', fetchTmp, async () => fetchObjectStage.create(fetchObjectStage.options.parse({ maxBytes: 1 << 20, concurrency: 1 }), ctx))) as (s: AsyncIterable<unknown>) => AsyncGenerator<{ path: string }>
+    async function* list() {
+      yield { url: `${nginx.base}/raw.jsonl.zst`, hash: sha(raw) }
+      yield { url: `${nginx.base}/other.bin`, hash: sha(other) }
+      yield { url: `${nginx.base}/raw.jsonl.zst`, hash: sha(raw) }
+    }
+    const fetched = await withEnv('TMPDIR', fetchTmp, async () => fetchIt(list()))
+    const seen: string[] = []
+    for await (const item of fetched) {
+      t.ok(existsSync(item.path), `${item.path} is there while it is read`)
+      for (const before of seen) t.notOk(existsSync(before), `${before} went once the next was asked for`)
+      seen.push(item.path)
+    }
+    t.equal(new Set(seen).size, 3, 'the same object twice is two files of its own')
+    t.same(await readdir(fetchTmp), [], 'the folder is gone at the end')
+  })
+
   await t.test('a later stage that fails while a fetch is still running: the fetch is stopped, the folder removed', async (t) => {
     proxy.fault('/other.bin', { kind: 'silent' })
     const started = Date.now()

@@ -5,6 +5,9 @@
 import { createHash } from 'node:crypto'
 import { Transform } from 'node:stream'
 
+/** A content name: `sha256:` and the 64 lower-case hex digits of the bytes' SHA-256 (the digits captured). */
+export const SHA256_NAME = /^sha256:([0-9a-f]{64})$/
+
 export type HashAlgorithm = 'blake3' | 'sha256'
 
 interface IncrementalHash { update(data: Uint8Array): unknown; digestHex(): string }

@@ -11,7 +11,7 @@ import Database from 'better-sqlite3'
 import { fsyncDir, writeFully } from '../core/atomic-write.js'
 import { PipeError, UsageError } from '../core/errors.js'
 import { openRegularFile } from '../core/input-file.js'
-import { SHA256_NAME } from '../net/http-object.js'
+import { SHA256_NAME } from '../codec/hash.js'
 import { detailProblem } from '../formats/pack/keys/publisher-key.js'
 
 /** The schema this build writes; each step of MIGRATIONS takes a database one version up. */

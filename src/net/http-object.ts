@@ -11,6 +11,7 @@ import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { writeFully } from '../core/atomic-write.js'
 import { PipeError } from '../core/errors.js'
+import { SHA256_NAME } from '../codec/hash.js'
 
 export const FETCH_CODES = {
   /** The server answered with a status that is not success and not worth retrying (404, 403, ...). */
@@ -66,8 +67,6 @@ export interface FetchedObject {
   refetchedBytes: number
 }
 
-/** An object's name: `sha256:` and the 64 lower-case hex digits of its bytes' SHA-256. */
-export const SHA256_NAME = /^sha256:([0-9a-f]{64})$/
 /** Statuses worth another try: the server or a proxy may answer next time. */
 const RETRIED_STATUS = new Set([408, 425, 429, 500, 502, 503, 504])
 

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { defineStage } from '../core/stage.js'
-import { SHA256_NAME } from '../net/http-object.js'
+import { SHA256_NAME } from '../codec/hash.js'
 
 /** A URL fetch-object can fetch, refused with the option that names it rather than when its turn comes. */
 export const httpUrl = z.string().refine((text) => URL.canParse(text) && ['http:', 'https:'].includes(new URL(text).protocol), 'must be an http: or https: URL')

@@ -32,7 +32,7 @@ export const fetchObjectStage = defineStage({
   takes: 'any',
   gives: 'any',
   options: z.object({
-    dir: z.string().min(1).optional().describe('the folder the objects go into, each named by its hash; default a temporary one, removed when the stage ends'),
+    dir: z.string().min(1).optional().describe('the folder the objects go into, each named by its hash, and kept; default a temporary one, where each object is removed once the next stage asks for the next, and the folder when the stage ends'),
     concurrency: z.number().int().min(1).max(64).default(4).describe('fetches at once'),
     maxBytes: z.number().int().positive().describe('the most bytes an object may have; more is refused while streaming (fetch.too-large)'),
     retries: z.number().int().min(0).default(4).describe('attempts after the first on 5xx answers, resets and stalls'),
@@ -55,12 +55,15 @@ export const fetchObjectStage = defineStage({
       }
       // A later stage's failure may end the run while this generator waits on a fetch, before its finally runs.
       if (o.dir === undefined) ctx.onFailure(end)
+      let fetches = 0
       const start = (item: unknown): Promise<FetchedObjectItem> => {
         const x = item as Partial<ObjectToFetch>
         if (typeof x?.url !== 'string' || typeof x.hash !== 'string' || (x.bytes !== undefined && !Number.isSafeInteger(x.bytes))) {
           return Promise.reject(new PipeError('fetch.bad-item', `fetch-object takes {url, hash, bytes?}, got ${JSON.stringify(item)?.slice(0, 200)}`))
         }
-        const name = x.hash.replace(/^sha256:/, '')
+        // In a folder of its own each object gets a name of its own, so that one read can go while a
+        // later object of the same hash is still to be read.
+        const name = o.dir === undefined ? `${fetches++}-${x.hash.replace(/^sha256:/, '')}` : x.hash.replace(/^sha256:/, '')
         return limiter.run(async () => {
           const got = await fetchObject({
             url: x.url!, hash: x.hash!, maxBytes: o.maxBytes, ...(x.bytes !== undefined ? { bytes: x.bytes } : {}), dest: join(dir, name),
@@ -76,15 +79,21 @@ export const fetchObjectStage = defineStage({
         pending.shift()
         return fetched
       }
+      // The next stage has read an object once it asks for the next: in a folder of its own, the object
+      // goes then, so that a long list never holds more than `concurrency` objects on disk.
+      async function* give(fetched: FetchedObjectItem) {
+        yield fetched
+        if (o.dir === undefined) await rm(fetched.path, { force: true })
+      }
       try {
         for await (const item of source) {
           const p = start(item)
           // A failure is thrown in order, when its turn comes; until then it must not count as unhandled.
           p.catch(() => undefined)
           pending.push(p)
-          while (pending.length > o.concurrency) yield await nextInOrder()
+          while (pending.length > o.concurrency) yield* give(await nextInOrder())
         }
-        while (pending.length > 0) yield await nextInOrder()
+        while (pending.length > 0) yield* give(await nextInOrder())
       } finally {
         await end()
       }

@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto'
 import canonicalize from 'canonicalize'
 import { PipeError } from '../../../core/errors.js'
+import { SHA256_NAME } from '../../../codec/hash.js'
 import { CanonicalChecker, JsonCode, Kind, NumberFlag } from '../../json/canonical-check.js'
 import { MAX_JSON_DEPTH, isPackTime } from '../keys/key-statements.js'
 import { isFingerprint } from '../keys/ssh-key.js'
@@ -290,13 +291,12 @@ export function checkFormatAndVersion(doc: unknown, format: string): { doc: Json
 // Names documents carry.
 
 export const HASH_PREFIX = 'sha256:'
-const SHA256_RE = /^sha256:[0-9a-f]{64}$/
 // Any algorithm's hash in the same shape; what another prefix may look like without being malformed.
 const ANY_HASH_RE = /^[a-z][a-z0-9-]{0,31}:[0-9a-f]{2,256}$/
 
 /** Whether `s` is `sha256:` and 64 lower-case hex digits. */
 export function isSha256Hash(s: unknown): s is string {
-  return typeof s === 'string' && SHA256_RE.test(s)
+  return typeof s === 'string' && SHA256_NAME.test(s)
 }
 
 /**
@@ -305,10 +305,10 @@ export function isSha256Hash(s: unknown): s is string {
  * reader to refuse it only where it needs the object. A malformed hash is refused everywhere.
  */
 export function expectHash(v: unknown, where: string, needed: boolean): string {
-  if (typeof v !== 'string' || !ANY_HASH_RE.test(v) || (v.startsWith(HASH_PREFIX) && !SHA256_RE.test(v))) {
+  if (typeof v !== 'string' || !ANY_HASH_RE.test(v) || (v.startsWith(HASH_PREFIX) && !SHA256_NAME.test(v))) {
     refuse(DOC_CODES.hashMalformed, `${where} ${quote(v)} is not sha256: and 64 lower-case hex digits`)
   }
-  if (needed && !SHA256_RE.test(v)) refuse(DOC_CODES.hashPrefix, `${where} ${quote(v)} is not a sha256: hash, and its object is needed`)
+  if (needed && !SHA256_NAME.test(v)) refuse(DOC_CODES.hashPrefix, `${where} ${quote(v)} is not a sha256: hash, and its object is needed`)
   return v
 }
 

@@ -29,6 +29,7 @@
  * incomplete there. Coordinates are the exact values rounded to the nearest float64.
  */
 import { PipeError } from '../../../core/errors.js'
+import { SHA256_NAME } from '../../../codec/hash.js'
 import {
   GEOMETRY_CODES,
   GEOMETRY_LIMITS,
@@ -438,7 +439,7 @@ export function penroseReference(): { patch: PenrosePatch; hashes: GeometryHashe
  * patch's Parquet object, which whoever writes that object knows (null until it is written).
  */
 export function penroseTilingsRow(referenceObject: string | null): TilingsRow {
-  if (referenceObject !== null && !/^sha256:[0-9a-f]{64}$/.test(referenceObject)) {
+  if (referenceObject !== null && !SHA256_NAME.test(referenceObject)) {
     throw new PipeError(GEOMETRY_CODES.malformed, 'reference is not sha256: and 64 lower-case hex digits')
   }
   const { patch, hashes } = penroseReference()

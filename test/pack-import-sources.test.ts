@@ -161,6 +161,23 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     throw new Error('no part')
   }
 
+  await t.test('a 403, as an S3 bucket without list permission answers for a missing file: absence for a signature looked for, a failure for a part', async (t) => {
+    const sigs = proxy.requests.map((q) => q.path).filter((p) => /^\/store\/sigs\//.test(p))
+    const sig = sigs[0]!
+    proxy.fault(sig, { kind: 'status', status: 403 }, 10)
+    const unsigned = fresh()
+    await t.rejects(importIt(`${proxy.base}/store/`, unsigned, { feed: 'golden-media', ...fast }), { code: 'import.refused', message: /pack\.manifest-unsigned/ }, 'a 403 signature is no signature: refused as unsigned')
+    const allowed = fresh()
+    await importIt(`${proxy.base}/store/`, allowed, { feed: 'golden-media', ...fast, allowUnsigned: true })
+    t.same(contents(allowed), contents(local), 'and taken with --allow-unsigned')
+    proxy.clear(sig)
+    const part = await aPart()
+    proxy.fault(part, { kind: 'status', status: 403 }, 10)
+    await t.rejects(importIt(`${proxy.base}/store/`, fresh(), { feed: 'golden-media', ...fast }), { code: 'fetch.forbidden', message: /403/ }, 'a part the version names is never taken for absent')
+    proxy.clear(part)
+    t.same(await leftovers(), [])
+  })
+
   await t.test('a transfer cut mid-object resumes with Range', async (t) => {
     const part = await aPart()
     proxy.fault(part, { kind: 'cut', after: 100 })

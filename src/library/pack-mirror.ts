@@ -166,7 +166,7 @@ class Mirror {
       chain.add(signer)
       signers.add(signer)
       const rel = this.got.kind === 'store' ? keyPath(signer) : exportKeyPath(signer)
-      if (!(await this.file(rel, { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))) continue
+      if (!(await this.file(rel, { maxBytes: MAX_DOCUMENT_BYTES, optional: true, probed: true }))) continue
       // Only to find the names of further files: the check reads each statement again, and judges it.
       const parsed = parseKeyStatement({ statement: await this.local(rel), signerName: signer, source: this.url(rel) })
       if (!parsed.ok) continue
@@ -179,7 +179,7 @@ class Mirror {
     const window = new FetchWindow(this.o.concurrency ?? 4)
     try {
       for (const signer of signers) {
-        await window.add(() => this.file(storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true }))
+        await window.add(() => this.file(storeManifest === undefined ? exportSignaturePath(signer) : signaturePath(storeManifest, signer), { maxBytes: MAX_DOCUMENT_BYTES, optional: true, probed: true }))
       }
     } finally {
       await window.settled()
@@ -281,7 +281,9 @@ class Mirror {
       }
       return true
     } catch (err) {
-      if (err instanceof PipeError && err.code === FETCH_CODES.notFound) {
+      // Absence can only refuse a version: a signature missing is no signature, which the check judges.
+      const absent = err instanceof PipeError && (err.code === FETCH_CODES.notFound || (f.probed === true && err.code === FETCH_CODES.forbidden))
+      if (absent) {
         this.got.requests++
         if (f.optional) return false
         throw new PipeError(MIRROR_CODES.missing, `${this.url(rel)}: the host has no such file, which the version names`, { location: { file: this.url(rel) } })
@@ -314,6 +316,11 @@ interface FileToFetch {
   bytes?: number
   maxBytes: number
   optional?: boolean
+  /**
+   * Looked for, not named by the version (a key statement up a chain, a signature under a key that could
+   * have signed): a 403 is absence too, as an S3 bucket without list permission answers for a missing file.
+   */
+  probed?: boolean
 }
 
 /**

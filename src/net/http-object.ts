@@ -18,6 +18,8 @@ export const FETCH_CODES = {
   status: 'fetch.http-status',
   /** 404 or 410: the server has no such file (a reader of a static host learns of absence only so). */
   notFound: 'fetch.not-found',
+  /** 403: refused. An S3 bucket without list permission answers so for a file it does not have. */
+  forbidden: 'fetch.forbidden',
   /** Retries ran out on 5xx answers, resets or stalls. */
   unavailable: 'fetch.unavailable',
   /** More bytes than the limit known before the download: stated by Content-Length, or sent. */
@@ -181,6 +183,7 @@ async function oneRequest(url: URL, from: number, limit: number, fh: FileHandle,
     if (response.status === 416 && from > 0) throw new PipeError(FETCH_CODES.sizeMismatch, `${url.href}: the server holds no bytes past the ${from} already fetched (416), and they do not make the object`)
     if (RETRIED_STATUS.has(response.status)) throw new Retryable(`the server answered ${response.status}`)
     if (response.status === 404 || response.status === 410) throw new PipeError(FETCH_CODES.notFound, `${url.href}: the server has no such file (${response.status})`)
+    if (response.status === 403) throw new PipeError(FETCH_CODES.forbidden, `${url.href}: the server refused it (403; an S3 bucket without list permission answers so for a file it does not have)`)
     throw new PipeError(FETCH_CODES.status, `${url.href}: the server answered ${response.status} ${response.statusText}`.trimEnd())
   }
   const length = response.headers.get('content-length')

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { PackChecker } from '../src/formats/pack/check/check.js'
-import { Library } from '../src/library/library.js'
+import { Library, LIBRARY_SCHEMA_VERSION } from '../src/library/library.js'
 import { importPack, type PackImportOptions } from '../src/library/pack-import.js'
 import { childEnv } from './helpers/io.js'
 import { fingerprint } from '../src/formats/pack/keys/ssh-key.js'
@@ -112,6 +112,33 @@ t.test('a pack that fails a check is refused before the library is touched', asy
   await rm(join(unsigned, 'sigs'), { recursive: true })
   await t.rejects(importIt(unsigned, fresh()), { code: 'import.refused', message: /pack\.manifest-unsigned/ })
   t.equal((await importIt(unsigned, fresh(), { allowUnsigned: true })).already, false, '--allow-unsigned takes it')
+})
+
+t.test('an older library stays at its schema when a pack is refused, and is taken up with the first import that commits', async (t) => {
+  const library = fresh()
+  await importIt(golden('minimal'), library)
+  // The last migration again, as for a library of the schema before: it rebuilds the facts and events tables.
+  const older = String(LIBRARY_SCHEMA_VERSION - 1)
+  const setVersion = (v: string) => { const db = new Database(library); db.prepare("UPDATE library_meta SET value = ? WHERE key = 'schema_version'").run(v); db.close() }
+  const version = () => { const db = new Database(library, { readonly: true }); const v = db.prepare("SELECT value FROM library_meta WHERE key = 'schema_version'").pluck().get(); db.close(); return v }
+  const before = stats(library)
+  setVersion(older)
+  const unsigned = join(base, 'unsigned-older')
+  await cp(golden('retraction'), unsigned, { recursive: true })
+  await rm(join(unsigned, 'sigs'), { recursive: true })
+  await t.rejects(importIt(unsigned, library), { code: 'import.refused', message: /pack\.manifest-unsigned/ })
+  t.equal(version(), older, 'a refused pack leaves the schema as it was')
+  const db = new Database(library)
+  const tampered = db.prepare("SELECT id FROM facts WHERE table_name = 'patterns' ORDER BY id LIMIT 1").pluck().get() as string
+  db.prepare("UPDATE facts SET row = '{\"changed\":true}' WHERE table_name = 'patterns' AND id = ?").run(tampered)
+  db.close()
+  await t.rejects(importIt(golden('retraction'), library, { strict: true }), { code: 'import.fact-differs' })
+  t.equal(version(), older, 'so does one refused inside its change: the migration rolls back with it')
+  const r = await importIt(golden('retraction'), library)
+  t.equal(r.already, false)
+  t.equal(version(), String(LIBRARY_SCHEMA_VERSION), 'the first import that commits takes the library up')
+  const after = stats(library) as { facts: Record<string, number> }
+  t.ok(after.facts.patterns! >= (before as { facts: Record<string, number> }).facts.patterns!, 'nothing it held is lost')
 })
 
 t.test('--strict: a record the library holds must come again identical', async (t) => {

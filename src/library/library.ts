@@ -249,8 +249,12 @@ export class Library {
     return `${this.path}.objects`
   }
 
-  /** Opens (making it when `create`) the library at `path`, taking its schema up to this build's. */
-  static open(path: string, opts: { create?: boolean } = {}): Library {
+  /**
+   * Opens (making it when `create`) the library at `path`, taking its schema up to this build's. With
+   * `migrate` false an older library is left at its schema, to be read, until its first change takes it
+   * up in the change's own transaction: an import refused after the library was read leaves it untouched.
+   */
+  static open(path: string, opts: { create?: boolean; migrate?: boolean } = {}): Library {
     let db: Database.Database
     try {
       db = new Database(path, { fileMustExist: !opts.create })
@@ -263,7 +267,9 @@ export class Library {
       db.pragma('foreign_keys = ON')
       // 64 MiB of pages: an import's inserts land all over the unique indexes, which the default 2 MiB misses.
       db.pragma('cache_size = -65536')
-      migrate(db, path)
+      checkSchema(db, path)
+      db.function('pipe_row_digest', { deterministic: true }, (row) => rowDigest(String(row)))
+      if (opts.migrate ?? true) migrate(db)
     } catch (err) {
       db.close()
       if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new PipeError(LIBRARY_CODES.notALibrary, `${path} is not a SQLite database, so no pipe library`, { exitCode: 2, location: { file: path } })
@@ -289,6 +295,8 @@ export class Library {
     const db = this.db
     db.exec('BEGIN IMMEDIATE')
     try {
+      // A library opened without migrating is taken up here, so that the steps commit with the change or not at all.
+      for (let v = schemaVersionOf(db); v < LIBRARY_SCHEMA_VERSION; v++) migrationStep(db, v)
       const importId = Number(db.prepare(`INSERT INTO pack_imports (manifest, publisher, feed, source, started, finished, facts_added, events_added, objects_added, retractions_added)
         VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0)`).run(record.manifest, record.publisher, record.feed, record.source, record.started, record.finished).lastInsertRowid)
       const counts: ImportCounts = { factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0 }
@@ -562,8 +570,8 @@ function schemaVersionOf(db: Database.Database): number {
   return v === undefined ? 0 : Number(v)
 }
 
-/** Takes the database up to LIBRARY_SCHEMA_VERSION, one step a transaction; refuses one it does not know. */
-function migrate(db: Database.Database, path: string): void {
+/** Refuses a file that is not a library of a schema this build knows: another SQLite database, or a newer library. */
+function checkSchema(db: Database.Database, path: string): void {
   const version = schemaVersionOf(db)
   if (version === 0) {
     const tables = db.prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table'").pluck().get() as number
@@ -572,14 +580,21 @@ function migrate(db: Database.Database, path: string): void {
   if (version > LIBRARY_SCHEMA_VERSION) {
     throw new PipeError(LIBRARY_CODES.newer, `${path} is a library of schema ${version}; this pipe knows schemas up to ${LIBRARY_SCHEMA_VERSION} (a newer pipe made it)`, { exitCode: 2, location: { file: path } })
   }
-  db.function('pipe_row_digest', { deterministic: true }, (row) => rowDigest(String(row)))
-  for (let v = version; v < LIBRARY_SCHEMA_VERSION; v++) {
+}
+
+/** Takes the database up to LIBRARY_SCHEMA_VERSION, one step a transaction. */
+function migrate(db: Database.Database): void {
+  for (let v = schemaVersionOf(db); v < LIBRARY_SCHEMA_VERSION; v++) {
     // IMMEDIATE, and the version read again under the lock: another process opening the library at the
     // same time may have taken this step already (migration 3 applied twice would double every event key).
     db.transaction(() => {
-      if (schemaVersionOf(db) !== v) return
-      db.exec(MIGRATIONS[v]!)
-      db.prepare("INSERT INTO library_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(v + 1))
+      if (schemaVersionOf(db) === v) migrationStep(db, v)
     }).immediate()
   }
+}
+
+/** Migration `v` (to v + 1), inside a transaction the caller holds. */
+function migrationStep(db: Database.Database, v: number): void {
+  db.exec(MIGRATIONS[v]!)
+  db.prepare("INSERT INTO library_meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(v + 1))
 }

@@ -196,7 +196,8 @@ async function refOf(folder: PackFolder, o: PackImportOptions, feed: string): Pr
 }
 
 async function openExisting(library: string): Promise<Library | undefined> {
-  return (await stat(library).then(() => true, () => false)) ? Library.open(library) : undefined
+  // Read as it is: an older library is taken up to this build's schema by the import's own change, so a refused pack leaves it at its schema.
+  return (await stat(library).then(() => true, () => false)) ? Library.open(library, { migrate: false }) : undefined
 }
 
 /**

@@ -2,13 +2,13 @@ import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
 
+const unpaired = (name: string, without: string) => new UsageError('pack.not-signed', `${name} came without ${without}: keep pack-version's documents together; nothing of it was published`)
+
 /**
  * The last step of a pack publish: once a version's manifest and ref are both signed, lands the manifest
  * object, its signature, the publisher's key statements and the ref, in that order, each signature checked
  * first to be the publisher key's in its namespace; with `views`, writes views.sql for the new version.
  */
-const unpaired = (name: string, without: string) => new UsageError('pack.not-signed', `${name} came without ${without}: keep pack-version's documents together; nothing of it was published`)
-
 export const packCommitSink = defineStage({
   name: 'pack-commit',
   kind: 'sink',

@@ -1,9 +1,8 @@
-import { dirname, join } from 'node:path'
 import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { isDocumentItem, type DocumentItem } from '../core/items.js'
 import { defineStage } from '../core/stage.js'
-import { signerOptions } from '../formats/record/keys/signer-options.js'
+import { jwksBeside, signerOptions } from '../formats/record/keys/signer-options.js'
 
 /**
  * Signs each document's exact bytes with a key file, or through an external signer command holding the key
@@ -46,7 +45,7 @@ type SignDocument = (item: DocumentItem) => Promise<string>
 async function jwsSigner(o: SignOptions, signal: AbortSignal): Promise<SignDocument> {
   if (o.publicKey !== undefined) throw new UsageError('usage.bad-option', 'a JWS signer is named by --key or --signer-cmd with --kid; --public-key is for --format ssh', { location: { field: '--public-key' } })
   const { recordSigner } = await import('../formats/record/keys/signer.js')
-  const signer = await recordSigner(o, (key) => join(dirname(key), 'jwks.json'), signal)
+  const signer = await recordSigner(o, jwksBeside, signal)
   return (item) => signer.sign(item.bytes!)
 }
 

@@ -1,10 +1,9 @@
 import { existsSync } from 'node:fs'
-import { dirname, join } from 'node:path'
 import { z } from 'zod'
 import { UsageError } from '../../core/errors.js'
 import { defineStage } from '../../core/stage.js'
 import { HOUR_NS } from '../../formats/record/journal/journal.js'
-import { signerOptions } from '../../formats/record/keys/signer-options.js'
+import { jwksBeside, signerOptions } from '../../formats/record/keys/signer-options.js'
 import { sealedHourOf, sealHourOptions } from './seal-options.js'
 
 /**
@@ -29,11 +28,10 @@ export const hourManifestStage = defineStage({
     // Loaded here, not at the top: the sealer pulls in the Parquet and JWS libraries, which every other
     // command would otherwise pay for at start-up.
     const [{ recordSigner, signerRefused }, { draftHour, SealedHourFiles }] = await Promise.all([import('../../formats/record/keys/signer.js'), import('../../formats/record/seal/seal.js')])
-    const beside = (key: string) => join(dirname(key), 'jwks.json')
-    if (o.key && !o.keys && !existsSync(beside(o.key))) {
-      throw new UsageError('usage.no-key-set', '--keys: no jwks.json beside the key: name the key set that publishes it, whose validity must cover the hour', { location: { file: beside(o.key) } })
+    if (o.key && !o.keys && !existsSync(jwksBeside(o.key))) {
+      throw new UsageError('usage.no-key-set', '--keys: no jwks.json beside the key: name the key set that publishes it, whose validity must cover the hour', { location: { file: jwksBeside(o.key) } })
     }
-    const signer = await recordSigner(o, beside, ctx.signal)
+    const signer = await recordSigner(o, jwksBeside, ctx.signal)
     // Judged as check 6 judges the hour's signature, and the day's after hour 23: at the hour's end.
     const refusal = signer.refusal(hour.hourStart + HOUR_NS)
     if (refusal) throw signerRefused(signer, refusal, hour.hourStart + HOUR_NS, `hour ${o.hour}`)

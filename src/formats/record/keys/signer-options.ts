@@ -2,6 +2,7 @@
  * The options that name a record-format signer (keys/signer.ts): apart, so that the stages that take them
  * declare their schema without loading the JWS library at start-up.
  */
+import { dirname, join } from 'node:path'
 import { z } from 'zod'
 
 export const signerOptions = {
@@ -16,4 +17,9 @@ export interface SignerOptions {
   signerCmd?: string | undefined
   kid?: string | undefined
   keys?: string | undefined
+}
+
+/** The key set a key file is published by when --keys is not given: jwks.json beside it, as pipe key new writes them. */
+export function jwksBeside(key: string): string {
+  return join(dirname(key), 'jwks.json')
 }

@@ -9,7 +9,8 @@
  *
  * The instruments are spot products (`BTC-USD`) with Binance spot's simulated trades and book
  * (binance-market.ts). Each message is made once and stamped with each connection's own `sequence_num`:
- * two connections never get the same bytes.
+ * two connections get the same bytes only while their counts coincide (subscribed in one turn, nothing yet
+ * sent to one alone), as two of Coinbase's own would.
  */
 import { fmt8 } from '../binance-instruments.js'
 import { Instrument, type DepthEvent, type MarketEvent, type Mutation, type Naming, type TradeEvent } from './binance-market.js'

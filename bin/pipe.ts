@@ -2,6 +2,7 @@
 // First: the modules after it are evaluated under its V8 flag (src/core/tiering.ts).
 import '../src/core/tiering.js'
 import { mkdir } from 'node:fs/promises'
+import { once } from 'node:events'
 import { formatTime } from '../src/formats/record/time.js'
 import yargs from 'yargs'
 import { hideBin } from 'yargs/helpers'
@@ -358,9 +359,15 @@ async function main(argv: string[]): Promise<number> {
         const { Library } = await import('../src/library/library.js')
         const lib = Library.open(String(args.library))
         try {
-          const rows = lib.query(String(args.table), args.id === undefined ? undefined : String(args.id))
-          if (args.json) process.stdout.write(`${JSON.stringify({ table: args.table, rows: [...rows] })}\n`)
-          else for (const row of rows) process.stdout.write(`${JSON.stringify(row)}\n`)
+          // Written row by row (a table may hold millions); --json's bytes are JSON.stringify's of {table, rows}.
+          const write = (text: string) => (process.stdout.write(text) ? undefined : once(process.stdout, 'drain'))
+          let first = true
+          if (args.json) await write(`{"table":${JSON.stringify(args.table)},"rows":[`)
+          for await (const row of lib.query(String(args.table), args.id === undefined ? undefined : String(args.id))) {
+            await write(args.json ? `${first ? '' : ','}${JSON.stringify(row)}` : `${JSON.stringify(row)}\n`)
+            first = false
+          }
+          if (args.json) await write(']}\n')
         } finally {
           lib.close()
         }
@@ -372,7 +379,8 @@ async function main(argv: string[]): Promise<number> {
         const { Library } = await import('../src/library/library.js')
         const lib = Library.open(String(args.library))
         try {
-          const feeds = [...lib.query('pack_follows')]
+          const feeds: Record<string, unknown>[] = []
+          for await (const f of lib.query('pack_follows')) feeds.push(f)
           if (args.json) process.stdout.write(`${JSON.stringify({ feeds })}\n`)
           else if (feeds.length === 0) process.stdout.write('no feeds followed\n')
           else for (const f of feeds) process.stdout.write(`${String(f.publisher)} ${String(f.feed)}: seq ${String(f.seq)}, manifest ${String(f.manifest)}, from ${String(f.source)}, updated ${String(f.updated)}\n`)

@@ -47,11 +47,11 @@ const record = (manifest: string) => ({ manifest, publisher: 'SHA256:pub', feed:
 t.test('rows past the free space: the import fails, and the library is as it was', async (t) => {
   const path = join(disk, 'rows.db')
   const lib = Library.open(path, { create: true })
-  await lib.change(record('sha256:before'), async (c) => { c.fact('patterns', 'p0', '{"id":"p0"}') })
+  await lib.change(record('sha256:before'), async (c) => { c.event('verifications', 'SHA256:pub', 'p0', '{"pattern_id":"p0"}') })
   const before = lib.stats()
   lib.close()
   const r = await onFullDisk(path, `await lib.change(${JSON.stringify(record('sha256:big'))}, async (c) => {
-      for (let i = 0; i < 100000; i++) c.fact('patterns', 'p' + (i + 1), JSON.stringify({ id: i, text: 'x'.repeat(200) }))
+      for (let i = 0; i < 100000; i++) c.event('verifications', 'SHA256:pub', 'p' + (i + 1), JSON.stringify({ pattern_id: 'p' + (i + 1), text: 'x'.repeat(200) }))
     })`)
   t.equal(r.status, 1, r.out)
   t.match(r.out, /^failed: SQLITE_(FULL|IOERR)/, 'the write that found no room')

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { Library, LIBRARY_SCHEMA_VERSION, type ImportRecord } from '../src/library/library.js'
-import { childEnv } from './helpers/io.js'
+import { childEnv, collect } from './helpers/io.js'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
 const base = await mkdtemp(join(tmpdir(), 'library-raters-'))
@@ -25,23 +25,26 @@ t.test('a version 1 library is taken up to this build\'s, keeping what it holds'
   const path = fresh()
   const lib = Library.open(path, { create: true })
   await lib.change(record('sha256:aa'), async (c) => {
-    c.fact('patterns', 'p1', '{"id":"p1"}')
+    c.event('verifications', 'SHA256:pub', 'p1', '{"pattern_id":"p1"}')
     c.follow('SHA256:pub', 'life', 3, 'sha256:aa', 'https://example.org/store', '2026-12-07T00:00:00Z')
   })
   const held = lib.stats()
   lib.close()
   // Version 1 is version 2 without the raters' tables (and version 3 re-keys events, of which it has none): what a library made by the build before this one holds.
   const raw = new Database(path)
-  raw.exec("DROP TABLE library_rater_consents; DROP TABLE library_raters; UPDATE library_meta SET value = '1' WHERE key = 'schema_version'")
+  raw.exec("DROP TABLE library_rater_consents; DROP TABLE library_raters; DROP TABLE fact_refs; DROP TABLE fact_parts; UPDATE library_meta SET value = '1' WHERE key = 'schema_version'")
+  // A version 1 library keeps a fact as its row's text.
+  raw.exec("INSERT INTO facts (table_name, id, row, import_id) VALUES ('patterns', 'p1', '{\"id\":\"p1\"}', 1)")
   raw.close()
 
   const migrated = Library.open(path)
   t.teardown(() => migrated.close())
   t.equal(migrated.schemaVersion, LIBRARY_SCHEMA_VERSION)
-  t.same(migrated.stats(), { ...held, schema: LIBRARY_SCHEMA_VERSION }, 'its rows, imports and follows as they were')
+  t.same(migrated.stats(), { ...held, schema: LIBRARY_SCHEMA_VERSION, facts: { ...held.facts, patterns: 1 } }, 'its rows, imports and follows as they were')
+  t.same(await migrated.factText('patterns', 'p1'), '{"id":"p1"}', 'a fact kept as text reads back')
   const c = migrated.recordConsent('Ann', { showName: true, notes: false, withdrawn: false }, '2026-12-07T00:00:00Z')
   t.match(c, { name: 'Ann', rater: RATER_ID, made: true })
-  t.same([...migrated.query('library_raters')], [{ name: 'Ann', rater: c.rater, consent_date: '2026-12-07T00:00:00Z', show_name: 1, notes: 0, withdrawn: 0 }], 'and it keeps raters now')
+  t.same((await collect(migrated.query('library_raters'))), [{ name: 'Ann', rater: c.rater, consent_date: '2026-12-07T00:00:00Z', show_name: 1, notes: 0, withdrawn: 0 }], 'and it keeps raters now')
 })
 
 t.test('a rater\'s id is made once; each consent is a row of its history, dated after the one before', async (t) => {
@@ -55,7 +58,7 @@ t.test('a rater\'s id is made once; each consent is a row of its history, dated 
   t.equal(again.consentDate, '2026-12-07T10:00:01Z', 'recorded in the same second: one second later, so it is the latest')
   const withdrawn = lib.recordConsent('Ann', { showName: false, notes: false, withdrawn: true }, '2026-12-08T00:00:00Z')
   t.match(withdrawn, { rater: first.rater, withdrawn: true, consentDate: '2026-12-08T00:00:00Z' })
-  t.same([...lib.query('library_rater_consents')].map((r) => [r.seq, r.show_name, r.notes, r.withdrawn]), [[1, 0, 0, 0], [2, 1, 1, 0], [3, 0, 0, 1]], 'the whole history')
+  t.same((await collect(lib.query('library_rater_consents'))).map((r) => [r.seq, r.show_name, r.notes, r.withdrawn]), [[1, 0, 0, 0], [2, 1, 1, 0], [3, 0, 0, 1]], 'the whole history')
   t.same(lib.raterConsents().get(first.rater), { name: 'Ann', rater: first.rater, consentDate: '2026-12-08T00:00:00Z', showName: false, notes: false, withdrawn: true })
   t.not(lib.recordConsent('Ben', { showName: false, notes: false, withdrawn: false }, T).rater, first.rater, 'another name, another id')
   t.throws(() => lib.recordConsent('Cy', { showName: false, notes: false, withdrawn: true }, T), { code: 'library.no-such-rater' }, 'no consent to withdraw')

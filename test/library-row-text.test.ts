@@ -1,5 +1,5 @@
 /**
- * The library's row text (pack-import.ts rowText) against an independent RFC 8785 implementation (the
+ * The library's row text (row-text.ts rowText) against an independent RFC 8785 implementation (the
  * canonicalize package): byte for byte on random rows of every kind of cell, and on every row of the
  * golden stores.
  */
@@ -7,7 +7,7 @@ import canonicalize from 'canonicalize'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { PackChecker } from '../src/formats/pack/check/check.js'
-import { rowText } from '../src/library/pack-import.js'
+import { rowText } from '../src/library/row-text.js'
 import { seededRandom } from '../src/sim/random.js'
 
 /** What rowText means by a bigint, in the form canonicalize takes: a number within ±(2^53 − 1), else its decimal string. */

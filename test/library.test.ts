@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { sortKey, Library, LIBRARY_SCHEMA_VERSION, type ImportRecord } from '../src/library/library.js'
-import { childEnv } from './helpers/io.js'
+import { childEnv, collect } from './helpers/io.js'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
 const built = fileURLToPath(new URL('../dist/src/library/library.js', import.meta.url))
@@ -17,6 +17,17 @@ const fresh = () => join(base, `l${made++}.db`)
 const record = (manifest: string): ImportRecord => ({ manifest, publisher: 'SHA256:pub', feed: 'life', source: '/somewhere', started: '2026-12-07T00:00:00Z', finished: '2026-12-07T00:00:01Z' })
 const sha = (b: Uint8Array) => `sha256:${createHash('sha256').update(b).digest('hex')}`
 const PNG = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), Buffer.from('a picture')])
+/** Two parts of the minimal golden store's patterns table, of one row each. */
+const goldenPart = async (hex: string) => {
+  const bytes = await readFile(fileURLToPath(new URL(`./golden/minimal/store/objects/sha256/${hex.slice(0, 2)}/${hex}.parquet`, import.meta.url)))
+  return { object: `sha256:${hex}`, bytes }
+}
+const PART_A = await goldenPart('255da0e3d43cae5379e443b287fb91fff08514d434b340f70900b826ba8bd23c')
+const PART_B = await goldenPart('3da007faff4848482c7b6244708bc3ca3903357c8289e4b94a677c39cc79b1bb')
+const ID_A = '4ec69701fbf4cbc342427d733cfe42ed'
+const ID_B = '69ba2f96fab25bffd0388a32fc938d51'
+/** A part name for changes that are not read back (no object of that name is stored). */
+const NO_PART = `sha256:${'0'.repeat(64)}`
 
 t.test('a new library is made at this build\'s schema, and opens again as it was', async (t) => {
   const path = fresh()
@@ -52,47 +63,54 @@ t.test('one import is one transaction: facts merge by id, events under their pub
   const lib = Library.open(fresh(), { create: true })
   t.teardown(() => lib.close())
   const first = await lib.change(record('sha256:aa'), async (c) => {
-    t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":1}'), 'added')
-    t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":1}'), 'same')
+    t.equal(await c.object(PART_A.object, 'parquet', PART_A.bytes), 'added')
+    t.same(c.factRef('patterns', ID_A, PART_A.object, 0), { kept: 'added' })
+    t.same(c.factRef('patterns', ID_A, PART_A.object, 0), { kept: 'same' }, 'the very row of the very part')
     t.equal(c.event('verifications', 'SHA256:pub', sortKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added')
     t.equal(await c.object(sha(PNG), 'png', PNG), 'added')
     t.equal(c.retract('p0', 'SHA256:pub', 'sha256:aa'), 'added')
     c.revoke('SHA256:old', 'SHA256:old', 'SHA256:pub', 'sha256:aa', '2026-12-07T00:00:00Z')
     c.follow('SHA256:pub', 'life', 3, 'sha256:aa', 'https://example.org/store', '2026-12-07T00:00:00Z')
   })
-  t.same(first, { factsAdded: 1, eventsAdded: 1, objectsAdded: 1, retractionsAdded: 1, importId: 1 })
+  t.same(first, { factsAdded: 1, eventsAdded: 1, objectsAdded: 2, retractionsAdded: 1, importId: 1 })
   const hex = sha(PNG).slice(7)
   t.ok((await readFile(join(lib.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.png`))).equals(PNG), 'the object in the folder, named by its hash')
 
   const second = await lib.change(record('sha256:bb'), async (c) => {
-    t.equal(c.fact('patterns', 'p1', '{"id":"p1","v":2}'), 'differs', 'the library\'s row stands')
-    t.equal(c.fact('patterns', 'p2', '{"id":"p2"}'), 'added')
+    t.equal(await c.object(PART_B.object, 'parquet', PART_B.bytes), 'added')
+    t.same(c.factRef('patterns', ID_A, PART_B.object, 0), { kept: 'elsewhere', held: { part: PART_A.object, partRow: 0 } }, 'the library\'s row stands, where it is, for the importer to compare')
+    t.same(c.factRef('patterns', ID_B, PART_B.object, 0), { kept: 'added' })
     t.equal(c.event('verifications', 'SHA256:pub', sortKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'same')
     t.equal(c.event('verifications', 'SHA256:other', sortKey(['p1', 'B3/S23', 'SHA256:other', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added', 'another publisher\'s')
     t.equal(await c.object(sha(PNG), 'png', PNG), 'same')
     c.revoke('SHA256:old', 'SHA256:new', 'SHA256:pub', 'sha256:bb', '2026-12-08T00:00:00Z')
-    c.flagReverify('patterns', 'p2')
-    c.reverifyResult('patterns', 'p2', 'confirmed', 'replayed 4 generations')
+    c.flagReverify('patterns', ID_B)
+    c.reverifyResult('patterns', ID_B, 'confirmed', 'replayed 4 generations')
     c.follow('SHA256:pub', 'life', 4, 'sha256:bb', 'https://example.org/store', '2026-12-08T00:00:00Z')
   })
-  t.same(second, { factsAdded: 1, eventsAdded: 1, objectsAdded: 0, retractionsAdded: 0, importId: 2 })
-  t.match(lib.stats(), { facts: { patterns: 2 }, events: { verifications: 2 }, objects: 1, objectBytes: PNG.length, retractions: 1, revokedKeys: 1, imports: 2, needsReverify: 1, follows: [{ publisher: 'SHA256:pub', feed: 'life', seq: 4, manifest: 'sha256:bb' }] })
-  t.same([...lib.query('patterns', 'p1')], [{ id: 'p1', row: { id: 'p1', v: 1 }, needs_reverify: false, retracted: false, import_id: 1 }])
-  t.same([...lib.query('patterns')].map((r) => r.id), ['p1', 'p2'])
-  t.same([...lib.query('verifications', 'p1')].map((r) => r.publisher), ['SHA256:other', 'SHA256:pub'], 'events by their first key column')
-  t.same([...lib.query('pack_revoked')], [{ fingerprint: 'SHA256:old', revoked_by: 'SHA256:old', publisher: 'SHA256:pub', seen_in: 'sha256:aa', first_seen: '2026-12-07T00:00:00Z' }], 'a revocation is kept as first seen')
+  t.same(second, { factsAdded: 1, eventsAdded: 1, objectsAdded: 1, retractionsAdded: 0, importId: 2 })
+  t.match(lib.stats(), { facts: { patterns: 2 }, events: { verifications: 2 }, objects: 3, objectBytes: PNG.length + PART_A.bytes.length + PART_B.bytes.length, retractions: 1, revokedKeys: 1, imports: 2, needsReverify: 1, follows: [{ publisher: 'SHA256:pub', feed: 'life', seq: 4, manifest: 'sha256:bb' }] })
+  const [rowA] = (await collect(lib.query('patterns', ID_A)))
+  t.match(rowA, { id: ID_A, row: { id: ID_A, family: String }, needs_reverify: false, retracted: false, import_id: 1 }, 'read back from its part')
+  t.same(rowA!.row, JSON.parse((await lib.factText('patterns', ID_A))!))
+  t.same((await collect(lib.query('patterns'))).map((r) => [r.id, r.needs_reverify]), [[ID_A, false], [ID_B, true]], 'every fact in id order, read part by part')
+  t.same(await collect(lib.query('patterns', 'p0')), [], 'an id the library lacks')
+  t.ok(lib.hasFact('patterns', ID_B))
+  t.notOk(lib.hasFact('ants', ID_B))
+  t.same((await collect(lib.query('verifications', 'p1'))).map((r) => r.publisher), ['SHA256:other', 'SHA256:pub'], 'events by their first key column')
+  t.same((await collect(lib.query('pack_revoked'))), [{ fingerprint: 'SHA256:old', revoked_by: 'SHA256:old', publisher: 'SHA256:pub', seen_in: 'sha256:aa', first_seen: '2026-12-07T00:00:00Z' }], 'a revocation is kept as first seen')
   t.ok(lib.isRevoked('SHA256:old'))
   t.same(lib.following('SHA256:pub', 'life'), { seq: 4, manifest: 'sha256:bb' })
-  t.throws(() => [...lib.query('nothing')], { code: 'library.unknown-table' })
+  await t.rejects(collect(lib.query('nothing')), { code: 'library.unknown-table' })
 })
 
 t.test('a change that fails leaves the library exactly as it was', async (t) => {
   const lib = Library.open(fresh(), { create: true })
   t.teardown(() => lib.close())
-  await lib.change(record('sha256:aa'), async (c) => { c.fact('rules', 'B3/S23', '{}') })
+  await lib.change(record('sha256:aa'), async (c) => { c.factRef('rules', 'B3/S23', NO_PART, 0) })
   const before = lib.stats()
   await t.rejects(lib.change(record('sha256:bb'), async (c) => {
-    c.fact('rules', 'B36/S23', '{}')
+    c.factRef('rules', 'B36/S23', NO_PART, 1)
     c.event('ratings', 'SHA256:pub', 'k', '{}')
     c.revoke('SHA256:k', 'SHA256:k', 'SHA256:pub', 'sha256:bb', '2026-12-07T00:00:00Z')
     await c.object('sha256:' + '0'.repeat(64), 'png', PNG)
@@ -104,14 +122,14 @@ t.test('a change that fails leaves the library exactly as it was', async (t) => 
 t.test('a process killed mid-import leaves the library as it was (SQLite\'s transaction, WAL, synchronous=FULL)', async (t) => {
   const path = fresh()
   const lib = Library.open(path, { create: true })
-  await lib.change(record('sha256:aa'), async (c) => { c.fact('patterns', 'kept', '{}') })
+  await lib.change(record('sha256:aa'), async (c) => { c.factRef('patterns', 'kept', NO_PART, 0) })
   const before = lib.stats()
   lib.close()
   const script = `
     const { Library } = await import(${JSON.stringify(built)})
     const lib = Library.open(${JSON.stringify(path)})
     await lib.change({ manifest: 'sha256:bb', publisher: 'p', feed: 'f', source: 's', started: 'x', finished: 'y' }, async (c) => {
-      for (let i = 0; i < 20000; i++) c.fact('patterns', 'p' + i, '{"i":' + i + '}')
+      for (let i = 0; i < 20000; i++) c.factRef('patterns', 'p' + i, 'sha256:' + '1'.repeat(64), i)
       process.stdout.write('halfway\\n')
       await new Promise(() => {})
     })`
@@ -137,7 +155,7 @@ t.test('events are kept by their sort key and their row: a later row of one sort
     t.equal(c.event('raters', 'SHA256:pub', sortKey(['rater-0123456789abcdef']), later), 'added', 'the rater\'s later consent, same sort key')
     t.equal(c.event('raters', 'SHA256:pub', sortKey(['rater-0123456789abcdef']), first), 'same', 'the very row again')
   })
-  const rows = [...lib.query('raters', 'rater-0123456789abcdef')]
+  const rows = (await collect(lib.query('raters', 'rater-0123456789abcdef')))
   t.equal(rows.length, 2)
   t.match(rows[0], { key: ['rater-0123456789abcdef'], digest: /^[0-9a-f]{32}$/ })
   lib.close()
@@ -146,19 +164,20 @@ t.test('events are kept by their sort key and their row: a later row of one sort
   const raw = new Database(path)
   raw.prepare('DELETE FROM events WHERE row = ?').run(later)
   const keys = raw.prepare('SELECT substr(key, length(key) - 31) FROM events').pluck().all()
-  raw.exec("UPDATE events SET key = substr(key, 1, length(key) - 33); UPDATE library_meta SET value = '2' WHERE key = 'schema_version'")
+  raw.exec("UPDATE events SET key = substr(key, 1, length(key) - 33); DROP TABLE fact_refs; DROP TABLE fact_parts; UPDATE library_meta SET value = '2' WHERE key = 'schema_version'")
   raw.close()
   const migrated = Library.open(path)
   t.teardown(() => migrated.close())
   t.equal(migrated.schemaVersion, LIBRARY_SCHEMA_VERSION)
-  t.same([...migrated.query('raters')].map((r) => r.digest), keys, 'the same keys as this build makes')
+  t.same((await collect(migrated.query('raters'))).map((r) => r.digest), keys, 'the same keys as this build makes')
 })
 
 t.test('pipe library stats and query read it back', async (t) => {
   const path = fresh()
   const lib = Library.open(path, { create: true })
   await lib.change(record('sha256:aa'), async (c) => {
-    c.fact('patterns', 'p1', '{"id":"p1"}')
+    await c.object(PART_A.object, 'parquet', PART_A.bytes)
+    c.factRef('patterns', ID_A, PART_A.object, 0)
     c.follow('SHA256:pub', 'life', 7, 'sha256:aa', 'https://example.org/store', '2026-12-07T00:00:00Z')
   })
   lib.close()
@@ -170,8 +189,17 @@ t.test('pipe library stats and query read it back', async (t) => {
   t.match(r.stdout, new RegExp(`^schema ${LIBRARY_SCHEMA_VERSION}\n`))
   t.match(r.stdout, /\nrecords: tilings 0, rules 0, patterns 1,/)
   t.match(r.stdout, /feeds followed: 1\n  SHA256:pub life: seq 7, manifest sha256:aa\n$/)
-  r = run('query', '--library', path, '--table', 'patterns', '--id', 'p1', '--json')
-  t.same(JSON.parse(r.stdout), { table: 'patterns', rows: [{ id: 'p1', row: { id: 'p1' }, needs_reverify: false, retracted: false, import_id: 1 }] })
+  const read = Library.open(path)
+  const row = JSON.parse((await read.factText('patterns', ID_A))!) as unknown
+  read.close()
+  r = run('query', '--library', path, '--table', 'patterns', '--id', ID_A, '--json')
+  t.equal(r.stdout, `${JSON.stringify({ table: 'patterns', rows: [{ id: ID_A, row, needs_reverify: false, retracted: false, import_id: 1 }] })}\n`, '--json: one object, as JSON.stringify writes it, though written row by row')
+  r = run('query', '--library', path, '--table', 'patterns', '--json')
+  t.same(JSON.parse(r.stdout), { table: 'patterns', rows: [{ id: ID_A, row, needs_reverify: false, retracted: false, import_id: 1 }] })
+  r = run('query', '--library', path, '--table', 'rules', '--json')
+  t.equal(r.stdout, '{"table":"rules","rows":[]}\n', 'an empty table')
+  r = run('query', '--library', path, '--table', 'patterns')
+  t.equal(r.stdout, `${JSON.stringify({ id: ID_A, row, needs_reverify: false, retracted: false, import_id: 1 })}\n`, 'a line a row')
   r = run('query', '--library', path, '--table', 'nope')
   t.equal(r.status, 2)
   t.match(r.stderr, /library\.unknown-table/)

@@ -15,7 +15,7 @@ import { importPack, type PackImportOptions } from '../src/library/pack-import.j
 import { LIFE } from '../src/sim/pack-records.js'
 import { BLOCK, buildStore, cleanRows, patternRow, PUBLISHER_ID, smallRows, T0, type Row } from './pack-check-fixtures.js'
 import { FaultProxy } from './helpers/fault-proxy.js'
-import { childEnv } from './helpers/io.js'
+import { childEnv, collect } from './helpers/io.js'
 import { startNginx } from './helpers/nginx.js'
 import { needs } from './helpers/tools.js'
 
@@ -30,22 +30,24 @@ const importIt = (from: string, library: string, extra: Partial<PackImportOption
   importPack({ from, library, verify: 'none', allowUnsigned: false, strict: false, now: NOW, ...extra })
 
 /** Everything a library holds but where each import came from and when: what two sources of one version must agree on. */
-function contents(path: string): unknown {
+async function contents(path: string): Promise<unknown> {
   const lib = Library.open(path)
   try {
     const tables = ['tilings', 'rules', 'patterns', 'ants', 'quickstart', 'aliases', 'verifications', 'sightings', 'provenance', 'annotations', 'media', 'ratings', 'raters', 'score_models', 'objects', 'pack_retractions', 'pack_revoked', 'pack_reverify']
     const { imports: _imports, ...stats } = lib.stats()
-    return { stats, rows: Object.fromEntries(tables.map((table) => [table, [...lib.query(table)].map(({ import_id: _i, ...r }) => r)])) }
+    const rows: Record<string, unknown> = {}
+    for (const table of tables) rows[table] = (await collect(lib.query(table))).map(({ import_id: _i, ...r }) => r)
+    return { stats, rows }
   } finally {
     lib.close()
   }
 }
 
 /** A library's bytes-level state: its stats and every table, import records included. */
-function snapshot(path: string): unknown {
+async function snapshot(path: string): Promise<unknown> {
   const lib = Library.open(path)
   try {
-    return { stats: lib.stats(), imports: [...lib.query('pack_imports')], follows: [...lib.query('pack_follows')], contents: contents(path) }
+    return { stats: lib.stats(), imports: (await collect(lib.query('pack_imports'))), follows: (await collect(lib.query('pack_follows'))), contents: await contents(path) }
   } finally {
     lib.close()
   }
@@ -60,7 +62,7 @@ t.test('an export folder, and a tar of a store or an export, import as the store
   const fromExport = fresh()
   const r = await importIt(golden('export'), fromExport)
   t.equal(r.source, 'export')
-  t.same(contents(fromExport), contents(fromStore), 'the export of the same version: the same library')
+  t.same((await contents(fromExport)), (await contents(fromStore)), 'the export of the same version: the same library')
   const again = await importIt(golden('export'), fromStore)
   t.equal(again.already, true, 'the export of a version the library took from its store: nothing to do')
 
@@ -74,13 +76,13 @@ t.test('an export folder, and a tar of a store or an export, import as the store
     }
     const flat = fresh()
     await importIt(tar('export-flat.tar', '-C', golden('export'), '.'), flat)
-    t.same(contents(flat), contents(fromStore), 'an export tarred at its top')
+    t.same((await contents(flat)), (await contents(fromStore)), 'an export tarred at its top')
     const named = fresh()
     await importIt(tar('golden-a-golden-1.tar', '-C', golden(''), 'export'), named)
-    t.same(contents(named), contents(fromStore), 'an export in its one top folder, as `<feed>-<version_label>/`')
+    t.same((await contents(named)), (await contents(fromStore)), 'an export in its one top folder, as `<feed>-<version_label>/`')
     const store = fresh()
     await importIt(tar('store.tar', '--format=pax', '-C', join(golden('minimal'), 'store'), '.'), store)
-    t.same(contents(store), contents(fromStore), 'a store tarred (pax format)')
+    t.same((await contents(store)), (await contents(fromStore)), 'a store tarred (pax format)')
     t.same(await leftovers(), [], 'each staging folder removed')
   })
 
@@ -116,7 +118,7 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     const library = fresh()
     const from = proxy.requests.length
     const r = await importIt(`${proxy.base}/store/`, library, { feed: 'golden-media', ...fast })
-    t.same(contents(library), contents(local), 'the library holds what the local import gave')
+    t.same((await contents(library)), (await contents(local)), 'the library holds what the local import gave')
     t.ok(r.fetched && r.fetched.files > 5, `${r.fetched?.files} files, ${r.fetched?.bytes} bytes, ${r.fetched?.requests} requests`)
     const paths = proxy.requests.slice(from).map((q) => q.path)
     t.ok(paths.every((p) => !p.endsWith('/')), 'no folder was asked for')
@@ -149,7 +151,7 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     t.equal(r.source, 'export')
     const fromExport = fresh()
     await importIt(golden('export'), fromExport)
-    t.same(contents(library), contents(fromExport))
+    t.same((await contents(library)), (await contents(fromExport)))
   })
 
   /** The first part the store's version names, as its URL path. */
@@ -169,7 +171,7 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     await t.rejects(importIt(`${proxy.base}/store/`, unsigned, { feed: 'golden-media', ...fast }), { code: 'import.refused', message: /pack\.manifest-unsigned/ }, 'a 403 signature is no signature: refused as unsigned')
     const allowed = fresh()
     await importIt(`${proxy.base}/store/`, allowed, { feed: 'golden-media', ...fast, allowUnsigned: true })
-    t.same(contents(allowed), contents(local), 'and taken with --allow-unsigned')
+    t.same((await contents(allowed)), (await contents(local)), 'and taken with --allow-unsigned')
     proxy.clear(sig)
     const part = await aPart()
     proxy.fault(part, { kind: 'status', status: 403 }, 10)
@@ -184,7 +186,7 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     const from = proxy.requests.length
     const library = fresh()
     await importIt(`${proxy.base}/store/`, library, { feed: 'golden-media', ...fast })
-    t.same(contents(library), contents(local))
+    t.same((await contents(library)), (await contents(local)))
     t.match(proxy.requests.slice(from).filter((q) => q.path === part).map((q) => q.range), [undefined, /^bytes=\d+-$/], 'asked again from where it was cut')
   })
 
@@ -192,11 +194,11 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
     const part = await aPart()
     const library = fresh()
     await importIt(join(golden('minimal'), 'store'), library)
-    const before = snapshot(library)
+    const before = (await snapshot(library))
     proxy.fault(part, { kind: 'status', status: 500 }, 2)
     const retried = fresh()
     await importIt(`${proxy.base}/store/`, retried, { feed: 'golden-media', ...fast })
-    t.same(contents(retried), contents(local), 'two 500s, then the part')
+    t.same((await contents(retried)), (await contents(local)), 'two 500s, then the part')
     const cases: [string, Parameters<FaultProxy['fault']>[1], RegExp, RegExp][] = [
       ['wrong bytes', { kind: 'wrong-bytes' }, /^fetch\.hash-mismatch$/, /its bytes hash to sha256:/],
       ['a 404', { kind: 'status', status: 404 }, /^import\.file-missing$/, /the host has no such file, which the version names/],
@@ -207,7 +209,7 @@ t.test('over HTTP from nginx: a store and an export, and every fault of the way'
       proxy.fault(part, fault, 10)
       await t.rejects(importIt(`${proxy.base}/store/`, library, { feed: 'golden-media', fetch: { retries: 1, stallMs: 300, timeoutMs: 2000 } }), { code, message }, what)
       proxy.clear(part)
-      t.same(snapshot(library), before, `${what}: the library unchanged`)
+      t.same((await snapshot(library)), before, `${what}: the library unchanged`)
     }
     t.same(await leftovers(), [], 'no staging folder left')
   })
@@ -231,19 +233,19 @@ t.test('pack-follow: a feed followed by its ref, never rolled back', async (t) =
   const first = await follow(s2.dir, library)
   t.same(first.follow, { seq: 2, update: true })
   const lib = Library.open(library)
-  t.match([...lib.query('pack_follows')], [{ feed: 'check-a', seq: 2, manifest: s2.manifest }])
+  t.match((await collect(lib.query('pack_follows'))), [{ feed: 'check-a', seq: 2, manifest: s2.manifest }])
   lib.close()
   const again = await follow(s2.dir, library)
   t.same({ follow: again.follow, already: again.already }, { follow: { seq: 2, update: false }, already: true }, 'the same ref again: no update')
-  const before = snapshot(library)
+  const before = (await snapshot(library))
   await t.rejects(follow(s1.dir, library), { code: 'pack.ref-rollback', message: /seq 1 is below the accepted 2 \(no rollback\)/ })
   await t.rejects(follow(s2b.dir, library), { code: 'pack.ref-rollback', message: /seq 2 again, naming sha256:[0-9a-f]{64} instead of sha256:/ })
-  t.same(snapshot(library), before, 'each refused, the library unchanged')
+  t.same((await snapshot(library)), before, 'each refused, the library unchanged')
   const next = await follow(s3.dir, library)
   t.same(next.follow, { seq: 3, update: true })
   t.ok(next.factsAdded > 0, 'the new version imported')
   const lib3 = Library.open(library)
-  t.match([...lib3.query('pack_follows')], [{ seq: 3, manifest: s3.manifest }])
+  t.match((await collect(lib3.query('pack_follows'))), [{ seq: 3, manifest: s3.manifest }])
   lib3.close()
   await t.rejects(importIt(golden('export'), fresh(), { follow: true, feed: 'golden-a' }), { code: 'import.no-ref' }, 'an export has no ref')
 
@@ -257,9 +259,9 @@ t.test('pack-follow: a feed followed by its ref, never rolled back', async (t) =
     // Another valid-looking signature: that of a different message by the same key.
     ref.signature = (JSON.parse(await readFile(join(s3.dir, 'refs', 'check-a.json'), 'utf8')) as { signature: string }).signature
     await writeFile(refFile, JSON.stringify(ref))
-    const before = snapshot(library)
+    const before = (await snapshot(library))
     await t.rejects(follow(forged, library), { code: 'import.refused' })
-    t.same(snapshot(library), before)
+    t.same((await snapshot(library)), before)
   })
 
   await t.test('--manifest of a version no ref reaches is refused: the check did not read it', async (t) => {
@@ -280,9 +282,9 @@ t.test('pack-follow: a feed followed by its ref, never rolled back', async (t) =
       c.revoke(PUBLISHER_ID, PUBLISHER_ID, PUBLISHER_ID, 'earlier', T0)
     })
     lib.close()
-    const before = snapshot(library)
+    const before = (await snapshot(library))
     await t.rejects(follow(s3.dir, library), { code: 'import.refused', message: /pack\.key-revoked/ }, 's3 serves the statement from before the revocation')
-    t.same(snapshot(library), before)
+    t.same((await snapshot(library)), before)
   })
 
   await t.test('pipe run pack-follow', async (t) => {
@@ -301,9 +303,9 @@ t.test('pack-follow: a feed followed by its ref, never rolled back', async (t) =
 
 t.test('--verify sample: new patterns replayed, the same ones for the same version, a false one refuses', async (t) => {
   const store = await buildStore(join(base, 'sample'), { rows: cleanRows(), search: false })
-  const outcomes = (library: string) => {
+  const outcomes = async (library: string) => {
     const lib = Library.open(library)
-    try { return [...lib.query('pack_reverify')].map((r) => ({ id: r.id, outcome: r.outcome })) } finally { lib.close() }
+    try { return (await collect(lib.query('pack_reverify'))).map((r) => ({ id: r.id, outcome: r.outcome })) } finally { lib.close() }
   }
   const a = fresh()
   const r = await importIt(store.dir, a, { verify: 'sample', sample: 2 })
@@ -311,11 +313,11 @@ t.test('--verify sample: new patterns replayed, the same ones for the same versi
   t.equal(r.sample?.confirmed, 2)
   const score = (id: string) => createHash('sha256').update(`${store.manifest}\n${id}`).digest().readBigUInt64BE(0)
   const lowest = cleanRows().patterns!.map((p) => String(p.id)).sort((x, y) => (score(x) < score(y) ? -1 : 1)).slice(0, 2).sort()
-  t.same(outcomes(a).map((o) => o.id).sort(), lowest, 'the two of the lowest SHA-256 of the manifest hash and the id')
+  t.same((await outcomes(a)).map((o) => o.id).sort(), lowest, 'the two of the lowest SHA-256 of the manifest hash and the id')
   const b = fresh()
   await importIt(store.dir, b, { verify: 'sample', sample: 2 })
-  t.same(outcomes(b), outcomes(a), 'seeded by the manifest hash: the same patterns')
-  t.equal(outcomes(a).length, 2)
+  t.same((await outcomes(b)), (await outcomes(a)), 'seeded by the manifest hash: the same patterns')
+  t.equal((await outcomes(a)).length, 2)
   const all = fresh()
   const every = await importIt(store.dir, all, { verify: 'sample' })
   t.equal(every.sample?.taken, 4, 'a sample larger than the pack takes every pattern')
@@ -343,7 +345,7 @@ t.test('needs_reverify: a rule semantics this engine lacks, or a pin other than 
   const r = await importIt(store.dir, library)
   t.equal(r.needsReverify, changed.rules!.length + changed.patterns!.length, 'every rule and pattern of semantics 2')
   const lib = Library.open(library)
-  t.ok([...lib.query('patterns')].every((p) => p.needs_reverify === true), 'flagged, kept with their ids')
-  t.ok([...lib.query('ants')].every((p) => p.needs_reverify === false), 'the ants of semantics 1 are not')
+  t.ok((await collect(lib.query('patterns'))).every((p) => p.needs_reverify === true), 'flagged, kept with their ids')
+  t.ok((await collect(lib.query('ants'))).every((p) => p.needs_reverify === false), 'the ants of semantics 1 are not')
   lib.close()
 })

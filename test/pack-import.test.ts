@@ -7,9 +7,9 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { PackChecker } from '../src/formats/pack/check/check.js'
-import { Library, LIBRARY_SCHEMA_VERSION } from '../src/library/library.js'
+import { FACT_TABLES, Library, LIBRARY_SCHEMA_VERSION } from '../src/library/library.js'
 import { importPack, type PackImportOptions } from '../src/library/pack-import.js'
-import { childEnv } from './helpers/io.js'
+import { childEnv, collect } from './helpers/io.js'
 import { fingerprint } from '../src/formats/pack/keys/ssh-key.js'
 import { firstKeyStatement, revocationStatement } from '../src/formats/pack/keys/key-statements.js'
 import { buildStore, PUBLISHER, smallRows, T0 } from './pack-check-fixtures.js'
@@ -49,15 +49,17 @@ t.test('golden stores: every row kept once, by content id or under its publisher
   }
   const library = fresh()
   const r = await importIt(golden('media'), library)
-  t.equal(r.objectsAdded, 2, 'the media files')
   const lib = Library.open(library)
   t.teardown(() => lib.close())
-  for (const o of lib.query('objects')) {
+  const objects = await collect(lib.query('objects'))
+  t.equal(objects.filter((o) => o.ext !== 'parquet').length, 2, 'the media files')
+  t.equal(r.objectsAdded, objects.length, 'and the parts of its fact tables, each once')
+  for await (const o of lib.query('objects')) {
     const hex = String(o.hash).slice(7)
     const bytes = await readFile(join(lib.objectsDir, 'sha256', hex.slice(0, 2), `${hex}.${String(o.ext)}`))
     t.equal(`sha256:${createHash('sha256').update(bytes).digest('hex')}`, o.hash, 'each stored under its hash')
   }
-  const patterns = [...lib.query('patterns')]
+  const patterns = (await collect(lib.query('patterns')))
   t.ok(patterns.length > 0 && patterns.every((p) => (p.row as { id: string }).id === p.id), 'a pattern under its id, its row as the pack has it')
 })
 
@@ -71,20 +73,20 @@ t.test('a retraction is recorded and flags the record the library holds; one it 
   const held = fresh()
   await importIt(store, held, { manifest: m.parents[0]! })
   let lib = Library.open(held)
-  t.match([...lib.query('patterns', id)], [{ id, retracted: false }], 'the parent version brings the record')
+  t.match((await collect(lib.query('patterns', id))), [{ id, retracted: false }], 'the parent version brings the record')
   lib.close()
   const r = await importIt(store, held)
   t.equal(r.retractionsAdded, 1)
   lib = Library.open(held)
-  t.match([...lib.query('patterns', id)], [{ id, retracted: true }], 'flagged, and kept')
+  t.match((await collect(lib.query('patterns', id))), [{ id, retracted: true }], 'flagged, and kept')
   lib.close()
 
   const lacking = fresh()
   const r2 = await importIt(store, lacking)
   t.equal(r2.retractionsAdded, 1, 'only the retraction is recorded')
   lib = Library.open(lacking)
-  t.same([...lib.query('patterns', id)], [], 'not the record')
-  t.same([...lib.query('verifications', id)], [], 'nor its events')
+  t.same((await collect(lib.query('patterns', id))), [], 'not the record')
+  t.same((await collect(lib.query('verifications', id))), [], 'nor its events')
   t.ok(r2.rowsSkipped > 0, `${r2.rowsSkipped} rows of it skipped`)
   lib.close()
 })
@@ -117,12 +119,11 @@ t.test('a pack that fails a check is refused before the library is touched', asy
 t.test('an older library stays at its schema when a pack is refused, and is taken up with the first import that commits', async (t) => {
   const library = fresh()
   await importIt(golden('minimal'), library)
-  // The last migration again, as for a library of the schema before: it rebuilds the facts and events tables.
-  const older = String(LIBRARY_SCHEMA_VERSION - 1)
-  const setVersion = (v: string) => { const db = new Database(library); db.prepare("UPDATE library_meta SET value = ? WHERE key = 'schema_version'").run(v); db.close() }
-  const version = () => { const db = new Database(library, { readonly: true }); const v = db.prepare("SELECT value FROM library_meta WHERE key = 'schema_version'").pluck().get(); db.close(); return v }
+  // The library as the schema before this one keeps it: each fact as its row's text (schema 5 keeps references to part rows).
   const before = stats(library)
-  setVersion(older)
+  const older = String(LIBRARY_SCHEMA_VERSION - 1)
+  await asTextFacts(library, older)
+  const version = () => { const db = new Database(library, { readonly: true }); const v = db.prepare("SELECT value FROM library_meta WHERE key = 'schema_version'").pluck().get(); db.close(); return v }
   const unsigned = join(base, 'unsigned-older')
   await cp(golden('retraction'), unsigned, { recursive: true })
   await rm(join(unsigned, 'sigs'), { recursive: true })
@@ -136,17 +137,43 @@ t.test('an older library stays at its schema when a pack is refused, and is take
   t.equal(version(), older, 'so does one refused inside its change: the migration rolls back with it')
   const r = await importIt(golden('retraction'), library)
   t.equal(r.already, false)
+  t.equal(r.factsDiffering, 1, 'the text row held, against the pack\'s row read from its part')
   t.equal(version(), String(LIBRARY_SCHEMA_VERSION), 'the first import that commits takes the library up')
   const after = stats(library) as { facts: Record<string, number> }
   t.ok(after.facts.patterns! >= (before as { facts: Record<string, number> }).facts.patterns!, 'nothing it held is lost')
+  const lib = Library.open(library)
+  t.teardown(() => lib.close())
+  for await (const f of lib.query('patterns')) if (f.id === tampered) t.same(f.row, { changed: true }, 'the text row stands, and reads back')
 })
+
+/**
+ * Makes `library` what a library of schema `version` (before 5) holds: each fact as the RFC 8785 text of its
+ * row in `facts`, no reference tables.
+ */
+async function asTextFacts(library: string, version: string): Promise<void> {
+  const lib = Library.open(library)
+  const texts: [string, string, string, number, number][] = []
+  for (const table of FACT_TABLES) {
+    for await (const f of lib.query(table)) texts.push([table, String(f.id), (await lib.factText(table, String(f.id)))!, Number(f.import_id), f.needs_reverify ? 1 : 0])
+  }
+  lib.close()
+  const db = new Database(library)
+  const put = db.prepare('INSERT INTO facts (table_name, id, row, import_id, needs_reverify) VALUES (?, ?, ?, ?, ?)')
+  db.transaction(() => {
+    for (const row of texts) put.run(...row)
+    db.exec('DROP TABLE fact_refs; DROP TABLE fact_parts')
+    db.prepare("UPDATE library_meta SET value = ? WHERE key = 'schema_version'").run(version)
+  })()
+  db.close()
+}
 
 t.test('--strict: a record the library holds must come again identical', async (t) => {
   const library = fresh()
   await importIt(golden('minimal'), library)
+  // The library's row of one pattern made another's: its reference pointed at another pattern's part row.
   const db = new Database(library)
-  const tampered = db.prepare("SELECT id FROM facts WHERE table_name = 'patterns' ORDER BY id LIMIT 1").pluck().get() as string
-  db.prepare("UPDATE facts SET row = '{\"changed\":true}' WHERE table_name = 'patterns' AND id = ?").run(tampered)
+  const [tampered, other] = db.prepare("SELECT id FROM fact_refs WHERE table_name = 'patterns' ORDER BY id LIMIT 2").pluck().all() as string[]
+  db.prepare("UPDATE fact_refs SET (part, part_row) = (SELECT part, part_row FROM fact_refs WHERE table_name = 'patterns' AND id = ?) WHERE table_name = 'patterns' AND id = ?").run(other, tampered)
   db.close()
   const before = stats(library)
   await t.rejects(importIt(golden('retraction'), library, { strict: true }), { code: 'import.fact-differs', message: new RegExp(`patterns ${tampered}: the library holds this record with other values`) })

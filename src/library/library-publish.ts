@@ -174,8 +174,9 @@ export async function writeLibraryRecords(lib: Library, folder: string, store: s
   const report: LibraryPublishReport = {
     records: 0, retracted: 0, ratingsWithheld: { withdrawn: 0, 'no-consent': 0, 'member-without-consent': 0 }, scoreModelsWithheld: 0, notesStripped: 0, searchRunRatings: 0,
   }
-  const retracted = new Set([...lib.query('pack_retractions')].map((r) => String(r.target)))
-  const chosen = chosenTargets(lib, sel)
+  const retracted = new Set<string>()
+  for await (const r of lib.query('pack_retractions')) retracted.add(String(r.target))
+  const chosen = await chosenTargets(lib, sel)
   // With a selection, what the chosen records need: the records written, their tilings and rules.
   const written = new Set<string>()
   const pinKeys = new Set<string>()
@@ -192,7 +193,7 @@ export async function writeLibraryRecords(lib: Library, folder: string, store: s
   }
   try {
     for (const table of Object.keys(RECORD_TABLES) as RecordTable[]) {
-      for (const r of recordsOf(lib, table, chosen)) {
+      for await (const r of recordsOf(lib, table, chosen)) {
         if (r.retracted) {
           report.retracted++
           continue
@@ -207,18 +208,18 @@ export async function writeLibraryRecords(lib: Library, folder: string, store: s
     }
     // Rows about a record go with it: with a selection, about a record written; else about any not retracted.
     const about = (target: string | undefined) => (chosen ? target !== undefined && written.has(target) : target === undefined || !retracted.has(target))
-    for (const e of lib.query('aliases')) {
+    for await (const e of lib.query('aliases')) {
       const row = e.row as Record<string, unknown>
       if (about(rowTarget('aliases', row))) await file('aliases').write(inSchemaOrder(row, 'aliases'))
     }
 
-    const consent = new ConsentBook(lib)
+    const consent = await ConsentBook.read(lib)
     const named = new Set<string>()
     const media = new Set<string>()
     await mkdir(join(folder, 'media'))
     for (const table of EVENT_TABLES) {
       if (table === 'raters') continue // written below, for the raters the published rows name
-      for (const e of lib.query(table)) {
+      for await (const e of lib.query(table)) {
         const row = e.row as Record<string, unknown>
         const target = rowTarget(table, row)
         if (target?.startsWith('search_run:')) {
@@ -258,13 +259,13 @@ export async function writeLibraryRecords(lib: Library, folder: string, store: s
       }
     }
 
-    for (const e of lib.query('tilings')) {
+    for await (const e of lib.query('tilings')) {
       const row = e.row as Record<string, unknown>
       if (chosen && !pinKeys.has(String(row.pin_key))) continue
       if (typeof row.reference === 'string') await referencePatch(lib, store, row.reference)
       await file('tilings').write(tilingRecord(row))
     }
-    for (const e of lib.query('rules')) {
+    for await (const e of lib.query('rules')) {
       const row = e.row as Record<string, unknown>
       if (!chosen || notations.has(String(row.notation))) await file('rules').write(inSchemaOrder(row, 'rules'))
     }
@@ -275,28 +276,32 @@ export async function writeLibraryRecords(lib: Library, folder: string, store: s
 }
 
 /** The targets a selection chooses, or undefined for every record; an --id the library lacks is refused. */
-function chosenTargets(lib: Library, sel: LibrarySelection): Set<string> | undefined {
+async function chosenTargets(lib: Library, sel: LibrarySelection): Promise<Set<string> | undefined> {
   if (sel.ids.length === 0 && sel.query === undefined) return undefined
   const chosen = new Set<string>()
   for (const id of sel.ids) {
     const target = targetOfId(id)
     const colon = target.indexOf(':')
     const table = (Object.keys(RECORD_TABLES) as RecordTable[]).find((t) => RECORD_TABLES[t] === target.slice(0, colon))!
-    if ([...lib.query(table, target.slice(colon + 1))].length === 0) throw new UsageError(LIBRARY_PUBLISH_CODES.noRecord, `the library holds no record ${JSON.stringify(id)}`, { location: { field: '--id' } })
+    if (!lib.hasFact(table, target.slice(colon + 1))) throw new UsageError(LIBRARY_PUBLISH_CODES.noRecord, `the library holds no record ${JSON.stringify(id)}`, { location: { field: '--id' } })
     chosen.add(target)
   }
   if (sel.query) {
     const { table, where } = sel.query
-    for (const r of lib.query(table)) if (matches(r.row as Record<string, unknown>, where)) chosen.add(rowTarget(table, r.row as Record<string, unknown>)!)
+    for await (const r of lib.query(table)) if (matches(r.row as Record<string, unknown>, where)) chosen.add(rowTarget(table, r.row as Record<string, unknown>)!)
   }
   return chosen
 }
 
 /** The rows of one record table: every one, or those of the chosen targets. */
-function* recordsOf(lib: Library, table: RecordTable, chosen: Set<string> | undefined): Generator<{ row: Record<string, unknown>; retracted: boolean }> {
+async function* recordsOf(lib: Library, table: RecordTable, chosen: Set<string> | undefined): AsyncGenerator<{ row: Record<string, unknown>; retracted: boolean }> {
   const prefix = `${RECORD_TABLES[table]}:`
-  const rows = chosen === undefined ? lib.query(table) : [...chosen].filter((t) => t.startsWith(prefix)).sort().flatMap((t) => [...lib.query(table, t.slice(prefix.length))])
-  for (const r of rows) yield { row: r.row as Record<string, unknown>, retracted: r.retracted === true }
+  const rows = chosen === undefined ? lib.query(table) : chosenRows(lib, table, [...chosen].filter((t) => t.startsWith(prefix)).sort().map((t) => t.slice(prefix.length)))
+  for await (const r of rows) yield { row: r.row as Record<string, unknown>, retracted: r.retracted === true }
+}
+
+async function* chosenRows(lib: Library, table: RecordTable, ids: readonly string[]): AsyncGenerator<Record<string, unknown>> {
+  for (const id of ids) yield* lib.query(table, id)
 }
 
 /** A media row's file: its object linked (else copied) from the library into the records folder, named in `file`. */

@@ -28,9 +28,10 @@ import {
 } from '../formats/pack/documents/store.js'
 import { chooseManifest } from '../formats/pack/export/export.js'
 import { RULE_SEMANTICS } from '../formats/pack/publish/publish.js'
-import { partRowsOrRefuse } from '../formats/pack/tables/parquet-read.js'
+import { openPart, PartReadError, partRowsOrRefuse } from '../formats/pack/tables/parquet-read.js'
 import { PACK_TABLES, type TableSchema } from '../formats/pack/tables/table-schemas.js'
-import { EVENT_TABLES, FACT_TABLES, Library, rowTarget, sortKey, type EventTable, type FactTable, type LibraryChange } from './library.js'
+import { EVENT_TABLES, FACT_TABLES, Library, rowTarget, sortKey, type EventTable, type FactPlace, type FactTable, type LibraryChange } from './library.js'
+import { rowText } from './row-text.js'
 import { mirrorPack, type MirroredPack } from './pack-mirror.js'
 
 export const IMPORT_CODES = {
@@ -339,14 +340,20 @@ async function mergeVersion(c: LibraryChange, lib: Library, folder: PackFolder, 
     if (!schema) continue // a table this reader does not know: ignored, as the spec asks (pack-check notes it)
     for await (const e of walkTableIndex(root, loader, { table })) {
       if (e.kind !== 'part') continue
-      for await (const row of partRows(fileIn(files, files.layout.partPath(table, e.part)), e.part.object, schema)) {
+      const path = fileIn(files, files.layout.partPath(table, e.part))
+      if (FACTS.has(table)) {
+        await mergeFactPart(c, lib, { table: table as FactTable, schema, object: e.part.object, path }, { files, lacking, o, result, reverify })
+        continue
+      }
+      if (!EVENTS.has(table)) continue
+      for await (const row of partRows(path, e.part.object, schema)) {
         o.signal?.throwIfAborted()
         const target = rowTarget(table, row)
         if (target !== undefined && lacking.has(target)) {
           result.rowsSkipped++
           continue
         }
-        await keepRow(c, files, o, table, schema, row, manifest.publisher, result, reverify)
+        await keepEvent(c, files, table as EventTable, schema, row, manifest.publisher)
       }
     }
   }
@@ -361,10 +368,8 @@ const TARGET_TABLES: Readonly<Record<string, FactTable>> = { pattern: 'patterns'
 function holds(lib: Library, target: string): boolean {
   const colon = target.indexOf(':')
   const table = TARGET_TABLES[target.slice(0, colon)]
-  return table !== undefined && [...lib.query(table, target.slice(colon + 1))].length > 0
+  return table !== undefined && lib.hasFact(table, target.slice(colon + 1))
 }
-
-
 
 interface PackFiles {
   dir: string
@@ -376,27 +381,109 @@ function fileIn(files: PackFiles, rel: string): string {
   return join(files.dir, ...rel.split('/'))
 }
 
-async function keepRow(c: LibraryChange, files: PackFiles, o: PackImportOptions, table: string, schema: TableSchema, row: Record<string, unknown>, manifestPublisher: string, result: PackImportResult, reverify: ReverifyFlags): Promise<void> {
-  const text = rowText(row)
-  const key = sortKey(schema.sortColumns.map((col) => row[col]))
-  if (FACTS.has(table)) {
-    const kept = c.fact(table as FactTable, key, text)
-    if (kept === 'differs') {
-      if (o.strict) throw new PipeError(IMPORT_CODES.factDiffers, `${table} ${key.replaceAll('\u001f', ' ')}: the library holds this record with other values (--strict); nothing was imported`)
-      result.factsDiffering++
+/**
+ * The columns of a fact table the merge reads: its key, what a retraction names (aliases' target), and
+ * what needs_reverify and a tiling's reference patch need. The rest of a row stays in its part.
+ */
+const MERGE_COLUMNS: ReadonlySet<string> = new Set(['id', 'target', 'family', 'semantics', 'pin_key', 'pin', 'rule_family', 'reference'])
+
+interface MergeContext {
+  files: PackFiles
+  lacking: ReadonlySet<string>
+  o: PackImportOptions
+  result: PackImportResult
+  reverify: ReverifyFlags
+}
+
+/**
+ * A part of a fact table: stored as a library object (hash-checked as it is copied), then read from that
+ * copy, only the columns the merge needs; each new id becomes a reference to its row. An id the library
+ * holds from another part, or as text, is compared afterwards (compareHeld).
+ */
+async function mergeFactPart(c: LibraryChange, lib: Library, part: { table: FactTable; schema: TableSchema; object: string; path: string }, m: MergeContext): Promise<void> {
+  const { table, schema, object } = part
+  await c.object(object, 'parquet', { path: part.path })
+  const stored = lib.objectFile(object, 'parquet')
+  const what = `${table} part ${object}`
+  const opened = await openPart(stored, { ...schema, columns: schema.columns.filter((col) => MERGE_COLUMNS.has(col.name) || schema.sortColumns.includes(col.name)) })
+  if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${what}: ${opened.findings[0]!.detail}`)
+  const elsewhere: HeldElsewhere[] = []
+  try {
+    for await (const batch of opened.part.batches()) {
+      for (let i = 0; i < batch.rows; i++) {
+        m.o.signal?.throwIfAborted()
+        const row = batch.row(i)
+        const target = rowTarget(table, row)
+        if (target !== undefined && m.lacking.has(target)) {
+          m.result.rowsSkipped++
+          continue
+        }
+        const key = sortKey(schema.sortColumns.map((col) => row[col]))
+        const kept = c.factRef(table, key, object, batch.rowStart + i)
+        if (kept.kept === 'elsewhere') elsewhere.push({ key, row: batch.rowStart + i, held: kept.held })
+        else if (kept.kept === 'added') {
+          const need = m.reverify.needed(table, row)
+          if (need === true || (need !== false && (await need))) {
+            c.flagReverify(table, key)
+            m.result.needsReverify++
+          }
+        }
+        if (table === 'tilings' && typeof row.reference === 'string' && typeof row.family === 'string') {
+          await c.object(row.reference, 'parquet', { path: fileIn(m.files, m.files.layout.referencePatchPath(row.family, row.reference)) })
+        }
+      }
     }
-    if (kept === 'added' && reverify.needed(table, row)) {
-      c.flagReverify(table as FactTable, key)
-      result.needsReverify++
-    }
-    if (table === 'tilings' && typeof row.reference === 'string' && typeof row.family === 'string') {
-      await c.object(row.reference, 'parquet', { path: fileIn(files, files.layout.referencePatchPath(row.family, row.reference)) })
-    }
-    return
+  } catch (err) {
+    if (err instanceof PartReadError) throw new PipeError(err.finding.code, `${what}: ${err.finding.detail}`)
+    throw err
+  } finally {
+    await opened.part.close()
   }
-  if (!EVENTS.has(table)) return
+  if (elsewhere.length > 0) await compareHeld(lib, table, object, elsewhere, m)
+}
+
+/** A row of a part whose id the library holds elsewhere: another part's row, or text. */
+interface HeldElsewhere {
+  key: string
+  row: number
+  held: FactPlace
+}
+
+/**
+ * Each row of `part` whose id the library holds elsewhere, against the library's row: equal RFC 8785 text,
+ * or `facts_differing` (with --strict, the import refused). Rows are compared by their texts' SHA-256, this
+ * part's first, then each part holding them read once, so a part's worth of digests is what is held.
+ */
+async function compareHeld(lib: Library, table: FactTable, part: string, elsewhere: readonly HeldElsewhere[], m: MergeContext): Promise<void> {
+  const digest = (text: string) => createHash('sha256').update(text).digest('base64')
+  const mine = new Map<number, string>()
+  for await (const [row, text] of lib.partRowTexts(part, table, elsewhere.map((e) => e.row))) mine.set(row, digest(text))
+  const judge = (e: HeldElsewhere, heldText: string) => {
+    if (digest(heldText) === mine.get(e.row)) return
+    if (m.o.strict) throw new PipeError(IMPORT_CODES.factDiffers, `${table} ${e.key.replaceAll('\u001f', ' ')}: the library holds this record with other values (--strict); nothing was imported`)
+    m.result.factsDiffering++
+  }
+  const byPart = new Map<string, HeldElsewhere[]>()
+  for (const e of elsewhere) {
+    if ('text' in e.held) judge(e, e.held.text)
+    else {
+      const list = byPart.get(e.held.part)
+      if (list) list.push(e)
+      else byPart.set(e.held.part, [e])
+    }
+  }
+  for (const [heldPart, list] of byPart) {
+    const rowOf = (e: HeldElsewhere) => (e.held as { partRow: number }).partRow
+    list.sort((a, b) => rowOf(a) - rowOf(b))
+    let i = 0
+    for await (const [, text] of lib.partRowTexts(heldPart, table, list.map(rowOf))) judge(list[i++]!, text)
+  }
+}
+
+/** An event row kept under its publisher (the manifest's for a table without one), with its media file. */
+async function keepEvent(c: LibraryChange, files: PackFiles, table: EventTable, schema: TableSchema, row: Record<string, unknown>, manifestPublisher: string): Promise<void> {
   const publisher = typeof row.publisher === 'string' ? row.publisher : manifestPublisher
-  c.event(table as EventTable, publisher, key, text)
+  c.event(table, publisher, sortKey(schema.sortColumns.map((col) => row[col])), rowText(row))
   const ext = table === 'media' ? mediaExtension(row.media_type) : undefined
   if (ext?.ok && typeof row.object === 'string') {
     await c.object(row.object, ext.value, { path: fileIn(files, files.layout.mediaPath(row as never, ext.value)) })
@@ -413,19 +500,20 @@ class ReverifyFlags {
 
   constructor(private readonly lib: Library) {}
 
-  needed(table: string, row: Record<string, unknown>): boolean {
+  /** A promise only when the tiling's pin must be read from the library. */
+  needed(table: string, row: Record<string, unknown>): boolean | Promise<boolean> {
     if (table !== 'patterns' && table !== 'ants' && table !== 'quickstart' && table !== 'rules') return false
     const family = table === 'quickstart' ? row.rule_family : row.family
     if ((RULE_SEMANTICS as Record<string, string>)[String(family)] !== row.semantics) return true
     if (table === 'rules' || typeof row.pin_key !== 'string') return false
-    const pin = this.libraryPin(row.pin_key)
-    return pin !== undefined && pin !== row.pin
+    const otherPin = (pin: string | undefined) => pin !== undefined && pin !== row.pin
+    return this.pins.has(row.pin_key) ? otherPin(this.pins.get(row.pin_key)) : this.libraryPin(row.pin_key).then(otherPin)
   }
 
-  private libraryPin(pinKey: string): string | undefined {
-    if (this.pins.has(pinKey)) return this.pins.get(pinKey)
-    const held = [...this.lib.query('tilings', pinKey)][0] as { row: { pin?: unknown } } | undefined
-    const pin = typeof held?.row.pin === 'string' ? held.row.pin : undefined
+  private async libraryPin(pinKey: string): Promise<string | undefined> {
+    const text = await this.lib.factText('tilings', pinKey)
+    const held = text === undefined ? undefined : (JSON.parse(text) as { pin?: unknown })
+    const pin = typeof held?.pin === 'string' ? held.pin : undefined
     if (this.pins.size < 65_536) this.pins.set(pinKey, pin)
     return pin
   }
@@ -458,7 +546,7 @@ class ImportSample implements ReplaySample {
     const score = digest.readUInt32BE(0) * 2 ** 21 + (digest.readUInt32BE(4) >>> 11)
     if (this.lowest.size >= this.size && score >= this.lowest.maxScore()) return false
     if (this.lacking.has(`pattern:${id}`)) return false
-    if (this.lib !== undefined && [...this.lib.query('patterns', id)].length > 0) return false
+    if (this.lib !== undefined && this.lib.hasFact('patterns', id)) return false
     if (this.lowest.size >= this.size) this.outcomes.delete(this.lowest.pop())
     this.lowest.push(score, id)
     if (Date.now() > this.deadline) {
@@ -535,63 +623,4 @@ async function* partRows(path: string, object: string, schema: TableSchema): Asy
   const ok = await verifyObjectFile(path, object)
   if (!ok.ok) throw new PipeError(ok.code, `${schema.name} part ${object}: ${ok.detail}`)
   yield* partRowsOrRefuse(path, schema, `${schema.name} part ${object}`)
-}
-
-const MAX_SAFE = 2n ** 53n - 1n
-
-/**
- * An object's keys in UTF-16 order, each quoted with its colon, by the object's own key order: the rows
- * of a part, and their structs, share a few shapes, so each is sorted once (a bounded cache).
- */
-const shapes = new Map<string, { sorted: string[]; quoted: string[] }>()
-function shapeOf(value: object): { sorted: string[]; quoted: string[] } {
-  const keys = Object.keys(value)
-  const id = keys.join('\u0000')
-  let shape = shapes.get(id)
-  if (shape === undefined) {
-    const sorted = [...keys].sort()
-    shape = { sorted, quoted: sorted.map((k) => `${rowText(k)}:`) }
-    if (shapes.size < 4096) shapes.set(id, shape)
-  }
-  return shape
-}
-
-/**
- * A row as RFC 8785 text: an int64 within ±(2^53 − 1) as a number, beyond as its decimal string. Written
- * here rather than through a general canonicalizer, which took a third of an import (a differential test
- * holds the two to the same bytes, test/library-row-text.test.ts): keys in UTF-16 order, strings as
- * JSON.stringify writes them and numbers as String does (the ECMAScript forms RFC 8785 adopts).
- */
-export function rowText(value: unknown): string {
-  switch (typeof value) {
-    case 'string':
-      if (!value.isWellFormed()) throw new PipeError('import.row-not-json', 'a row holds a string with a lone surrogate, which RFC 8785 refuses')
-      return JSON.stringify(value)
-    case 'number':
-      if (!Number.isFinite(value)) throw new PipeError('import.row-not-json', `a row holds ${value}, which JSON cannot`)
-      return String(value)
-    case 'boolean':
-      return value ? 'true' : 'false'
-    case 'bigint':
-      return value >= -MAX_SAFE && value <= MAX_SAFE ? value.toString() : `"${value}"`
-    case 'object': {
-      if (value === null) return 'null'
-      if (Array.isArray(value)) {
-        let text = '['
-        for (let i = 0; i < value.length; i++) text += (i > 0 ? ',' : '') + rowText(value[i])
-        return `${text}]`
-      }
-      if (ArrayBuffer.isView(value)) throw new PipeError('import.row-not-json', 'a row holds bytes, which JSON cannot')
-      const { sorted, quoted } = shapeOf(value)
-      let text = '{'
-      for (let i = 0; i < sorted.length; i++) {
-        const v = (value as Record<string, unknown>)[sorted[i]!]
-        if (v === undefined) continue
-        text += (text.length > 1 ? ',' : '') + quoted[i]! + rowText(v)
-      }
-      return `${text}}`
-    }
-    default:
-      throw new PipeError('import.row-not-json', `a row holds a ${typeof value}, which JSON cannot`)
-  }
 }

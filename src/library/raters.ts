@@ -9,7 +9,7 @@
  * new rows and no ratings. A group's ratings go only when every member consented.
  */
 import type { Library, RaterConsent } from './library.js'
-import { rowText } from './pack-import.js'
+import { rowText } from './row-text.js'
 
 /** The only consent scope of format 1.0. */
 const CONSENT_SCOPE = 'public-permanent'
@@ -34,16 +34,21 @@ export class ConsentBook {
   private readonly imported = new Map<string, { row: Record<string, unknown>; text: Buffer }>()
   private readonly decided = new Map<string, RaterRelease>()
 
-  /** Reads the library's consents now (one row a rater is kept), so that deciding needs no query while the caller reads another table. */
-  constructor(lib: Library) {
+  private constructor(lib: Library) {
     this.own = lib.raterConsents()
-    for (const e of lib.query('raters')) {
+  }
+
+  /** Reads the library's consents now (one row a rater is kept), so that deciding needs no query while the caller reads another table. */
+  static async read(lib: Library): Promise<ConsentBook> {
+    const book = new ConsentBook(lib)
+    for await (const e of lib.query('raters')) {
       const row = e.row as Record<string, unknown>
       const rater = String(row.rater)
       const text = Buffer.from(rowText(row))
-      const best = this.imported.get(rater)
-      if (best === undefined || laterRow(row, text, best.row, best.text)) this.imported.set(rater, { row, text })
+      const best = book.imported.get(rater)
+      if (best === undefined || laterRow(row, text, best.row, best.text)) book.imported.set(rater, { row, text })
     }
+    return book
   }
 
   release(rater: string): RaterRelease {

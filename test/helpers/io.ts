@@ -34,3 +34,10 @@ export async function withEnv<T>(name: string, value: string, step: () => Promis
     else process.env[name] = before
   }
 }
+
+/** Every item of an async iterable, in order (Array.fromAsync is Node 22's). */
+export async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = []
+  for await (const item of items) all.push(item)
+  return all
+}

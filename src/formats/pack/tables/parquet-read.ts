@@ -494,6 +494,8 @@ async function scanPages(file: PartFile, metadata: FileMetaData, limits: ReadLim
 export class PackPart {
   /** Each row group's column chunks, by leaf path. */
   private readonly chunksOf: Map<string, ChunkScan>[]
+  /** Each row group's first row in the part, then the rows of all its groups. */
+  private readonly groupStarts: number[]
   /** What its row groups decode into: a batch is good until the next is decoded, or the part closed. */
   private readonly arena: Arena = takeArena()
   private closed = false
@@ -511,6 +513,8 @@ export class PackPart {
   ) {
     this.chunksOf = metadata.row_groups.map(() => new Map())
     for (const scan of pages) this.chunksOf[scan.rowGroup]!.set(scan.column, scan)
+    this.groupStarts = [0]
+    for (const g of metadata.row_groups) this.groupStarts.push(this.groupStarts.at(-1)! + Number(g.num_rows))
   }
 
   get rowCount(): number {
@@ -533,19 +537,34 @@ export class PackPart {
    * code) for anything that fails while decoding; nothing else escapes.
    */
   async *batches(): AsyncGenerator<RowBatch, void, undefined> {
-    let rowStart = 0
-    for (let g = 0; g < this.metadata.row_groups.length; g++) {
-      const n = Number(this.metadata.row_groups[g]!.num_rows)
-      let batch: RowBatch
-      try {
-        batch = decodeRowGroup(await this.chunks(g), this.columns, g, rowStart, n, this.limits, this.meter, this.arena)
-      } catch (err) {
-        const f = toFinding(err)
-        throw new PartReadError({ code: f.code, detail: `row group ${g}: ${f.detail}` })
-      }
-      yield batch
-      rowStart += n
+    for (let g = 0; g < this.metadata.row_groups.length; g++) yield await this.batch(g)
+  }
+
+  /**
+   * Row group `g` alone, decoded as `batches` gives it (good until the next batch is decoded): what a reader
+   * of a few rows by their index decodes, rather than the groups before it. rowGroupOf finds the group of a row.
+   */
+  async batch(g: number): Promise<RowBatch> {
+    const rowStart = this.groupStarts[g]!
+    try {
+      return decodeRowGroup(await this.chunks(g), this.columns, g, rowStart, this.groupStarts[g + 1]! - rowStart, this.limits, this.meter, this.arena)
+    } catch (err) {
+      const f = toFinding(err)
+      throw new PartReadError({ code: f.code, detail: `row group ${g}: ${f.detail}` })
     }
+  }
+
+  /** The row group holding row `row` of the part, or undefined past its last row. */
+  rowGroupOf(row: number): number | undefined {
+    if (!Number.isInteger(row) || row < 0 || row >= this.groupStarts.at(-1)!) return undefined
+    let lo = 0
+    let hi = this.groupStarts.length - 2
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1
+      if (this.groupStarts[mid]! <= row) lo = mid
+      else hi = mid - 1
+    }
+    return lo
   }
 
   /**

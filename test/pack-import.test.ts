@@ -61,6 +61,11 @@ t.test('golden stores: every row kept once, by content id or under its publisher
   }
   const patterns = (await collect(lib.query('patterns')))
   t.ok(patterns.length > 0 && patterns.every((p) => (p.row as { id: string }).id === p.id), 'a pattern under its id, its row as the pack has it')
+  const ids = patterns.map((p) => String(p.id))
+  t.same(ids, [...ids].sort(), 'in id order, though read part by part')
+  t.equal(ids.length, lib.stats().facts.patterns, 'each once')
+  const parts = new Set((await collect(lib.query('objects'))).filter((o) => o.ext === 'parquet').map((o) => o.hash))
+  t.ok(parts.size > 1, `the library keeps the parts its facts are read from (${parts.size})`)
 })
 
 t.test('a retraction is recorded and flags the record the library holds; one it lacks adds nothing of it', async (t) => {

@@ -251,7 +251,7 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
 
   // The library as it is, read before anything of the pack is trusted: its revocations stay in force
   // whatever statements the store serves now, and the sample takes only patterns it lacks.
-  let lib = await openExisting(o.library)
+  const lib = await openExisting(o.library)
   try {
     if (lib && (await isKnown(lib, folder, hash, ref, manifest.feed))) {
       return { ...emptyResult(hash, manifest, folder), already: true, ...(ref ? { follow: { seq: ref.seq, update: false } } : {}) }
@@ -260,65 +260,84 @@ async function importFolder(folder: PackFolder, o: PackImportOptions): Promise<P
     // A retracted record the library lacks: nothing of it is added (the record, its events, ratings or media), nor sampled.
     const lacking = new Set(manifest.retracts.map((r) => r.target).filter((target) => lib === undefined || !holds(lib, target)))
     const sample = o.verify === 'sample' ? new ImportSample(hash, lib, lacking, o) : undefined
+    // The check and the merge run side by side: the merge writes inside a transaction of its own connection,
+    // hashing every part it reads, and commits only once the check has passed. A failed check stops the
+    // merge, and its refusal is what is told, before any error of the merge.
+    const stopCheck = new AbortController()
+    const stopMerge = new AbortController()
     const checker = new PackChecker(folder.dir, {
       level: o.verify === 'none' ? 2 : 3, knownRevocations: lib?.revocations() ?? [],
-      ...(sample ? { replaySample: sample } : {}), ...(o.signal ? { signal: o.signal } : {}),
+      ...(sample ? { replaySample: sample } : {}), signal: o.signal ? AbortSignal.any([o.signal, stopCheck.signal]) : stopCheck.signal,
     })
-    const failures: CheckIssue[] = []
-    for await (const issue of checker.run()) {
-      if (issue.note) continue
-      if (o.allowUnsigned && issue.code === CHECK_CODES.manifestUnsigned) continue
-      failures.push(issue)
-    }
-    if (failures.length > 0) {
-      const first = failures[0]!
-      throw new PipeError(IMPORT_CODES.refused, `refused, the library unchanged: ${first.target}: ${first.code} [level ${first.level}]: ${first.detail}${failures.length > 1 ? ` (and ${failures.length - 1} more failures: pipe run pack-check ${o.from})` : ''}`, { location: { file: o.from } })
-    }
-    // The checker reads a store by its refs: a version none of them reaches was not checked, and is not taken.
-    if (folder.kind === 'store' && !checker.checkedVersion(hash)) {
-      throw new PipeError(IMPORT_CODES.unchecked, `refused, the library unchanged: ${hash} is a version no ref of ${o.from} reaches (nor their parents), so the check did not read it`, { location: { file: o.from } })
-    }
-
+    const checked = checkVersion(checker, folder, hash, o)
+    checked.catch(() => stopMerge.abort())
     const created = lib === undefined
-    lib ??= Library.open(o.library, { create: true })
-    const result: PackImportResult = { ...emptyResult(hash, manifest, folder), ...(sample ? { sample: sample.counts() } : {}) }
-    let follow: { publisherId: string; seq: number } | undefined
-    if (ref) {
-      // A follower's position is the publisher id's (the first key of its chain), whichever key signs now.
-      const publisherId = checker.publisherIdOf(ref.publisher) ?? ref.publisher
-      const step = followRef(lib.following(publisherId, manifest.feed), ref)
-      if (!step.ok) throw new PipeError(REF_CODES.rollback, `refused, the library unchanged: ${o.from}: ${refPath(manifest.feed)}: ${step.detail} (no rollback)`, { location: { file: o.from } })
-      result.follow = { seq: ref.seq, update: step.update }
-      if (!step.update) return { ...result, already: true }
-      follow = { publisherId, seq: ref.seq }
-    }
-    const already = lib.hasImported(hash)
-    if (already && follow === undefined) return { ...result, already: true }
-    const merged = lib
-    const counts = await lib.change({ manifest: hash, publisher: manifest.publisher, feed: manifest.feed, source: o.from, started, finished: now() }, async (c) => {
-      if (follow) {
-        // Judged again under the write lock: another follower may have moved the position since.
-        const step = followRef(merged.following(follow.publisherId, manifest.feed), ref!)
-        if (!step.ok || !step.update) throw new PipeError(REF_CODES.rollback, `refused, the library unchanged: ${o.from}: ${refPath(manifest.feed)}: ${step.ok ? `another import took seq ${ref!.seq} meanwhile` : step.detail} (no rollback)`, { location: { file: o.from } })
-        c.follow(follow.publisherId, manifest.feed, follow.seq, hash, o.from, started)
-      }
-      // A version taken before, now reached through its feed: the position moves on, nothing else changes.
-      if (already) return
-      await mergeVersion(c, merged, folder, hash, manifest, lacking, o, result)
-      for (const [id, r] of sample?.outcomes ?? []) c.reverifyResult('patterns', id, r.outcome, r.detail)
-      for (const r of checker.revocations) c.revoke(r.fingerprint, r.revokedBy, manifest.publisher, hash, started)
-    }).catch(async (err: unknown) => {
+    const writer = Library.open(o.library, { create: created, migrate: created })
+    const result: PackImportResult = emptyResult(hash, manifest, folder)
+    const already = lib?.hasImported(hash) ?? false
+    // A version imported before and not reached through a feed is known before the check (isKnown).
+    const mergeSignal = o.signal ? AbortSignal.any([o.signal, stopMerge.signal]) : stopMerge.signal
+    try {
+      const counts = await writer.change({ manifest: hash, publisher: manifest.publisher, feed: manifest.feed, source: o.from, started, finished: now() }, async (c) => {
+        // A version taken before, now reached through its feed: the position moves on, nothing else changes.
+        const merged = already ? Promise.resolve() : mergeVersion(c, writer, folder, hash, manifest, lacking, { ...o, signal: mergeSignal }, result)
+        const [check, merge] = await Promise.allSettled([checked, merged])
+        if (check.status === 'rejected') throw check.reason
+        if (merge.status === 'rejected') throw merge.reason
+        if (sample) result.sample = sample.counts()
+        if (ref) {
+          // A follower's position is the publisher id's (the first key of its chain), whichever key signs now;
+          // judged under the write lock, so another follower cannot have moved it since.
+          const publisherId = checker.publisherIdOf(ref.publisher) ?? ref.publisher
+          const step = followRef(writer.following(publisherId, manifest.feed), ref)
+          if (!step.ok) throw new PipeError(REF_CODES.rollback, `refused, the library unchanged: ${o.from}: ${refPath(manifest.feed)}: ${step.detail} (no rollback)`, { location: { file: o.from } })
+          result.follow = { seq: ref.seq, update: step.update }
+          if (!step.update) throw new NoUpdate()
+          c.follow(publisherId, manifest.feed, ref.seq, hash, o.from, started)
+        }
+        if (already) return
+        for (const [id, r] of sample?.outcomes ?? []) c.reverifyResult('patterns', id, r.outcome, r.detail)
+        for (const r of checker.revocations) c.revoke(r.fingerprint, r.revokedBy, manifest.publisher, hash, started)
+      })
+      return { ...result, already, factsAdded: counts.factsAdded, eventsAdded: counts.eventsAdded, objectsAdded: counts.objectsAdded, retractionsAdded: counts.retractionsAdded }
+    } catch (err) {
+      if (err instanceof NoUpdate) return { ...emptyResult(hash, manifest, folder), already: true, ...(sample ? { sample: sample.counts() } : {}), follow: result.follow! }
       // A library this import made, whose first change did not commit, is not left behind empty.
       if (created) {
-        merged.close()
-        lib = undefined
+        writer.close()
         await Promise.all(['', '-wal', '-shm', '.objects'].map((end) => rm(`${o.library}${end}`, { recursive: true, force: true })))
       }
       throw err
-    })
-    return { ...result, already, factsAdded: counts.factsAdded, eventsAdded: counts.eventsAdded, objectsAdded: counts.objectsAdded, retractionsAdded: counts.retractionsAdded }
+    } finally {
+      writer.close()
+      stopCheck.abort()
+      await checked.catch(() => undefined)
+    }
   } finally {
     lib?.close()
+  }
+}
+
+/** A ref that names the version the library follows the feed at: no update, the merge rolled back. */
+class NoUpdate extends Error {}
+
+/**
+ * The conformance check of the version to import; throws the refusal, naming the first failure. The
+ * checker reads a store by its refs: a version none of them reaches was not checked, and is not taken.
+ */
+async function checkVersion(checker: PackChecker, folder: PackFolder, hash: string, o: PackImportOptions): Promise<void> {
+  const failures: CheckIssue[] = []
+  for await (const issue of checker.run()) {
+    if (issue.note) continue
+    if (o.allowUnsigned && issue.code === CHECK_CODES.manifestUnsigned) continue
+    failures.push(issue)
+  }
+  if (failures.length > 0) {
+    const first = failures[0]!
+    throw new PipeError(IMPORT_CODES.refused, `refused, the library unchanged: ${first.target}: ${first.code} [level ${first.level}]: ${first.detail}${failures.length > 1 ? ` (and ${failures.length - 1} more failures: pipe run pack-check ${o.from})` : ''}`, { location: { file: o.from } })
+  }
+  if (folder.kind === 'store' && !checker.checkedVersion(hash)) {
+    throw new PipeError(IMPORT_CODES.unchecked, `refused, the library unchanged: ${hash} is a version no ref of ${o.from} reaches (nor their parents), so the check did not read it`, { location: { file: o.from } })
   }
 }
 

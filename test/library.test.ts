@@ -78,8 +78,9 @@ t.test('one import is one transaction: facts merge by id, events under their pub
 
   const second = await lib.change(record('sha256:bb'), async (c) => {
     t.equal(await c.object(PART_B.object, 'parquet', PART_B.bytes), 'added')
-    t.same(c.factRef('patterns', ID_A, PART_B.object, 0), { kept: 'elsewhere', held: { part: PART_A.object, partRow: 0 } }, 'the library\'s row stands, where it is, for the importer to compare')
+    t.same(c.factRef('patterns', ID_A, PART_B.object, 0), { kept: 'elsewhere', held: { part: PART_A.object, partRow: 0, ownImport: false } }, 'the library\'s row stands, where it is, for the importer to compare')
     t.same(c.factRef('patterns', ID_B, PART_B.object, 0), { kept: 'added' })
+    t.same(c.factRef('patterns', ID_B, PART_A.object, 0), { kept: 'elsewhere', held: { part: PART_B.object, partRow: 0, ownImport: true } }, 'an id two parts of one pack hold: the first stands, put there by this change')
     t.equal(c.event('verifications', 'SHA256:pub', sortKey(['p1', 'B3/S23', 'SHA256:pub', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'same')
     t.equal(c.event('verifications', 'SHA256:other', sortKey(['p1', 'B3/S23', 'SHA256:other', '2026-11-11T00:00:00Z']), '{"pattern_id":"p1"}'), 'added', 'another publisher\'s')
     t.equal(await c.object(sha(PNG), 'png', PNG), 'same')

@@ -232,8 +232,11 @@ export interface ImportCounts {
   retractionsAdded: number
 }
 
-/** Where the library's row of a fact is: a row of a part object, or (a library made before schema 5) its text. */
-export type FactPlace = { part: string; partRow: number } | { text: string }
+/**
+ * Where the library's row of a fact is: a row of a part object (`ownImport`: put there by the change
+ * asking, from another part of the same pack), or its text (a library made before schema 5).
+ */
+export type FactPlace = { part: string; partRow: number; ownImport: boolean } | { text: string }
 
 /** What one transaction may do to the library; see Library.change. */
 export interface LibraryChange {
@@ -337,7 +340,7 @@ export class Library {
         VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0)`).run(record.manifest, record.publisher, record.feed, record.source, record.started, record.finished).lastInsertRowid)
       const counts: ImportCounts = { factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0 }
       const putFactRef = db.prepare('INSERT OR IGNORE INTO fact_refs (table_name, id, part, part_row, import_id) VALUES (?, ?, ?, ?, ?)')
-      const heldRef = db.prepare('SELECT p.object AS part, r.part_row AS partRow FROM fact_refs r JOIN fact_parts p ON p.id = r.part WHERE r.table_name = ? AND r.id = ?')
+      const heldRef = db.prepare('SELECT p.object AS part, r.part_row AS partRow, r.import_id AS importId FROM fact_refs r JOIN fact_parts p ON p.id = r.part WHERE r.table_name = ? AND r.id = ?')
       const partNumber = db.prepare('INSERT INTO fact_parts (object) VALUES (?) ON CONFLICT (object) DO UPDATE SET object = excluded.object RETURNING id').pluck()
       const partNumbers = new Map<string, number>()
       const heldText = db.prepare('SELECT row FROM facts WHERE table_name = ? AND id = ?').pluck()
@@ -360,8 +363,9 @@ export class Library {
           let number = partNumbers.get(part)
           if (number === undefined) partNumbers.set(part, (number = partNumber.get(part) as number))
           if (putFactRef.run(table, id, number, partRow, importId).changes === 0) {
-            const held = heldRef.get(table, id) as { part: string; partRow: number }
-            return held.part === part && held.partRow === partRow ? { kept: 'same' } : { kept: 'elsewhere', held }
+            const held = heldRef.get(table, id) as { part: string; partRow: number; importId: number }
+            if (held.part === part && held.partRow === partRow) return { kept: 'same' }
+            return { kept: 'elsewhere', held: { part: held.part, partRow: held.partRow, ownImport: held.importId === importId } }
           }
           counts.factsAdded++
           return { kept: 'added' }

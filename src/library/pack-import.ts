@@ -479,7 +479,8 @@ async function compareHeld(lib: Library, table: FactTable, part: string, elsewhe
   for await (const [row, text] of lib.partRowTexts(part, table, elsewhere.map((e) => e.row))) mine.set(row, digest(text))
   const judge = (e: HeldElsewhere, heldText: string) => {
     if (digest(heldText) === mine.get(e.row)) return
-    if (m.o.strict) throw new PipeError(IMPORT_CODES.factDiffers, `${table} ${e.key.replaceAll('\u001f', ' ')}: the library holds this record with other values (--strict); nothing was imported`)
+    const holder = 'ownImport' in e.held && e.held.ownImport ? 'another part of this pack holds' : 'the library holds'
+    if (m.o.strict) throw new PipeError(IMPORT_CODES.factDiffers, `${table} ${e.key.replaceAll('\u001f', ' ')}: ${holder} this record with other values (--strict); nothing was imported`)
     m.result.factsDiffering++
   }
   const byPart = new Map<string, HeldElsewhere[]>()

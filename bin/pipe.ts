@@ -359,15 +359,21 @@ async function main(argv: string[]): Promise<number> {
         const { Library } = await import('../src/library/library.js')
         const lib = Library.open(String(args.library))
         try {
-          // Written row by row (a table may hold millions); --json's bytes are JSON.stringify's of {table, rows}.
-          const write = (text: string) => (process.stdout.write(text) ? undefined : once(process.stdout, 'drain'))
+          // Written as the rows come, 1 MiB at a time (a table may hold millions); --json's bytes are
+          // JSON.stringify's of {table, rows}.
+          let out = args.json ? `{"table":${JSON.stringify(args.table)},"rows":[` : ''
+          const flush = () => (process.stdout.write(out) ? undefined : once(process.stdout, 'drain'))
           let first = true
-          if (args.json) await write(`{"table":${JSON.stringify(args.table)},"rows":[`)
           for await (const row of lib.query(String(args.table), args.id === undefined ? undefined : String(args.id))) {
-            await write(args.json ? `${first ? '' : ','}${JSON.stringify(row)}` : `${JSON.stringify(row)}\n`)
+            out += args.json ? `${first ? '' : ','}${JSON.stringify(row)}` : `${JSON.stringify(row)}\n`
             first = false
+            if (out.length >= 1 << 20) {
+              await flush()
+              out = ''
+            }
           }
-          if (args.json) await write(']}\n')
+          if (args.json) out += ']}\n'
+          await flush()
         } finally {
           lib.close()
         }

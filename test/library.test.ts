@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -114,9 +115,12 @@ t.test('a change that fails leaves the library exactly as it was', async (t) => 
     c.factRef('rules', 'B36/S23', NO_PART, 1)
     c.event('ratings', 'SHA256:pub', 'k', '{}')
     c.revoke('SHA256:k', 'SHA256:k', 'SHA256:pub', 'sha256:bb', '2026-12-07T00:00:00Z')
+    t.equal(await c.object(PART_B.object, 'parquet', PART_B.bytes), 'added')
+    t.ok(existsSync(lib.objectFile(PART_B.object, 'parquet')), 'an object is in the folder before the commit')
     await c.object('sha256:' + '0'.repeat(64), 'png', PNG)
   }), { code: 'library.object-hash-mismatch' })
   t.same(lib.stats(), before, 'no row, revocation or import record of the failed change')
+  t.notOk(existsSync(lib.objectFile(PART_B.object, 'parquet')), 'nor the object it wrote')
   t.notOk(lib.isRevoked('SHA256:k'))
 })
 

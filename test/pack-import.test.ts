@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,6 +26,8 @@ const stats = (path: string) => {
   const lib = Library.open(path)
   try { return lib.stats() } finally { lib.close() }
 }
+/** The files under a library's objects folder, by their path in it. */
+const objectFiles = async (library: string) => (await readdir(`${library}.objects`, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort()
 const rowsOf = async (store: string) => {
   const checker = new PackChecker(store, { level: 1 })
   for await (const _ of checker.run()) void _
@@ -148,7 +150,8 @@ t.test('an older library stays at its schema when a pack is refused, and is take
   t.ok(after.facts.patterns! >= (before as { facts: Record<string, number> }).facts.patterns!, 'nothing it held is lost')
   const lib = Library.open(library)
   t.teardown(() => lib.close())
-  for await (const f of lib.query('patterns')) if (f.id === tampered) t.same(f.row, { changed: true }, 'the text row stands, and reads back')
+  t.match(await collect(lib.query('patterns', tampered)), [{ id: tampered, row: { changed: true } }], 'the text row stands, and reads back')
+  t.ok((await collect(lib.query('patterns'))).some((f) => f.id === tampered && (f.row as { changed?: boolean }).changed === true), 'in the whole table too')
 })
 
 /**
@@ -181,10 +184,13 @@ t.test('--strict: a record the library holds must come again identical', async (
   db.prepare("UPDATE fact_refs SET (part, part_row) = (SELECT part, part_row FROM fact_refs WHERE table_name = 'patterns' AND id = ?) WHERE table_name = 'patterns' AND id = ?").run(other, tampered)
   db.close()
   const before = stats(library)
+  const objectsBefore = await objectFiles(library)
   await t.rejects(importIt(golden('retraction'), library, { strict: true }), { code: 'import.fact-differs', message: new RegExp(`patterns ${tampered}: the library holds this record with other values`) })
   t.same(stats(library), before, 'nothing of the refused import')
+  t.same(await objectFiles(library), objectsBefore, 'and the objects folder as it was')
   const r = await importIt(golden('retraction'), library)
   t.equal(r.factsDiffering, 1, 'without --strict the library\'s row stands, counted')
+  t.ok((await objectFiles(library)).length > objectsBefore.length, 'which the same import keeps when it commits')
 })
 
 t.test('a revocation the library has seen stays in force when a store serves the older statement', async (t) => {

@@ -426,3 +426,18 @@ t.test('a row group is read and decoded whole, so it is bounded on its own: its 
   t.ok(used < MiB, `and they were not built (${used} bytes)`)
   t.match(await readPartRows(await save(write(Array.from({ length: 8 }, () => big), { encoding: 'DELTA_BYTE_ARRAY', rowGroupSize: 2 })), S_SCHEMA, limits), { ok: true }, 'the same values two a row group are read')
 })
+
+t.test('rowAt: a row by its index, across row groups', async (t) => {
+  const n = Array.from({ length: 25 }, (_, i) => BigInt(i * 3))
+  const path = await save(new Uint8Array(parquetWriteBuffer({ columnData: [{ name: 'n', data: n, type: 'INT64' }] as ColumnSource[], rowGroupSize: 7 })))
+  const opened = await openPart(path, N_SCHEMA)
+  if (!opened.ok) throw new Error(JSON.stringify(opened.findings))
+  const part = opened.part
+  t.teardown(() => part.close())
+  t.equal(part.metadata.row_groups.length, 4, 'groups of 7, 7, 7 and 4 rows')
+  t.same([0, 6, 7, 13, 14, 20, 21, 24].map((row) => part.rowGroupOf(row)), [0, 0, 1, 1, 2, 2, 3, 3], 'each row in its group, at both edges')
+  t.same([-1, 25, 1.5].map((row) => part.rowGroupOf(row)), [undefined, undefined, undefined], 'none past the part, nor of a fraction')
+  for (const row of [0, 6, 7, 20, 24]) t.same(await part.rowAt(row), { n: n[row] }, `row ${row}`)
+  t.same(await part.rowAt(2), { n: n[2] }, 'a row of a group decoded before: decoded again')
+  await t.rejects(part.rowAt(25), { name: 'PartReadError', message: new RegExp(`no row 25 \\(${READ_CODES.malformed}\\)`) }, 'past the last row: a finding, not a crash')
+})

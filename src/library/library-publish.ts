@@ -288,7 +288,8 @@ async function chosenTargets(lib: Library, sel: LibrarySelection): Promise<Set<s
   }
   if (sel.query) {
     const { table, where } = sel.query
-    for await (const r of lib.query(table)) if (matches(r.row as Record<string, unknown>, where)) chosen.add(rowTarget(table, r.row as Record<string, unknown>)!)
+    // Only which records match: in any order, no sort.
+    for await (const r of lib.factsAnyOrder(table)) if (matches(r.row as Record<string, unknown>, where)) chosen.add(rowTarget(table, r.row as Record<string, unknown>)!)
   }
   return chosen
 }
@@ -296,6 +297,8 @@ async function chosenTargets(lib: Library, sel: LibrarySelection): Promise<Set<s
 /** The rows of one record table: every one, or those of the chosen targets. */
 async function* recordsOf(lib: Library, table: RecordTable, chosen: Set<string> | undefined): AsyncGenerator<{ row: Record<string, unknown>; retracted: boolean }> {
   const prefix = `${RECORD_TABLES[table]}:`
+  // In id order: a publish sorts its rows a chunk at a time, so the order they come in shapes its parts,
+  // which must depend on what the library holds, not on how it came to hold it.
   const rows = chosen === undefined ? lib.query(table) : chosenRows(lib, table, [...chosen].filter((t) => t.startsWith(prefix)).sort().map((t) => t.slice(prefix.length)))
   for await (const r of rows) yield { row: r.row as Record<string, unknown>, retracted: r.retracted === true }
 }

@@ -13,8 +13,7 @@ import { PipeError, UsageError } from '../core/errors.js'
 import { openRegularFile } from '../core/input-file.js'
 import { SHA256_NAME } from '../codec/hash.js'
 import { detailProblem } from '../formats/pack/keys/publisher-key.js'
-import { openPart, PartReadError, rowTooLargeDetail, type PackPart } from '../formats/pack/tables/parquet-read.js'
-import { READ_CODES, READ_LIMITS } from '../formats/pack/tables/parquet-limits.js'
+import { openPart, PartReadError, type PackPart } from '../formats/pack/tables/parquet-read.js'
 import { PACK_TABLES } from '../formats/pack/tables/table-schemas.js'
 import { rowText } from './row-text.js'
 
@@ -327,11 +326,13 @@ export class Library {
 
   /**
    * Runs `change` in one transaction under a new import record: everything it did is kept together with
-   * the record, or (when it throws) nothing is. Objects are written into the folder before the commit; one
-   * left by a transaction that did not commit is named by its hash and harms nothing.
+   * the record, or (when it throws) nothing is. Objects are written into the folder before the commit, and
+   * removed when the change throws; one a killed process left is named by its hash and harms nothing.
    */
   async change(record: ImportRecord, change: (c: LibraryChange) => Promise<void>): Promise<ImportCounts & { importId: number }> {
     const db = this.db
+    // Objects this change named, removed when it rolls back: under the write lock no other change can have named them.
+    const written: string[] = []
     db.exec('BEGIN IMMEDIATE')
     try {
       // A library opened without migrating is taken up here, so that the steps commit with the change or not at all.
@@ -340,7 +341,7 @@ export class Library {
         VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, 0)`).run(record.manifest, record.publisher, record.feed, record.source, record.started, record.finished).lastInsertRowid)
       const counts: ImportCounts = { factsAdded: 0, eventsAdded: 0, objectsAdded: 0, retractionsAdded: 0 }
       const putFactRef = db.prepare('INSERT OR IGNORE INTO fact_refs (table_name, id, part, part_row, import_id) VALUES (?, ?, ?, ?, ?)')
-      const heldRef = db.prepare('SELECT p.object AS part, r.part_row AS partRow, r.import_id AS importId FROM fact_refs r JOIN fact_parts p ON p.id = r.part WHERE r.table_name = ? AND r.id = ?')
+      const heldRef = db.prepare(`${HELD_REF.replace('SELECT', 'SELECT r.import_id AS importId,')} WHERE r.table_name = ? AND r.id = ?`)
       const partNumber = db.prepare('INSERT INTO fact_parts (object) VALUES (?) ON CONFLICT (object) DO UPDATE SET object = excluded.object RETURNING id').pluck()
       const partNumbers = new Map<string, number>()
       const heldText = db.prepare('SELECT row FROM facts WHERE table_name = ? AND id = ?').pluck()
@@ -379,6 +380,7 @@ export class Library {
           const hex = SHA256_NAME.exec(hash)?.[1]
           if (hex === undefined) throw new PipeError(LIBRARY_CODES.objectHash, `${JSON.stringify(hash)} is no sha256: name; the object is not stored`)
           if (hasObject.get(hash) !== undefined) return 'same'
+          written.push(lib.objectFile(hash, ext))
           const bytes = await lib.writeObjectFile(hex, ext, source)
           putObject.run(hash, ext, bytes, importId)
           counts.objectsAdded++
@@ -409,6 +411,7 @@ export class Library {
       return { ...counts, importId }
     } catch (err) {
       if (db.inTransaction) db.exec('ROLLBACK')
+      await Promise.all(written.map((path) => rm(path, { force: true }).catch(() => undefined)))
       throw err
     }
   }
@@ -508,43 +511,19 @@ export class Library {
   async factText(table: FactTable, id: string): Promise<string | undefined> {
     const text = this.db.prepare('SELECT row FROM facts WHERE table_name = ? AND id = ?').pluck().get(table, id) as string | undefined
     if (text !== undefined || schemaVersionOf(this.db) < REFERENCES_SCHEMA) return text
-    const ref = this.db.prepare('SELECT p.object AS part, r.part_row AS partRow FROM fact_refs r JOIN fact_parts p ON p.id = r.part WHERE r.table_name = ? AND r.id = ?').get(table, id) as { part: string; partRow: number } | undefined
+    const ref = this.db.prepare(`${HELD_REF} WHERE r.table_name = ? AND r.id = ?`).get(table, id) as { part: string; partRow: number } | undefined
     if (ref === undefined) return undefined
-    for await (const [, row] of this.partRowTexts(ref.part, table, [ref.partRow])) return row
-    return undefined
+    const reader = this.partRows(table)
+    try {
+      return await reader.text(ref.part, ref.partRow)
+    } finally {
+      await reader.close()
+    }
   }
 
-  /**
-   * Rows of a part object the library holds, as RFC 8785 text, by their index in the part (`rows`
-   * ascending): each row group that holds one is decoded once. The part passed the check when it was
-   * imported and is named by its hash; a part that no longer reads is `library.part-unreadable`.
-   */
-  async *partRowTexts(part: string, table: FactTable, rows: Iterable<number>): AsyncGenerator<[number, string]> {
-    const path = this.objectFile(part, 'parquet')
-    const unreadable = (detail: string) => new PipeError(LIBRARY_CODES.partUnreadable, `${path}: the library's part ${part} of ${table}: ${detail}`, { location: { file: path } })
-    const opened = await openPart(path, PACK_TABLES[table], READ_LIMITS)
-    if (!opened.ok) throw unreadable(`${opened.findings[0]!.detail} (${opened.findings[0]!.code})`)
-    const p: PackPart = opened.part
-    try {
-      let group: number | undefined
-      let batch: Awaited<ReturnType<PackPart['batch']>> | undefined
-      for (const row of rows) {
-        const g = p.rowGroupOf(row)
-        if (g === undefined) throw unreadable(`it has no row ${row}`)
-        if (g !== group) {
-          batch = await p.batch(g)
-          group = g
-        }
-        const items = batch!.listItems(row - batch!.rowStart)
-        if (items > READ_LIMITS.rowListItems) throw unreadable(`${rowTooLargeDetail(row, items)} (${READ_CODES.rowTooLarge})`)
-        yield [row, rowText(batch!.row(row - batch!.rowStart))]
-      }
-    } catch (err) {
-      if (err instanceof PartReadError) throw unreadable(`${err.finding.detail} (${err.finding.code})`)
-      throw err
-    } finally {
-      await p.close()
-    }
+  /** A reader of rows of the library's parts of `table`, as RFC 8785 text (PartRowTexts); close it after. */
+  partRows(table: FactTable): PartRowTexts {
+    return new PartRowTexts((part) => this.objectFile(part, 'parquet'), table)
   }
 
   /**
@@ -596,44 +575,68 @@ export class Library {
   }
 
   /**
-   * Every fact of a table in id order. The rows kept as references are read part by part, each part once,
-   * in its row order, into a temporary table of the connection (on disk, as SQLite keeps temporary tables);
-   * that and the rows kept as text are then given in id order, a page at a time.
+   * Every fact of a table as `query` gives it, in no set order: the rows kept as text, then those kept as
+   * references part by part (each part opened once, each of its row groups decoded once). For a reader
+   * that keys or sorts them itself, as a publish does; it costs no sort.
    */
-  private async *factsInIdOrder(table: FactTable): AsyncGenerator<Record<string, unknown>> {
+  async *factsAnyOrder(table: FactTable): AsyncGenerator<Record<string, unknown>> {
+    const retracted = this.db.prepare('SELECT 1 FROM pack_retractions WHERE target = ?').pluck()
+    const prefix = targetPrefix(table)
+    for await (const f of this.storedFacts(table)) yield factRecord(f.id, f.text, f.needsReverify, f.importId, retracted.get(prefix + f.id) === undefined ? 0 : 1)
+  }
+
+  /** The facts of a table as they are stored (storedFacts), read a page at a time. */
+  private async *storedFacts(table: FactTable): AsyncGenerator<{ id: string; text: string; needsReverify: number; importId: number }> {
     const db = this.db
-    const n = ++this.scratchTables
-    const refs = `temp.query_refs_${n}`
-    const rows = `temp.query_rows_${n}`
+    const textPage = db.prepare('SELECT id, row AS text, needs_reverify AS needsReverify, import_id AS importId FROM facts WHERE table_name = ? AND id > ? ORDER BY id LIMIT ?')
+    for (let after = ''; ;) {
+      const page = textPage.all(table, after, QUERY_PAGE) as { id: string; text: string; needsReverify: number; importId: number }[]
+      yield* page
+      if (page.length < QUERY_PAGE) break
+      after = page.at(-1)!.id
+    }
+    if (schemaVersionOf(db) < REFERENCES_SCHEMA) return
+    // The references in part order (a temporary table of the library's connection), read a page at a time.
+    const refs = `temp.query_refs_${++this.scratchTables}`
+    db.prepare(`CREATE TABLE ${refs} AS ${HELD_REF.replace('SELECT', 'SELECT r.id, r.needs_reverify AS needsReverify, r.import_id AS importId,')} WHERE r.table_name = ? ORDER BY r.part, r.part_row`).run(table)
+    const refPage = db.prepare(`SELECT rowid, id, needsReverify, importId, part, partRow FROM ${refs} WHERE rowid > ? ORDER BY rowid LIMIT ?`)
+    const reader = this.partRows(table)
     try {
-      const referenced = schemaVersionOf(db) < REFERENCES_SCHEMA ? 'SELECT NULL AS part, NULL AS part_row, NULL AS id WHERE 0' : 'SELECT p.object AS part, r.part_row, r.id FROM fact_refs r JOIN fact_parts p ON p.id = r.part WHERE r.table_name = ? ORDER BY r.part, r.part_row'
-      db.prepare(`CREATE TABLE ${refs} AS ${referenced}`).run(...(referenced.includes('?') ? [table] : []))
-      db.exec(`CREATE TABLE ${rows} (id TEXT PRIMARY KEY, row TEXT NOT NULL)`)
-      db.prepare(`INSERT INTO ${rows} (id, row) SELECT id, row FROM facts WHERE table_name = ?`).run(table)
-      const put = db.prepare(`INSERT INTO ${rows} (id, row) VALUES (?, ?)`)
-      const refPage = db.prepare(`SELECT rowid, part, part_row AS partRow, id FROM ${refs} WHERE rowid > ? ORDER BY rowid LIMIT ?`)
       for (let after = 0; ;) {
-        const page = refPage.all(after, QUERY_PAGE) as { rowid: number; part: string; partRow: number; id: string }[]
-        for (let i = 0; i < page.length;) {
-          let end = i
-          while (end < page.length && page[end]!.part === page[i]!.part) end++
-          const ids = new Map(page.slice(i, end).map((r) => [r.partRow, r.id]))
-          for await (const [row, text] of this.partRowTexts(page[i]!.part, table, ids.keys())) put.run(ids.get(row)!, text)
-          i = end
-        }
+        const page = refPage.all(after, QUERY_PAGE) as { rowid: number; id: string; needsReverify: number; importId: number; part: string; partRow: number }[]
+        for (const r of page) yield { id: r.id, text: await reader.text(r.part, r.partRow), needsReverify: r.needsReverify, importId: r.importId }
         if (page.length < QUERY_PAGE) break
         after = page.at(-1)!.rowid
       }
-      const rowPage = db.prepare(`SELECT q.id, q.row, k.needs_reverify, k.import_id, EXISTS (SELECT 1 FROM pack_retractions WHERE target = ? || q.id) AS retracted
-        FROM ${rows} q JOIN ${this.factKeys()} k ON k.table_name = ? AND k.id = q.id WHERE q.id > ? ORDER BY q.id LIMIT ?`)
-      for (let after = ''; ;) {
-        const page = rowPage.all(targetPrefix(table), table, after, QUERY_PAGE) as { id: string; row: string; needs_reverify: number; import_id: number; retracted: number }[]
-        for (const r of page) yield factRecord(r.id, r.row, r.needs_reverify, r.import_id, r.retracted)
-        if (page.length < QUERY_PAGE) return
-        after = page.at(-1)!.id
+    } finally {
+      await reader.close()
+      db.exec(`DROP TABLE IF EXISTS ${refs}`)
+    }
+  }
+
+  /**
+   * Every fact of a table in id order: storedFacts gathered into a scratch database of their own (an
+   * anonymous SQLite database, which spills to a temporary file past its small page cache), and given in
+   * id order by SQLite's sorter, whose memory is bounded too. The scratch database is the query's own, so
+   * the caller may use the library between rows.
+   */
+  private async *factsInIdOrder(table: FactTable): AsyncGenerator<Record<string, unknown>> {
+    const scratch = new Database('')
+    try {
+      scratch.pragma('journal_mode = OFF')
+      scratch.pragma('synchronous = OFF')
+      scratch.pragma('cache_size = -16384')
+      scratch.exec('CREATE TABLE facts (id TEXT NOT NULL, row TEXT NOT NULL, needs_reverify INTEGER NOT NULL, import_id INTEGER NOT NULL); BEGIN')
+      const put = scratch.prepare('INSERT INTO facts VALUES (?, ?, ?, ?)')
+      for await (const f of this.storedFacts(table)) put.run(f.id, f.text, f.needsReverify, f.importId)
+      scratch.exec('COMMIT')
+      const retracted = this.db.prepare('SELECT 1 FROM pack_retractions WHERE target = ?').pluck()
+      const prefix = targetPrefix(table)
+      for (const r of scratch.prepare('SELECT id, row, needs_reverify, import_id FROM facts ORDER BY id').iterate() as Iterable<{ id: string; row: string; needs_reverify: number; import_id: number }>) {
+        yield factRecord(r.id, r.row, r.needs_reverify, r.import_id, retracted.get(prefix + r.id) === undefined ? 0 : 1)
       }
     } finally {
-      db.exec(`DROP TABLE IF EXISTS ${refs}; DROP TABLE IF EXISTS ${rows}`)
+      scratch.close()
     }
   }
 
@@ -680,6 +683,43 @@ export class Library {
       await rm(tmp, { force: true })
       throw err
     }
+  }
+}
+
+/** Where a referenced fact's row is: its part's hash and its row in it, by the fact's table and id (a WHERE to follow). */
+const HELD_REF = 'SELECT p.object AS part, r.part_row AS partRow FROM fact_refs r JOIN fact_parts p ON p.id = r.part'
+
+/**
+ * Rows of the library's parts of one table as RFC 8785 text, the last part kept open: rows asked for part
+ * by part, ascending within each, open each part once and decode each of its row groups once. The parts
+ * passed the check when they were imported and are named by their hash; one that no longer reads is
+ * `library.part-unreadable`.
+ */
+export class PartRowTexts {
+  private open: { object: string; part: PackPart } | undefined
+
+  constructor(private readonly fileOf: (part: string) => string, private readonly table: FactTable) {}
+
+  async text(part: string, row: number): Promise<string> {
+    const path = this.fileOf(part)
+    try {
+      if (this.open?.object !== part) {
+        await this.close()
+        const opened = await openPart(path, PACK_TABLES[this.table])
+        if (!opened.ok) throw new PartReadError(opened.findings[0]!)
+        this.open = { object: part, part: opened.part }
+      }
+      return rowText(await this.open.part.rowAt(row))
+    } catch (err) {
+      if (!(err instanceof PartReadError)) throw err
+      throw new PipeError(LIBRARY_CODES.partUnreadable, `${path}: the library's part ${part} of ${this.table}: ${err.finding.detail} (${err.finding.code})`, { location: { file: path } })
+    }
+  }
+
+  async close(): Promise<void> {
+    const open = this.open
+    this.open = undefined
+    await open?.part.close()
   }
 }
 

@@ -546,6 +546,8 @@ export class PackPart {
    */
   async batch(g: number): Promise<RowBatch> {
     const rowStart = this.groupStarts[g]!
+    // The batch decoded before shares the arena: it is no longer to be read.
+    this.current = undefined
     try {
       return decodeRowGroup(await this.chunks(g), this.columns, g, rowStart, this.groupStarts[g + 1]! - rowStart, this.limits, this.meter, this.arena)
     } catch (err) {
@@ -574,12 +576,29 @@ export class PackPart {
   async *rows(): AsyncGenerator<Record<string, unknown>, void, undefined> {
     for await (const batch of this.batches()) {
       const mayHoldLarge = batch.listItems(0, batch.rows) > this.limits.rowListItems
-      for (let i = 0; i < batch.rows; i++) {
-        const items = mayHoldLarge ? batch.listItems(i) : 0
-        if (items > this.limits.rowListItems) throw new PartReadError({ code: READ_CODES.rowTooLarge, detail: rowTooLargeDetail(batch.rowStart + i, items, this.limits) })
-        yield batch.row(i)
-      }
+      for (let i = 0; i < batch.rows; i++) yield mayHoldLarge ? this.builtRow(batch, i) : batch.row(i)
     }
+  }
+
+  /**
+   * Row `row` of the part (counted from 0), as `rows` builds it. Its row group is decoded unless it holds
+   * the row asked for before, so rows asked for in ascending order decode each group once.
+   */
+  async rowAt(row: number): Promise<Record<string, unknown>> {
+    const g = this.rowGroupOf(row)
+    if (g === undefined) throw new PartReadError({ code: READ_CODES.malformed, detail: `the part has no row ${row}` })
+    if (this.current?.rowGroup !== g) this.current = await this.batch(g)
+    return this.builtRow(this.current, row - this.current.rowStart)
+  }
+
+  /** The row group rowAt decoded last. */
+  private current: RowBatch | undefined
+
+  /** Row i of a batch, unless it holds more list elements than `rowListItems` (a PartReadError, before it is built). */
+  private builtRow(batch: RowBatch, i: number): Record<string, unknown> {
+    const items = batch.listItems(i)
+    if (items > this.limits.rowListItems) throw new PartReadError({ code: READ_CODES.rowTooLarge, detail: rowTooLargeDetail(batch.rowStart + i, items, this.limits) })
+    return batch.row(i)
   }
 
   /** The stored bytes of row group g's chunks of the leaves the table reads. */
@@ -683,11 +702,20 @@ export async function readPartRows(path: string, schema: TableSchema, limits: Re
  * A part's rows one by one, for a reader that stops at the first problem (an export, an import): a part
  * that does not open, or a row group that does not read, is a PipeError naming `what` and the finding.
  */
-export async function* partRowsOrRefuse(path: string, schema: TableSchema, what: string, limits: ReadLimits = READ_LIMITS): AsyncGenerator<Record<string, unknown>> {
+export function partRowsOrRefuse(path: string, schema: TableSchema, what: string, limits: ReadLimits = READ_LIMITS): AsyncGenerator<Record<string, unknown>> {
+  return readOrRefuse(path, schema, what, limits, (part) => part.rows())
+}
+
+/** A part's row groups one by one (as `PackPart.batches` gives them), refused as partRowsOrRefuse refuses. */
+export function partBatchesOrRefuse(path: string, schema: TableSchema, what: string, limits: ReadLimits = READ_LIMITS): AsyncGenerator<RowBatch> {
+  return readOrRefuse(path, schema, what, limits, (part) => part.batches())
+}
+
+async function* readOrRefuse<T>(path: string, schema: TableSchema, what: string, limits: ReadLimits, read: (part: PackPart) => AsyncIterable<T>): AsyncGenerator<T> {
   const opened = await openPart(path, schema, limits)
   if (!opened.ok) throw new PipeError(opened.findings[0]!.code, `${what}: ${opened.findings[0]!.detail}`)
   try {
-    yield* opened.part.rows()
+    yield* read(opened.part)
   } catch (err) {
     if (err instanceof PartReadError) throw new PipeError(err.finding.code, `${what}: ${err.finding.detail}`)
     throw err

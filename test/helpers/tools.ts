@@ -1,7 +1,7 @@
 /**
  * The system tools that interoperability tests spawn: the proof that an independent tool reads what pipe
  * writes (b3sum, zstd, openssl, ssh-keygen), and the real HTTP server readers over HTTP are tested against
- * (nginx). A machine with only Node lacks some of them, so a subtest that spawns one takes `needs(tool)` as
+ * (nginx), and the real S3 API server (Ceph's radosgw, scripts/ceph-s3.ts). A machine with only Node lacks some of them, so a subtest that spawns one takes `needs(tool)` as
  * its options and is skipped, saying why, when the tool is not on PATH:
  * `t.test('b3sum agrees', needs('b3sum'), async (t) => ...)`.
  *
@@ -15,10 +15,10 @@
 import { spawnSync } from 'node:child_process'
 import t from 'tap'
 
-export type Tool = 'b3sum' | 'zstd' | 'openssl' | 'ssh-keygen' | 'nginx'
+export type Tool = 'b3sum' | 'zstd' | 'openssl' | 'ssh-keygen' | 'nginx' | 'radosgw'
 
 /** A harmless argument each tool answers (ssh-keygen has no --version: -? prints its usage). */
-const PROBE: Record<Tool, string[]> = { b3sum: ['--version'], zstd: ['--version'], openssl: ['version'], 'ssh-keygen': ['-?'], nginx: ['-v'] }
+const PROBE: Record<Tool, string[]> = { b3sum: ['--version'], zstd: ['--version'], openssl: ['version'], 'ssh-keygen': ['-?'], nginx: ['-v'], radosgw: ['--version'] }
 
 const REQUIRED = process.env.PIPE_REQUIRE_TOOLS === '1'
 if (REQUIRED) t.options.failSkip = true

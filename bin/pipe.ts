@@ -17,7 +17,7 @@ import { registry } from '../pipelines/registry.js'
 import { CHANNEL_TABLES } from '../src/formats/record/types.js'
 import { getVenue, venueNames } from '../src/venues/index.js'
 
-const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'max-findings', 'help', 'version'])
+const RUN_FLAGS = new Set(['_', '$0', 'target', 'words', 'json', 'progress', 'max-findings', 's3-endpoint', 'help', 'version'])
 
 function settings(json: boolean, progress: boolean | undefined, maxFindings: number | undefined): RunSettings {
   return {
@@ -243,6 +243,7 @@ async function main(argv: string[]): Promise<number> {
         .option('json', { type: 'boolean', default: false, describe: 'print one JSON object on stdout' })
         .option('progress', { type: 'boolean', describe: 'show a progress line on stderr (default: when stderr is a terminal)' })
         .option('max-findings', { type: 'string', describe: `report at most this many findings of each code; the rest are counted (default ${DEFAULT_MAX_FINDINGS_PER_CODE})` })
+        .option('s3-endpoint', { type: 'string', describe: 'for s3:// locations on a server other than AWS (MinIO, Ceph, R2, GCS): its S3 API endpoint, as AWS_ENDPOINT_URL_S3 gives it; credentials and region come from the AWS environment and profiles' })
       for (const o of runDef ? describeOptions(runDef.options) : []) {
         y.option(toFlag(o.name), {
           type: o.type === 'boolean' ? 'boolean' : o.type === 'string[]' ? 'array' : 'string',
@@ -256,6 +257,8 @@ async function main(argv: string[]): Promise<number> {
       const json = Boolean(args.json)
       const progress = args.progress as boolean | undefined
       const maxFindings = maxFindingsOf(args['max-findings'])
+      // The SDK reads it from the environment, as do the seal-hour processes a recorder starts.
+      if (args['s3-endpoint'] !== undefined) process.env.AWS_ENDPOINT_URL_S3 = String(args['s3-endpoint'])
       if (target.endsWith('.json')) {
         const run = settings(json, progress, maxFindings)
         const given: Record<string, unknown> = {}

@@ -21,7 +21,7 @@ export const sealHourPipeline = definePipeline({
     channel: z.enum(CHANNELS as [string, ...string[]]).describe('trades, book, funding or liquidations'),
     hour: hourOption.describe('the UTC hour to seal, e.g. 2026-10-03T14'),
     journal: z.array(z.string().min(1)).min(1).describe('the journal directory (replica=a/, replica=b/); once per replica when each replica\'s host keeps its own (docs/recorder.md)'),
-    out: z.string().min(1).describe('the root the sealed hours go under'),
+    out: z.string().min(1).describe('the root the sealed hours go under: a folder, or s3://BUCKET/PREFIX (object storage; the layout is the same, byte for byte)'),
     key: z.string().min(1).optional().describe('the private signing key (JWK file from pipe key new); or --signer-cmd with --kid'),
     signerCmd: z.string().min(1).optional().describe('sign through this command instead (run by /bin/sh): it signs the bytes it reads on stdin, or in the file $PIPE_SIGN_INPUT names, and prints the raw Ed25519 signature, as `openssl pkeyutl -sign -rawin -inkey KEY.pem -in "$PIPE_SIGN_INPUT"` does, so the key can stay in a hardware token or a KMS'),
     kid: z.string().min(1).optional().describe('with --signer-cmd: the kid of its key in the key set'),

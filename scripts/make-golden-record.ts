@@ -162,8 +162,11 @@ export function goldenEvents(): JournalEvent[] {
   }).map((x) => x.e)
 }
 
-/** Builds the golden tree into `dir` (which must not exist). */
-export async function buildGolden(dir: string): Promise<void> {
+/**
+ * Builds the golden tree into `dir` (which must not exist): its key set, and the sealed root in `root`
+ * (default dir/root; a bucket's s3:// URL seals the same hours into object storage).
+ */
+export async function buildGolden(dir: string, root = join(dir, 'root')): Promise<void> {
   await mkdir(dir, { recursive: false })
   const work = await mkdtemp(join(tmpdir(), 'pipe-golden-journal-'))
   try {
@@ -173,7 +176,6 @@ export async function buildGolden(dir: string): Promise<void> {
     const builder = new JournalBuilder(journal)
     for (const e of goldenEvents()) await builder.append(e)
     await builder.commit()
-    const root = join(dir, 'root')
     for (let h = 0; h < HOURS; h++) {
       await sealHour({ root, journal, recorder: RECORDER, venue: binanceSpot, channel: CHANNEL, hourStart: DAY_START + BigInt(h) * HOUR, sign: keySigner(privateJwk), createdBy: CREATED_BY })
     }

@@ -10,6 +10,7 @@ import { uncoveredByBoth } from './coverage.js'
 import { FILE_HEADER_SIZE, HOUR_NS, journalRangeFor, listJournalFiles, listJournalReplicas, locateJournalReplicas, readJournalRange, type JournalBatch, type JournalDirs } from '../journal/journal.js'
 import type { Sign } from '../keys/signer.js'
 import { linkDocument } from '../../../codec/document-link.js'
+import { isObjectStoreUrl, openStorage } from '../../../storage/storage.js'
 import type { DocumentItem } from '../../../core/items.js'
 import {
   COMPLETENESS_REASONS, FORMAT_VERSION, MANIFEST_LIMIT, RAW_FILE_NAME, dayDir, manifestBytes,
@@ -46,9 +47,12 @@ export interface SealHourResult {
 }
 
 
-const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
-const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
-const isLastHourOfDay = (ns: bigint) => formatTime(ns).slice(11, 13) === '23'
+export const hourLabel = (ns: bigint) => formatTime(ns).slice(0, 13)
+export const dateOf = (ns: bigint) => formatTime(ns).slice(0, 10)
+export const isLastHourOfDay = (ns: bigint) => formatTime(ns).slice(11, 13) === '23'
+/** The name an hour sealed to object storage is built under, in the system's temporary folder. */
+export const SEAL_TEMP_PREFIX = 'pipe-seal'
+const storeSeal = () => import('./seal-store.js')
 /** Where an hour of a chain is sealed: ROOT/recorder=/venue=/channel=/date=/hour=. */
 export const hourDirOf = (root: string, o: { recorder: string; venue: string; channel: string }, hourStart: bigint) =>
   join(root, dayDir(o.recorder, o.venue, o.channel, dateOf(hourStart)), `hour=${formatTime(hourStart).slice(11, 13)}`)
@@ -95,6 +99,13 @@ export async function chainHours(root: string, o: { recorder: string; venue: str
   return hours
 }
 
+/** The last hour a chain holds under a root (a folder, or object storage), or null for a chain not begun. */
+export async function lastSealedHour(root: string, o: { recorder: string; venue: string; channel: string }): Promise<bigint | null> {
+  if (isObjectStoreUrl(root)) return (await storeSeal()).lastStoredHour(await openStorage(root), o)
+  const hours = await chainHours(root, o)
+  return hours.length > 0 ? hours[hours.length - 1]! : null
+}
+
 /** Calls `each` with every line (without its newline) of a written raw file, in order. */
 async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) => Promise<void>): Promise<void> {
   // In-process: a rare path over one hour's file, not worth a worker thread (which a TypeScript loader in
@@ -104,11 +115,6 @@ async function eachRawLine(rawPath: string, each: (line: Buffer, index: number) 
   for await (const line of zstdFileLines(rawPath, Number.MAX_SAFE_INTEGER)) await each(line, index++)
 }
 
-/**
- * Seals one UTC hour of one channel from the journal into `root`, exactly as record format v1 lays it out,
- * and after hour 23 the day. Idempotent: an hour whose manifest exists is left as it is. Crash-safe: the hour
- * is built in a temporary directory beside its final one and renamed into place only when complete.
- */
 /**
  * Refuses (a UsageError; nothing is written) to seal `hourStart` from `journal` when the folder is not a
  * journal, holds no records, or may still be receiving the hour: no replica has journaled a record at or
@@ -227,6 +233,7 @@ export async function prepareHour(o: SealHourOptions, batches?: AsyncIterable<Jo
  * its final one, after removing those that seals killed halfway left.
  */
 export async function placeHour(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'hourStart'>): Promise<HourPlace> {
+  if (isObjectStoreUrl(o.root)) return (await storeSeal()).placeHourInStore(o)
   const start = o.hourStart
   const end = start + HOUR_NS
   const ofChain = { root: o.root, recorder: o.recorder, venue: o.venue, channel: o.channel }
@@ -259,6 +266,7 @@ export async function placeHour(o: Pick<SealHourOptions, 'root' | 'recorder' | '
  * place; after hour 23, the day. A final draft only finishes its day if that was left undone.
  */
 export async function commitHour(draft: HourDraft): Promise<SealHourResult> {
+  if (isObjectStoreUrl(draft.seal.root)) return (await storeSeal()).landHour(draft)
   const start = draft.hourStart
   const o = draft.seal
   if (draft.final) {
@@ -390,7 +398,7 @@ export async function draftHour(place: HourPlace, hour: WrittenHour | null, sign
  * Removes the temporary folders of earlier seals of this hour whose process is gone (killed halfway, as a
  * recorder's host may be): nothing else ever would. A folder whose process still runs is left to it.
  */
-async function removeDeadSealTemps(dayPath: string, hourFolder: string): Promise<void> {
+export async function removeDeadSealTemps(dayPath: string, hourFolder: string): Promise<void> {
   const prefix = `.${hourFolder}.`
   for (const name of await readdir(dayPath)) {
     const m = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]+\.tmp$/.exec(name.slice(prefix.length)) : null
@@ -451,6 +459,7 @@ async function conflictsOf(candidates: ConflictCandidates, rawPath: string, venu
 
 /** The day's manifest: its hours in order, chained to the previous day's. Written once hour 23 is sealed. */
 export async function sealDay(o: Pick<SealHourOptions, 'root' | 'recorder' | 'venue' | 'channel' | 'sign'>, date: string): Promise<DailyManifest> {
+  if (isObjectStoreUrl(o.root)) return (await storeSeal()).sealDayInStore(o, date)
   const ids = { recorder: o.recorder, venue: o.venue.name, channel: o.channel }
   const dir = join(o.root, dayDir(ids.recorder, ids.venue, ids.channel, date))
   const hours: DailyManifest['hours'] = []

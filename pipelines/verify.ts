@@ -5,6 +5,8 @@ import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
 import type { PublicJwks } from '../src/formats/record/keys/keys.js'
+import type { MirroredRoot } from '../src/formats/record/verify/mirrored-root.js'
+import { isObjectStoreUrl } from '../src/storage/storage.js'
 import { dayStartNs } from '../src/formats/record/time.js'
 
 const date = z
@@ -28,7 +30,7 @@ export const verifyRecordStage = defineStage({
   takes: 'none',
   gives: 'any',
   options: z.object({
-    roots: z.array(z.string().min(1)).min(1).describe('directories holding recorder=/venue=/channel= trees; copies of one channel are one chain'),
+    roots: z.array(z.string().min(1)).min(1).describe('folders or s3://BUCKET/PREFIX locations holding recorder=/venue=/channel= trees; copies of one channel are one chain'),
     keys: z.string().min(1).describe('the JWK Set (jwks.json) signatures are checked against'),
     from: date.optional().describe('first date to verify (inclusive)'),
     to: date.optional().describe('last date to verify (inclusive)'),
@@ -40,28 +42,41 @@ export const verifyRecordStage = defineStage({
     }
     const jwks = await loadKeys(o.keys)
     for (const root of o.roots) {
+      if (isObjectStoreUrl(root)) continue
       const info = await stat(root).catch((err: NodeJS.ErrnoException) => {
         throw new UsageError(`env.${(err.code ?? 'io').toLowerCase()}`, `--root: cannot read: ${err.code === 'ENOENT' ? 'no such directory' : err.message}`, { location: { file: root } })
       })
       if (!info.isDirectory()) throw new UsageError('env.not-a-directory', '--root: not a directory', { location: { file: root } })
     }
     // Loaded here: the checks pull in the Parquet and JWS libraries, which other commands need not load.
-    const { RecordVerifier } = await import('../src/formats/record/verify/verify.js')
+    const [{ RecordVerifier }, mirroring] = await Promise.all([import('../src/formats/record/verify/verify.js'), import('../src/formats/record/verify/mirrored-root.js')])
+    // A root in object storage is checked through a local mirror of it, an hour's files at a time.
+    const mirrors = new Map<string, MirroredRoot>()
+    const closeMirrors = async () => { for (const m of mirrors.values()) await m.close() }
+    ctx.onFailure(closeMirrors)
+    for (const root of o.roots) if (isObjectStoreUrl(root) && !mirrors.has(root)) mirrors.set(root, await mirroring.MirroredRoot.open(root))
+    const byDir = new Map([...mirrors.values()].map((m) => [m.dir, m]))
+    const named = (text: string) => [...mirrors.values()].reduce((t, m) => m.name(t), text)
     const verifier = new RecordVerifier({
-      roots: o.roots,
+      roots: o.roots.map((r) => mirrors.get(r)?.dir ?? r),
       jwks,
       ...(o.from !== undefined ? { from: o.from } : {}),
       ...(o.to !== undefined ? { to: o.to } : {}),
       strict: o.strict,
       signal: ctx.signal,
-      report: (f) => ctx.findings.add({ check: f.check, code: f.code, path: f.path, line: f.line, detail: f.detail }),
+      report: (f) => ctx.findings.add({ check: f.check, code: f.code, path: named(f.path), line: f.line, detail: named(f.detail) }),
+      ...(mirrors.size > 0 ? { hourFiles: { fetch: async (root: string, rel: string) => byDir.get(root)?.fetchHour(rel), release: async (root: string, rel: string) => byDir.get(root)?.releaseHour(rel) } } : {}),
     })
     Object.assign(ctx.summary, { hours: 0, days: 0, chains: 0 })
     return (async function* () {
-      if ((await verifier.chains()).length === 0) {
-        throw new UsageError('usage.no-chains', `no recorder=/venue=/channel= directories under ${o.roots.join(', ')}`, { location: { field: '--root' } })
+      try {
+        if ((await verifier.chains()).length === 0) {
+          throw new UsageError('usage.no-chains', `no recorder=/venue=/channel= directories under ${o.roots.join(', ')}`, { location: { field: '--root' } })
+        }
+        yield* verifier.run()
+      } finally {
+        await closeMirrors()
       }
-      yield* verifier.run()
       ctx.summary.days = verifier.summary.days
       ctx.summary.chains = verifier.summary.chains
       if (verifier.summary.hours === 0 && verifier.summary.days === 0) {
@@ -76,7 +91,7 @@ export const verifyPipeline = definePipeline({
   name: 'verify',
   summary: 'Verify sealed hours (record format v1) under one or more roots: files, raw files, tables, hash chain, signatures, clocks (the ten checks)',
   options: z.object({
-    root: z.array(z.string().min(1)).min(1).describe('a storage root; repeat for copies of the same channels (one chain)'),
+    root: z.array(z.string().min(1)).min(1).describe('a storage root: a folder, or s3://BUCKET/PREFIX; repeat for copies of the same channels (one chain)'),
     keys: z.string().min(1).describe('the JWK Set (jwks.json) of the signing keys, with their validity'),
     from: date.optional().describe('first date to verify, YYYY-MM-DD (inclusive); the chain link into it is accepted'),
     to: date.optional().describe('last date to verify, YYYY-MM-DD (inclusive)'),

@@ -23,7 +23,7 @@ export const ROOMS: Readonly<Record<string, readonly string[]>> = {
   'src/formats/record/journal': ['src/formats/record', 'src/core', 'src/codec', 'src/formats/json'],
   'src/formats/record/keys': ['src/formats/record', 'src/core', 'src/codec'],
   'src/formats/record/seal': ['src/formats/record', 'src/formats/record/journal', 'src/formats/record/keys', 'src/venues', 'src/core', 'src/codec', 'src/storage', 'src/formats/json'],
-  'src/formats/record/verify': ['src/formats/record', 'src/formats/record/keys', 'src/venues', 'src/core', 'src/codec', 'src/formats/json'],
+  'src/formats/record/verify': ['src/formats/record', 'src/formats/record/keys', 'src/venues', 'src/core', 'src/codec', 'src/storage', 'src/formats/json'],
   'src/venues': ['src/formats/record', 'src/core', 'src/codec', 'src/formats/json'],
   'src/formats/pack/keys': ['src/core', 'src/codec', 'src/formats/json'],
   'src/formats/pack/geometry': ['src/core', 'src/codec'],

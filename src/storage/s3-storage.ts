@@ -11,6 +11,11 @@ import { objectChanged, objectDiffers, tooLarge, type ObjectHead, type PutBody, 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
 const sdk = await import('@aws-sdk/client-s3')
 
+/** Tries of a create-only put that fails in transit before the failure is the user's. */
+const PUT_ATTEMPTS = 4
+
+const QUIET = { trace() {}, debug() {}, info() {}, warn() {}, error() {} }
+
 /** The largest single PutObject S3 takes; a larger body goes up in parts. */
 export const SINGLE_PUT_MAX = 5 * 2 ** 30
 
@@ -72,6 +77,9 @@ export class S3Storage implements Storage {
       // are checked by Content-MD5, which every S3 server honours, on each put.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
+      // Without a logger of its own the SDK writes to the console (a put of a streamed body that fails says
+      // so there), past the one-line errors this class gives.
+      logger: QUIET,
     })
     return new S3Storage(location.replace(/\/+$/, ''), client, m[1]!, prefix, o)
   }
@@ -117,16 +125,18 @@ export class S3Storage implements Storage {
         return 'created'
       } catch (err) {
         const status = statusOf(err)
-        // 409: another conditional write to the key is under way; its outcome decides.
-        if (status === 409 && attempt < 5) {
-          await new Promise((r) => setTimeout(r, 50 * (attempt + 1)))
-          continue
-        }
-        // 412: the key exists. A 5xx after the SDK's retries may hide a put that landed: what is there decides.
-        if (status === 412 || status === 409 || (status !== undefined && status >= 500) || (err as SdkError).name === 'ExistingObject') {
+        // 412: the key exists. 409: another conditional write to it is under way. A 5xx or a broken connection
+        // may hide a put that landed (the SDK does not retry a streamed body): what is there decides, and
+        // when nothing is, the put is tried again, a few times.
+        const transient = status === 409 || status === undefined || status >= 500
+        if (status === 412 || transient) {
           const held = await this.compare(key, digest)
           if (held === 'same') return 'same'
           if (held === 'differs') throw objectDiffers(this.where(key))
+          if (transient && attempt < PUT_ATTEMPTS - 1) {
+            await new Promise((r) => setTimeout(r, 100 * 2 ** attempt))
+            continue
+          }
         }
         throw this.failure('put', key, err)
       }

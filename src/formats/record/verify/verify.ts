@@ -1069,6 +1069,11 @@ export interface VerifyOptions {
   decode?: Partial<Pick<DecodeOptions, 'maxRatio' | 'maxOutputBytes' | 'windowLogMax'>>
   maxLineBytes?: number
   /**
+   * For roots mirrored from object storage (mirrored-root.ts): the files of an hour folder (`rel`, below the
+   * root) are fetched before the hour is checked, and let go after.
+   */
+  hourFiles?: { fetch(root: string, rel: string): Promise<void>; release(root: string, rel: string): Promise<void> }
+  /**
    * Raw files up to this many bytes (as stored) are decompressed on this thread, larger ones on a worker
    * thread, whose start costs about what decompressing 200 MB here does. Default 16 MiB.
    */
@@ -1321,6 +1326,18 @@ export class RecordVerifier {
 
   /** Checks one hour in every root that holds it; returns its manifest versions for the chain checks. */
   private async verifyHour(chain: Chain, rel: string, start: bigint): Promise<{ versions: ManifestVersion[]; progress: HourVerified }> {
+    const files = this.opts.hourFiles
+    if (!files) return this.verifyHourIn(chain, rel, start)
+    const hourRel = join(chain.rel, rel)
+    try {
+      for (const root of chain.roots) await files.fetch(root, hourRel)
+      return await this.verifyHourIn(chain, rel, start)
+    } finally {
+      for (const root of chain.roots) await files.release(root, hourRel)
+    }
+  }
+
+  private async verifyHourIn(chain: Chain, rel: string, start: bigint): Promise<{ versions: ManifestVersion[]; progress: HourVerified }> {
     const stored = await this.readVersions(chain, `${rel}/manifest.json`)
     this.forkFinding(chain, `${rel}/manifest.json`, stored)
     // No root held a copy that could be read (each refusal is a finding): the chain has no manifest here.

@@ -19,7 +19,7 @@ const options = z.object({
   journal: z.string().min(1).describe('the journal directory this daemon writes: one folder per channel, replica=a/ and replica=b/ in each'),
   peerJournal: z.array(z.string().min(1)).optional().describe('with --replica and --out: the journal of another replica\'s host, copied here, sealed with this one (docs/recorder.md)'),
   sealGrace: z.number().positive().default(60).describe('seconds after an hour\'s end before it is sealed: the pairing window and late receipts, and with --peer-journal the copy\'s lag'),
-  out: z.string().min(1).optional().describe('the root sealed hours go under; without it the daemon only records'),
+  out: z.string().min(1).optional().describe('the root sealed hours go under: a folder, or s3://BUCKET/PREFIX (the journal stays on local disk); without it the daemon only records'),
   key: z.string().min(1).optional().describe('the private signing key the hours are sealed with (with --out)'),
   keys: z.string().min(1).optional().describe('the key set that publishes the key (default: jwks.json beside it)'),
   recorder: z.string().regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash, underscore').default('recorder').describe('the recorder id in the sealed layout'),

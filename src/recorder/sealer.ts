@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { HOUR_NS, hourName, listJournalFiles, locateJournalReplicas } from '../formats/record/journal/journal.js'
-import { chainHours } from '../formats/record/seal/seal.js'
+import { lastSealedHour } from '../formats/record/seal/seal.js'
 import type { Channel } from '../formats/record/types.js'
 import type { Logger } from './log.js'
 
@@ -133,8 +133,8 @@ export class HourlySealer {
 
   /** The hour after the chain's last sealed one; for a new chain, the journal's first hour; null with no journal yet. */
   private async nextHour(channel: Channel): Promise<bigint | null> {
-    const sealed = await chainHours(this.o.root, { recorder: this.o.recorder, venue: this.o.venue, channel })
-    if (sealed.length > 0) return sealed[sealed.length - 1]! + HOUR_NS
+    const last = await lastSealedHour(this.o.root, { recorder: this.o.recorder, venue: this.o.venue, channel })
+    if (last !== null) return last + HOUR_NS
     let first: bigint | null = null
     for (const [replica, dir] of await locateJournalReplicas(this.o.journalsOf(channel))) {
       const files = await listJournalFiles(dir, replica)

@@ -1,7 +1,10 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
 import { z } from 'zod'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageDef } from '../src/core/stage.js'
+import { isObjectStoreUrl } from '../src/storage/storage.js'
 
 /**
  * The source of `pipe run pack-export`: lays one version of a store out as an export and yields one
@@ -14,7 +17,7 @@ export const packExportStage = defineStage({
   takes: 'none',
   gives: 'any',
   options: z.object({
-    from: z.string().min(1).describe('the store'),
+    from: z.string().min(1).describe('the store: a folder, or s3://BUCKET/PREFIX'),
     to: z.string().min(1).describe('the export\'s folder: new, or empty'),
     feed: z.string().min(1).optional().describe('the feed whose newest version is exported (default: the store\'s only feed)'),
     manifest: z.string().min(1).optional().describe('the manifest hash of the version to export, instead of the feed\'s newest'),
@@ -24,7 +27,25 @@ export const packExportStage = defineStage({
     // Loaded here: the export pulls in the Parquet reader, which other commands need not load.
     const { exportPack } = await import('../src/formats/pack/export/export.js')
     return (async function* () {
-      const r = await exportPack({ ...o, signal: ctx.signal })
+      // A store in a bucket is fetched into a folder beside the export (so the export's files can be hard
+      // links to it), exported from there as from any store, and removed.
+      let from = o.from
+      let work: string | undefined
+      if (isObjectStoreUrl(o.from)) {
+        const [{ openStorage }, { fetchFolder }] = await Promise.all([import('../src/storage/storage.js'), import('../src/storage/folders.js')])
+        const parent = dirname(resolve(o.to))
+        await mkdir(parent, { recursive: true })
+        work = await mkdtemp(join(parent, '.pipe-export-from-'))
+        from = join(work, 'store')
+        await mkdir(from)
+        ctx.summary.fetched = await fetchFolder(await openStorage(o.from), from, ctx.signal)
+      }
+      let r
+      try {
+        r = await exportPack({ ...o, from, signal: ctx.signal })
+      } finally {
+        if (work !== undefined) await rm(work, { recursive: true, force: true })
+      }
       Object.assign(ctx.summary, { manifest: r.manifest, feed: r.feed, files: r.files, linked: r.linked, copied: r.copied, bytes: r.bytes })
       yield r.manifest
     })()

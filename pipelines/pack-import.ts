@@ -4,7 +4,7 @@ import type { Registry } from '../src/core/registry.js'
 import { defineStage, type StageContext, type StageDef } from '../src/core/stage.js'
 
 const common = {
-  src: z.string().min(1, 'name the pack: a store or export folder, an uncompressed tar of one, or an http(s) URL').describe('a store or export folder, an uncompressed tar of one, or the http(s) URL of a store or export on a static host'),
+  src: z.string().min(1, 'name the pack: a store or export folder, an uncompressed tar of one, an http(s) URL or an s3:// location').describe('a store or export folder, an uncompressed tar of one, the http(s) URL of a store or export on a static host, or its s3://BUCKET/PREFIX in object storage'),
   library: z.string().min(1).describe('the library database (made when it does not exist)'),
   verify: z.enum(['none', 'sample', 'full']).default('sample').describe('none: checks to level 2 (signatures, hashes, ids, pins) before anything is stored; sample: and a sample of the new patterns replayed (seeded by the manifest hash); full: every replayable pattern replayed'),
   sample: z.number().int().min(1).default(3000).describe('new patterns the sample replays'),

@@ -1,9 +1,13 @@
-import { stat } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { z } from 'zod'
 import { PipeError, UsageError } from '../src/core/errors.js'
 import { definePipeline, type PipelineDef } from '../src/core/pipeline.js'
 import type { Registry } from '../src/core/registry.js'
-import { defineStage, type StageDef } from '../src/core/stage.js'
+import { defineStage, type StageContext, type StageDef } from '../src/core/stage.js'
+import { isObjectStoreUrl, type Storage } from '../src/storage/storage.js'
 import { VERSION } from '../src/core/version.js'
 import { defaultPublisherKeyPath } from '../src/formats/pack/keys/key-home.js'
 
@@ -23,7 +27,7 @@ export const packVersionStage = defineStage({
   gives: 'documents',
   options: z.object({
     feed: z.string().min(1).describe('the feed: 1 to 64 letters, digits and -'),
-    to: z.string().min(1).describe('the store (created when missing)'),
+    to: z.string().min(1).describe('the store (created when missing): a folder, or s3://BUCKET/PREFIX'),
     records: z.string().min(1).optional().describe('the records folder: <table>.jsonl files, pack.json, media files, searches/ (or --from-library)'),
     fromLibrary: z.string().min(1).optional().describe('publish what this library holds instead of a records folder: its rows as consent and retractions allow (docs/library.md)'),
     id: z.array(z.string().min(1)).default([]).describe('with --from-library: a record to publish, by content id (a pattern\'s id, ant-..., qs-...), with its events, tilings, rules and media; repeat for several'),
@@ -50,6 +54,9 @@ export const packVersionStage = defineStage({
       const info = await stat(o.records).catch(() => null)
       if (!info?.isDirectory()) throw new UsageError('usage.no-records', '--records: not a directory', { location: { file: o.records } })
     }
+    if (isObjectStoreUrl(o.to) && o.merge.some(isObjectStoreUrl)) throw new UsageError('usage.bad-option', 'merges a store folder: fetch the bucket\'s store into a folder first', { location: { field: '--merge' } })
+    // A store in a bucket is published into a local copy of its feed's current version, and landed from it (pack-commit).
+    const store = isObjectStoreUrl(o.to) ? await stageBucketStore(o.to, o.feed, ctx) : o.to
     // The library's modules (SQLite among them) are loaded only to publish from one.
     const fromLibrary = o.fromLibrary === undefined ? undefined : await import('../src/library/library-publish.js')
     const query = o.query === undefined ? undefined : fromLibrary!.parseLibraryQuery(o.query)
@@ -61,7 +68,7 @@ export const packVersionStage = defineStage({
     })
     return (async function* () {
       const version = {
-        feed: o.feed, store: o.to, publicKey: publisher.publicKey, statements: publisher.statements, publisherId: publisher.publisherId,
+        feed: o.feed, store, publicKey: publisher.publicKey, statements: publisher.statements, publisherId: publisher.publisherId,
         created: o.created ?? publisherKeys.packTimeNow(), merge: o.merge, retract, engineVersion: VERSION,
       }
       let draft
@@ -83,6 +90,58 @@ export const packVersionStage = defineStage({
   },
 })
 
+/**
+ * A local copy of what a publish of `feed` reads from a store in a bucket: the feed's current version (as
+ * pack-import fetches one), its ref and every key statement with the version each held then, for the
+ * conditional writes that land the new version (storage/folders.ts).
+ */
+async function stageBucketStore(url: string, feed: string, ctx: StageContext): Promise<string> {
+  const [{ openStorage }, { folderFiles, stageFolder, unstageFolder }, { mirrorPack }] = await Promise.all([
+    import('../src/storage/storage.js'), import('../src/storage/folders.js'), import('../src/library/pack-mirror.js'),
+  ])
+  const storage = await openStorage(url)
+  const work = await mkdtemp(join(tmpdir(), '.pipe-publish-'))
+  const dir = join(work, 'store')
+  const remove = async () => {
+    unstageFolder(dir)
+    await rm(work, { recursive: true, force: true })
+  }
+  ctx.onFailure(remove)
+  const held = new Map<string, { etag: string; sha256: string }>()
+  const refRel = `refs/${feed}.json`
+  const keyRels: string[] = []
+  for await (const { key } of storage.list('keys/')) keyRels.push(key)
+  for (const rel of [refRel, ...keyRels]) {
+    const version = await versionOf(storage, rel)
+    if (version) held.set(rel, version)
+  }
+  await mkdir(dir)
+  if (held.has(refRel)) await mirrorPack({ url, into: dir, feed, ...(ctx.signal ? { signal: ctx.signal } : {}) })
+  else {
+    const storeDocument = await storage.get('jetcarp-store.json', 1 << 20)
+    if (storeDocument) await writeFile(join(dir, 'jetcarp-store.json'), storeDocument)
+  }
+  stageFolder({
+    storage, dir, fromStorage: new Set(await folderFiles(dir)), held, remove,
+    moving: (rel) => rel.startsWith('refs/') || rel.startsWith('keys/'),
+    order: (rel) => (rel.startsWith('refs/') ? 1 : 0),
+    temporary: (rel) => rel.startsWith('.tmp/'),
+  })
+  return dir
+}
+
+/** What a moving object holds now, its version and bytes read together: a version that moved between the two is read again. */
+async function versionOf(storage: Storage, rel: string): Promise<{ etag: string; sha256: string } | undefined> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const before = await storage.head(rel)
+    if (!before) return undefined
+    const bytes = await storage.get(rel, 1 << 24)
+    const after = await storage.head(rel)
+    if (bytes && after?.etag === before.etag) return { etag: before.etag, sha256: createHash('sha256').update(bytes).digest('hex') }
+  }
+  throw new UsageError('storage.changed', 'keeps changing while it is read: another publisher is at work', { location: { file: storage.where(rel) } })
+}
+
 const { publicOnly: _publicOnly, ...versionOptions } = packVersionStage.options.shape
 
 /** pack-version -> sign (the publisher's SSH key, or --signer-cmd) -> pack-commit. */
@@ -95,6 +154,7 @@ export const packPublishPipeline = definePipeline({
     views: z.boolean().default(false).describe('write views.sql in the store: DuckDB views over the new version\'s tables (not part of the format)'),
   }),
   stages(o) {
+    if (o.views && isObjectStoreUrl(o.to)) throw new UsageError('usage.bad-option', 'views.sql is written into a store folder, not a bucket', { location: { field: '--views' } })
     const { views, signerCmd, ...version } = o
     const key = o.key ?? defaultPublisherKeyPath()
     return [

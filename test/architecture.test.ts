@@ -105,6 +105,7 @@ t.test('every file a command reads is opened through src/core/input-file.ts', as
     ['src/recorder/sealer.ts', "a seal's CPU time, from the kernel's /proc/<pid>/stat"],
     ['src/storage/local-storage.ts', 'objects of a folder used as storage, read with the limit its caller gives, and the files it is given to store'],
     ['src/storage/s3-storage.ts', "the local files it is given to upload (a seal's own files)"],
+    ['src/storage/folders.ts', "the files a command wrote into a folder staged for a storage (a publish's), landed there"],
   ])
   const reads = /\breadFile(Sync)?\(|(?<!\.)createReadStream\(|\bopen\([^)]*,\s*'r'\)/
   const found = new Set<string>()

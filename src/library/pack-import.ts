@@ -133,7 +133,7 @@ export async function importPack(o: PackImportOptions): Promise<PackImportResult
   }
 }
 
-const isUrl = (from: string) => /^https?:\/\//i.test(from)
+const isUrl = (from: string) => /^(https?|s3):\/\//i.test(from)
 
 async function packFolder(o: PackImportOptions, stage: () => Promise<string>): Promise<PackFolder> {
   if (isUrl(o.from)) {

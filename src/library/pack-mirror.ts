@@ -12,6 +12,8 @@
 import { join } from 'node:path'
 import { PipeError, UsageError } from '../core/errors.js'
 import { FETCH_CODES, fetchObject } from '../net/http-object.js'
+import { openStorage } from '../storage/storage.js'
+import type { S3Storage } from '../storage/s3-storage.js'
 import { exportLayout, STORE_LAYOUT, type PackLayout } from '../formats/pack/check/check-run.js'
 import { MAX_DOCUMENT_BYTES, MAX_OBJECT_BYTES, isFeedName, isSha256Hash } from '../formats/pack/documents/documents.js'
 import { parseManifest, type Manifest } from '../formats/pack/documents/doc-manifest.js'
@@ -98,10 +100,31 @@ class Mirror {
     } catch {
       throw new UsageError(FETCH_CODES.badUrl, `${JSON.stringify(o.url)} is not a URL`, { location: { field: 'src' } })
     }
-    if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new UsageError(FETCH_CODES.badUrl, `${o.url}: only http: and https: are read`, { location: { field: 'src' } })
+    if (base.protocol !== 'http:' && base.protocol !== 'https:' && base.protocol !== 's3:') throw new UsageError(FETCH_CODES.badUrl, `${o.url}: only http:, https: and s3: are read`, { location: { field: 'src' } })
     if (o.feed !== undefined && !isFeedName(o.feed)) throw new UsageError('usage.bad-option', `${JSON.stringify(o.feed)} is not a feed name (1 to 64 letters, digits and -)`, { location: { field: '--feed' } })
     if (o.manifest !== undefined && !isSha256Hash(o.manifest)) throw new UsageError('usage.bad-option', `${JSON.stringify(o.manifest)} is not sha256: and 64 lower-case hex digits`, { location: { field: '--manifest' } })
     this.base = base
+  }
+
+  /** A bucket's objects are fetched as an HTTP(S) host's are, through URLs signed for each GET. */
+  private bucket: Promise<S3Storage> | undefined
+
+  private async fetchUrl(rel: string): Promise<string> {
+    if (this.base.protocol !== 's3:') return this.url(rel)
+    this.bucket ??= openStorage(this.o.url) as Promise<S3Storage>
+    return (await this.bucket).signedGetUrl(rel, Math.ceil((this.o.timeoutMs ?? 120_000) / 1000) + 60)
+  }
+
+  /** The one feed of a store in a bucket, which (unlike a static host) can be listed. */
+  private async onlyFeed(): Promise<string | undefined> {
+    if (this.base.protocol !== 's3:') return undefined
+    const feeds: string[] = []
+    for await (const { key } of (await openStorage(this.o.url)).list('refs/')) {
+      const m = /^refs\/([A-Za-z0-9-]{1,64})\.json$/.exec(key)
+      if (m) feeds.push(m[1]!)
+    }
+    if (feeds.length === 1) return feeds[0]
+    throw new UsageError(MIRROR_CODES.feedNeeded, `${this.base.href} holds ${feeds.length === 0 ? 'no feed' : `feeds ${feeds.join(', ')}`}: name the feed with --feed (or a version with --manifest)`, { location: { field: '--feed' } })
   }
 
   async run(): Promise<MirroredPack> {
@@ -127,7 +150,7 @@ class Mirror {
 
   /** The feed's ref, kept for the check (its seq and signature), and the manifest it names. */
   private async refManifest(publishers: string[]): Promise<string> {
-    const feed = this.o.feed
+    const feed = this.o.feed ?? (await this.onlyFeed())
     if (feed === undefined) {
       throw new UsageError(MIRROR_CODES.feedNeeded, `${this.base.href} is a store over HTTP, whose refs/ cannot be listed: name the feed with --feed (or a version with --manifest)`, { location: { field: '--feed' } })
     }
@@ -264,9 +287,10 @@ class Mirror {
 
   /** Fetches `rel` into the mirror (an object: a part, a media file, whose names are met once each). */
   private async fetchInto(rel: string, f: FileToFetch): Promise<boolean> {
+    const url = await this.fetchUrl(rel)
     try {
       const got = await fetchObject({
-        url: this.url(rel), dest: this.path(rel), maxBytes: f.maxBytes,
+        url, dest: this.path(rel), maxBytes: f.maxBytes,
         ...(f.hash !== undefined ? { hash: f.hash } : {}), ...(f.bytes !== undefined ? { bytes: f.bytes } : {}),
         ...(this.o.timeoutMs !== undefined ? { timeoutMs: this.o.timeoutMs } : {}),
         ...(this.o.stallMs !== undefined ? { stallMs: this.o.stallMs } : {}),
@@ -281,6 +305,8 @@ class Mirror {
       }
       return true
     } catch (err) {
+      // A signed URL is a secret for its lifetime, and no name for a user: errors name the object.
+      if (err instanceof PipeError && url !== this.url(rel)) err.message = err.message.split(url).join(this.url(rel))
       // Absence can only refuse a version: a signature missing is no signature, which the check judges.
       const absent = err instanceof PipeError && (err.code === FETCH_CODES.notFound || (f.probed === true && err.code === FETCH_CODES.forbidden))
       if (absent) {

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { UsageError } from '../core/errors.js'
 import { defineStage } from '../core/stage.js'
+import { landStaged, stagedFolder } from '../storage/folders.js'
 
 const unpaired = (name: string, without: string) => new UsageError('pack.not-signed', `${name} came without ${without}: keep pack-version's documents together; nothing of it was published`)
 
@@ -36,6 +37,13 @@ export const packCommitSink = defineStage({
         ctx.signal.throwIfAborted()
         const r = await commitPack(item.draft, manifest.signature, item.signature)
         manifest = undefined
+        // A store in a bucket: the version was committed into a local copy of it, and lands now.
+        const staged = stagedFolder(item.draft.store)
+        if (staged) {
+          ctx.summary.landed = (await landStaged(staged)).length
+          ctx.summary.store = staged.storage.location
+          await staged.remove()
+        }
         versions++
         if (o.views) {
           const { writeStoreViews } = await import('../formats/pack/publish/store-views.js')

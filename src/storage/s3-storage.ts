@@ -217,6 +217,15 @@ export class S3Storage implements Storage {
     }
   }
 
+  /**
+   * A URL that GETs the object for `seconds` without credentials of its own (SigV4 in the query): how the
+   * HTTP(S) fetcher, with its Range resume and hash checks, reads a bucket.
+   */
+  async signedGetUrl(key: string, seconds: number): Promise<string> {
+    const { getSignedUrl } = await import('@aws-sdk/s3-request-presigner')
+    return getSignedUrl(this.client, new sdk.GetObjectCommand({ Bucket: this.bucket, Key: this.full(key) }), { expiresIn: seconds })
+  }
+
   async head(key: string): Promise<ObjectHead | null> {
     try {
       const out = await this.client.send(new sdk.HeadObjectCommand({ Bucket: this.bucket, Key: this.full(key) }))

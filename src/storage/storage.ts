@@ -6,7 +6,7 @@
  * that moves (a pack's ref), reads whole or by range, and listings by prefix.
  */
 import type { Readable } from 'node:stream'
-import { PipeError } from '../core/errors.js'
+import { EXIT_USAGE, PipeError } from '../core/errors.js'
 
 /** Bytes in memory, or a local file streamed from disk (a raw file of an hour may be gigabytes). */
 export type PutBody = Uint8Array | { file: string }
@@ -47,12 +47,13 @@ export interface Storage {
 
 export const isObjectStoreUrl = (location: string): boolean => /^s3:\/\//i.test(location)
 
-export function objectDiffers(where: string, detail = ''): PipeError {
-  return new PipeError('storage.object-differs', `already exists with other bytes${detail}: a sealed or published object is never overwritten`, { location: { file: where } })
+/** Another writer got there first (exit 2: the state of the storage, not data failing a check). */
+export function objectDiffers(where: string): PipeError {
+  return new PipeError('storage.object-differs', 'already exists with other bytes: a sealed or published object is never overwritten', { exitCode: EXIT_USAGE, location: { file: where } })
 }
 
 export function objectChanged(where: string): PipeError {
-  return new PipeError('storage.changed', 'was changed by another writer since it was read: read it again and decide anew', { location: { file: where } })
+  return new PipeError('storage.changed', 'was changed by another writer since it was read: read it again and decide anew', { exitCode: EXIT_USAGE, location: { file: where } })
 }
 
 export function tooLarge(where: string, size: number, maxBytes: number): PipeError {

@@ -22,6 +22,8 @@ export interface CephS3 {
   secretAccessKey: string
   /** The environment a `pipe` process needs to reach it: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3. */
   env: Record<string, string>
+  /** The gateway's own counters of what it was asked (`perf dump`'s rgw section: req, get, put, ...), for the benches. */
+  counters(): Record<string, number>
   stop(): Promise<void>
 }
 
@@ -146,6 +148,10 @@ rgw dns name = 127.0.0.1
       accessKeyId: ACCESS_KEY,
       secretAccessKey: SECRET_KEY,
       env: { AWS_ACCESS_KEY_ID: ACCESS_KEY, AWS_SECRET_ACCESS_KEY: SECRET_KEY, AWS_REGION: 'us-east-1', AWS_ENDPOINT_URL_S3: endpoint },
+      counters() {
+        const dump = JSON.parse(run('ceph', ['--admin-daemon', join(dir, 'run', 'client.rgw.asok'), 'perf', 'dump'])) as { rgw?: Record<string, unknown> }
+        return Object.fromEntries(Object.entries(dump.rgw ?? {}).filter((e): e is [string, number] => typeof e[1] === 'number'))
+      },
       stop,
     }
   } catch (err) {

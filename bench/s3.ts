@@ -4,8 +4,9 @@
  * bucket a real S3 API server on loopback (Ceph RGW with an in-memory OSD, scripts/ceph-s3.ts); then
  * `pipe run verify --root s3://…` over the sealed hour in MB/s of raw JSON (decompressed raw.jsonl.zst bytes
  * / wall seconds), beside verify of the local copy, with the requests each asked of the gateway (its own
- * counters). The seals alternate BENCH_ROUNDS times (default 3), each side's best wall time counts. The last
- * line is machine-readable:
+ * counters). The seals alternate BENCH_ROUNDS times (default 3), each side's best wall time counts. Then the
+ * requests a day of one chain costs: the golden day sealed into the bucket and verified from it, counted by
+ * the gateway (docs/scale.md extrapolates them). The last line is machine-readable:
  *   seal-hour-s3 ratio-vs-local R verify-s3-mb-per-s V
  * R = the seal to the bucket's wall seconds / the seal to a folder's; V = verify from the bucket's MB/s.
  *
@@ -18,6 +19,7 @@ import { join } from 'node:path'
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3'
 import { Decompressor } from 'zstd-napi'
 import { startCephS3 } from '../scripts/ceph-s3.js'
+import { buildGolden } from '../scripts/make-golden-record.js'
 import { timedCli, type Timed } from './timed-cli.js'
 import { HOUR, ROUNDS, prepareHour } from './hours.js'
 
@@ -33,7 +35,9 @@ try {
   if (!existsSync(join(keys, 'jwks.json'))) timedCli(['key', 'new', '--out', keys, '--valid-from', '2026-01-01T00:00:00.000000000Z'])
   const keyFile = join(keys, (await readdir(keys)).find((f) => f !== 'jwks.json')!)
   const jwks = join(keys, 'jwks.json')
-  const env = { ...process.env, ...ceph.env }
+  // The golden day below is sealed in this process.
+  Object.assign(process.env, ceph.env)
+  const env = { ...process.env }
   const client = new S3Client({ endpoint: ceph.endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey } })
   await client.send(new CreateBucketCommand({ Bucket: 'bench' }))
   client.destroy()
@@ -78,6 +82,18 @@ try {
     console.log(`seal to the bucket (best):   ${bucket.wall.toFixed(2)} s wall, ${bucket.cpu.toFixed(1)} s CPU, peak RSS ${bucket.rssMb.toFixed(0)} MB; gateway requests ${JSON.stringify(sealRequests)}`)
     console.log(`verify the folder:           ${verifyLocal.wall.toFixed(2)} s, ${mbps(verifyLocal).toFixed(0)} MB/s of ${(rawBytes / 1e6).toFixed(0)} MB raw JSON, peak RSS ${verifyLocal.rssMb.toFixed(0)} MB`)
     console.log(`verify the bucket:           ${verifyBucket.wall.toFixed(2)} s, ${mbps(verifyBucket).toFixed(0)} MB/s, peak RSS ${verifyBucket.rssMb.toFixed(0)} MB; gateway requests ${JSON.stringify(requests)}`)
+
+    // What a day costs in requests (docs/scale.md): the golden day (25 hours of one chain, its daily
+    // manifest after hour 23) sealed into the bucket, then verified from it, each counted by the gateway.
+    const dayStart = ceph.counters()
+    await buildGolden(join(dir, `golden-${process.pid}`), 's3://bench/golden')
+    const daySealed = ceph.counters()
+    const dayVerify = timedCli(['run', 'verify', '--root', 's3://bench/golden', '--keys', join(dir, `golden-${process.pid}`, 'jwks.json'), '--to', '2026-10-04', '--json'], { env })
+    const dayVerified = ceph.counters()
+    await rm(join(dir, `golden-${process.pid}`), { recursive: true, force: true })
+    const hours = (JSON.parse(dayVerify.stdout) as { hours: number }).hours
+    const delta = (a: Record<string, number>, b: Record<string, number>) => ({ req: b.req! - a.req!, get: b.get! - a.get!, put: b.put! - a.put! })
+    console.log(`a day of one chain (${hours} hours and its daily manifest): sealing asked ${JSON.stringify(delta(dayStart, daySealed))}, verify asked ${JSON.stringify(delta(daySealed, dayVerified))}`)
     console.log(`seal-hour-s3 ratio-vs-local ${(bucket.wall / local.wall).toFixed(3)} verify-s3-mb-per-s ${mbps(verifyBucket).toFixed(0)}`)
   } finally {
     await rm(localRoot, { recursive: true, force: true })

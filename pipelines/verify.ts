@@ -54,7 +54,7 @@ export const verifyRecordStage = defineStage({
     const mirrors = new Map<string, MirroredRoot>()
     const closeMirrors = async () => { for (const m of mirrors.values()) await m.close() }
     ctx.onFailure(closeMirrors)
-    for (const root of o.roots) if (isObjectStoreUrl(root) && !mirrors.has(root)) mirrors.set(root, await mirroring.MirroredRoot.open(root))
+    for (const root of o.roots) if (isObjectStoreUrl(root) && !mirrors.has(root)) mirrors.set(root, await mirroring.MirroredRoot.open(root, { ...(o.from !== undefined ? { from: o.from } : {}), ...(o.to !== undefined ? { to: o.to } : {}) }))
     const byDir = new Map([...mirrors.values()].map((m) => [m.dir, m]))
     const named = (text: string) => [...mirrors.values()].reduce((t, m) => m.name(t), text)
     const verifier = new RecordVerifier({

@@ -72,6 +72,11 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
     t.equal(summary.days, 2)
     const both = await pipe(['run', 'verify', '--root', root, '--root', GOLDEN_ROOT, '--keys', GOLDEN_KEYS, '--json', '--s3-endpoint', endpoint], env)
     t.equal(both.code, 0, `the bucket and the folder are copies of one chain: ${both.out}${both.err}`)
+    for (const [range, hours] of [[['--from', '2026-10-05'], 1], [['--to', '2026-10-04'], 24]] as const) {
+      const part = await pipe(['run', 'verify', '--root', root, '--keys', GOLDEN_KEYS, '--json', '--s3-endpoint', endpoint, ...range], env)
+      t.equal(part.code, 0, part.out)
+      t.equal((JSON.parse(part.out) as { hours: number }).hours, hours, `${range.join(' ')}: the hours of those dates, the link into them checked`)
+    }
     t.same(await readdir(scratch), [], 'the local mirror is removed')
 
     // Query in place: the bucket's tables, fetched through the S3 client (this DuckDB build has no httpfs

@@ -35,14 +35,17 @@ export class MirroredRoot {
     private readonly store: Storage,
   ) {}
 
-  /** Mirrors the root's manifests and signatures into a new folder under the system's temporary folder. */
-  static async open(url: string): Promise<MirroredRoot> {
+  /**
+   * Mirrors the root's manifests and signatures into a new folder under the system's temporary folder: of
+   * every date, or of the dates from the day before `range.from` (whose manifests link into it) to `range.to`.
+   */
+  static async open(url: string, range: { from?: string; to?: string } = {}): Promise<MirroredRoot> {
     const store = await openStorage(url)
     const dir = join(tmpdir(), `.pipe-verify.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
     await mkdir(dir)
     const root = new MirroredRoot(url, dir, store)
     try {
-      await root.mirrorManifests()
+      await root.mirrorManifests(range)
     } catch (err) {
       await root.close()
       throw err
@@ -50,9 +53,10 @@ export class MirroredRoot {
     return root
   }
 
-  private async mirrorManifests(): Promise<void> {
+  private async mirrorManifests(range: { from?: string; to?: string }): Promise<void> {
     const running = new Set<Promise<void>>()
-    for await (const { key } of this.store.list('')) {
+    const first = range.from === undefined ? undefined : new Date(Date.parse(`${range.from}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
+    for await (const { key } of range.from === undefined && range.to === undefined ? this.store.list('') : this.keysOfDates(first, range.to)) {
       if (!plainParts(key)) continue
       const hour = HOUR_FILE.exec(key)
       const isManifest = hour ? hour[2] === 'manifest.json' || hour[2] === 'manifest.json.sig' : DAY_FILE.test(key)
@@ -68,6 +72,21 @@ export class MirroredRoot {
       if (running.size >= FETCHES_AT_ONCE) await Promise.race(running)
     }
     await Promise.all(running)
+  }
+
+  /** The keys of the dates from `first` to `last` (inclusive; open when undefined) of every chain: a listing a date. */
+  private async *keysOfDates(first: string | undefined, last: string | undefined): AsyncIterable<{ key: string }> {
+    for (const r of (await this.store.folders('')).filter((n) => n.startsWith('recorder='))) {
+      for (const v of (await this.store.folders(r)).filter((n) => n.startsWith('venue='))) {
+        for (const c of (await this.store.folders(`${r}/${v}`)).filter((n) => n.startsWith('channel='))) {
+          for (const d of await this.store.folders(`${r}/${v}/${c}`)) {
+            const date = d.slice(5)
+            if (!d.startsWith('date=') || (first !== undefined && date < first) || (last !== undefined && date > last)) continue
+            yield* this.store.list(`${r}/${v}/${c}/${d}/`)
+          }
+        }
+      }
+    }
   }
 
   /**

@@ -65,7 +65,7 @@ export const verifyRecordStage = defineStage({
       strict: o.strict,
       signal: ctx.signal,
       report: (f) => ctx.findings.add({ check: f.check, code: f.code, path: named(f.path), line: f.line, detail: named(f.detail) }),
-      ...(mirrors.size > 0 ? { hourFiles: { fetch: async (root: string, rel: string) => byDir.get(root)?.fetchHour(rel), release: async (root: string, rel: string) => byDir.get(root)?.releaseHour(rel) } } : {}),
+      ...(mirrors.size > 0 ? { mirror: { fetch: async (root: string, rel: string) => (await byDir.get(root)?.fetch(rel)) ?? (async () => undefined) } } : {}),
     })
     Object.assign(ctx.summary, { hours: 0, days: 0, chains: 0 })
     return (async function* () {

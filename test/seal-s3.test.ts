@@ -8,7 +8,8 @@ import t from 'tap'
 import { JournalBuilder } from '../src/formats/record/journal/journal.js'
 import { writeJwksFile, writePrivateJwkFile } from '../src/formats/record/keys/keys.js'
 import { eventTime, type JournalEvent } from '../src/formats/record/types.js'
-import { fetchFolder } from '../src/storage/folders.js'
+import { fetchFolder, folderFiles } from '../src/storage/folders.js'
+import { MirroredRoot } from '../src/formats/record/verify/mirrored-root.js'
 import { openStorage, type Storage } from '../src/storage/storage.js'
 import { buildGolden, DAY_START, GOLDEN_DIR, goldenEvents, goldenKey, HOUR, listFiles, RECORDER } from '../scripts/make-golden-record.js'
 import { childEnv } from './helpers/io.js'
@@ -79,6 +80,21 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
     }
     t.same(await readdir(scratch), [], 'the local mirror is removed')
 
+    // The mirror holds one date's manifests and one hour's files at a time.
+    const mirror = await MirroredRoot.open(root)
+    t.teardown(() => mirror.close())
+    const day = 'recorder=golden/venue=binance/channel=trades/date=2026-10-04'
+    const inMirror = async () => (await folderFiles(mirror.dir)).length
+    t.equal(await inMirror(), 0, 'at first, folders only')
+    const releaseDay = await mirror.fetch(day)
+    t.equal(await inMirror(), 24 * 2 + 2, 'a date: its 24 hours\' and its own manifests and signatures')
+    const releaseHour = await mirror.fetch(`${day}/hour=03`)
+    t.equal(await inMirror(), 24 * 2 + 2 + 2, 'an hour: its raw file and table besides')
+    await releaseHour()
+    t.equal(await inMirror(), 24 * 2 + 2, 'let go of, the hour\'s files are removed')
+    await releaseDay()
+    t.equal(await inMirror(), 0, 'and the date\'s manifests')
+
     // Query in place: the bucket's tables, fetched through the S3 client (this DuckDB build has no httpfs
     // offline), read by DuckDB with the Hive partition columns, equal the golden folder's, decimals exact.
     const fetched = join(work, 'fetched')
@@ -111,6 +127,16 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
     const onTable = report.findings.filter((f) => f.path === `${root}/${table}`)
     t.ok(onTable.some((f) => f.check === 2 && f.code === 'file.blake3'), `check 2 names ${root}/${table}: ${JSON.stringify(report.findings.slice(0, 3))}`)
     t.notOk(report.findings.some((f) => f.path.includes('.pipe-verify')), 'no finding names the local mirror')
+
+    // Keys that are no plain path are never mirrored: the bucket's own copy stays verifiable, nothing lands outside.
+    const hostile = await openStorage(`${url}/hostile`)
+    await copyGolden(hostile)
+    const scratch = await mkdtemp(join(work, 'hostile-tmp-'))
+    await hostile.putIfAbsent('recorder=golden/venue=binance/channel=trades/date=2026-10-04/hour=00/../../../../../../escaped', Buffer.from('x'))
+    await hostile.putIfAbsent('recorder=golden/venue=binance/channel=trades/date=2026-10-04/../../../../../../../manifest.json', Buffer.from('x'))
+    const checked = await pipe(['run', 'verify', '--root', `${url}/hostile`, '--keys', GOLDEN_KEYS, '--json'], { TMPDIR: scratch })
+    t.equal(checked.code, 0, checked.out)
+    t.same(await readdir(scratch), [], 'nothing written beside the mirror, and the mirror removed')
   })
 
   t.test('two sealers racing on one hour from different frames: one wins, the other stops, and verify passes', async (t) => {

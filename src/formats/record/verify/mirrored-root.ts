@@ -1,8 +1,9 @@
 /**
- * A root in object storage, verified through a local mirror of what the checks read: every manifest and
- * signature (small, and all of them are needed to walk the chains), and the files of one hour at a time,
- * fetched before the hour is checked and removed after. The verifier itself reads a folder as always, so
- * a bucket is checked by exactly the rules a folder is; findings name the objects, not the mirror.
+ * A root in object storage, verified through a local mirror of what the checks read: the folders of the
+ * sealed layout (from one listing), then, as the verifier walks, one date's manifests and signatures at a
+ * time, and within it one hour's files at a time, each fetched before it is read and removed after. The
+ * verifier itself reads a folder as always, so a bucket is checked by exactly the rules a folder is;
+ * findings name the objects, not the mirror. Local disk holds one date's manifests and one hour's files.
  *
  * Only keys of the sealed layout are mirrored (recorder=/venue=/channel=/date=/hour=, each part a plain
  * name): a hostile key cannot reach outside the mirror, and anything else in the bucket is ignored, as
@@ -24,7 +25,7 @@ const DAY_FILE = new RegExp(`^${CHAIN}/date=\\d{4}-\\d{2}-\\d{2}/manifest\\.json
 const HOUR_FILE = new RegExp(`^(${CHAIN}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2})/(${PART})$`)
 const plainParts = (key: string) => key.split('/').every((p) => p !== '.' && p !== '..')
 
-/** Manifests fetched at once while the mirror is made. */
+/** Objects fetched at once. */
 const FETCHES_AT_ONCE = 16
 
 export class MirroredRoot {
@@ -36,8 +37,9 @@ export class MirroredRoot {
   ) {}
 
   /**
-   * Mirrors the root's manifests and signatures into a new folder under the system's temporary folder: of
-   * every date, or of the dates from the day before `range.from` (whose manifests link into it) to `range.to`.
+   * Makes a mirror of the root in a new folder under the system's temporary folder, holding at first only
+   * the date folders of each chain (every date, or from the day before `range.from`, whose manifests link
+   * into it, to `range.to`): a few listings a chain, however many hours it holds.
    */
   static async open(url: string, range: { from?: string; to?: string } = {}): Promise<MirroredRoot> {
     const store = await openStorage(url)
@@ -45,7 +47,14 @@ export class MirroredRoot {
     await mkdir(dir)
     const root = new MirroredRoot(url, dir, store)
     try {
-      await root.mirrorManifests(range)
+      const first = range.from === undefined ? undefined : new Date(Date.parse(`${range.from}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
+      for (const chain of await root.chains()) {
+        for (const d of await store.folders(chain)) {
+          const date = d.slice(5)
+          if (!/^date=\d{4}-\d{2}-\d{2}$/.test(d) || (first !== undefined && date < first) || (range.to !== undefined && date > range.to)) continue
+          await mkdir(join(dir, ...chain.split('/'), d), { recursive: true })
+        }
+      }
     } catch (err) {
       await root.close()
       throw err
@@ -53,39 +62,74 @@ export class MirroredRoot {
     return root
   }
 
-  private async mirrorManifests(range: { from?: string; to?: string }): Promise<void> {
+  /** The chains' keys (recorder=/venue=/channel=) below the root, each part a plain name. */
+  private async chains(): Promise<string[]> {
+    const plain = (n: string, key: string) => n.startsWith(`${key}=`) && n.length > key.length + 1 && plainParts(n) && !/[\\\0]/.test(n)
+    const out: string[] = []
+    for (const r of (await this.store.folders('')).filter((n) => plain(n, 'recorder'))) {
+      for (const v of (await this.store.folders(r)).filter((n) => plain(n, 'venue'))) {
+        for (const c of (await this.store.folders(`${r}/${v}`)).filter((n) => plain(n, 'channel'))) out.push(`${r}/${v}/${c}`)
+      }
+    }
+    return out
+  }
+
+  /** How many readers hold each folder's files (a date's manifests, an hour's files) present. */
+  private readonly held = new Map<string, number>()
+
+  /**
+   * Makes the files below `rel` present: a date folder's manifests and signatures (its own and its hours'),
+   * or an hour folder's other files. Gives what lets them go: the last reader's release removes them.
+   */
+  async fetch(rel: string): Promise<() => Promise<void>> {
+    const folder = rel.split(/[\\/]/).join('/')
+    const isHour = /\/hour=[^/]+$/.test(folder)
+    const readers = this.held.get(folder) ?? 0
+    this.held.set(folder, readers + 1)
+    if (readers === 0) {
+      try {
+        await this.fetchFiles(folder, isHour)
+      } catch (err) {
+        await this.release(folder, isHour)
+        throw err
+      }
+    }
+    return () => this.release(folder, isHour)
+  }
+
+  private async fetchFiles(folder: string, isHour: boolean): Promise<void> {
     const running = new Set<Promise<void>>()
-    const first = range.from === undefined ? undefined : new Date(Date.parse(`${range.from}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
-    for await (const { key } of range.from === undefined && range.to === undefined ? this.store.list('') : this.keysOfDates(first, range.to)) {
+    for await (const { key } of this.store.list(`${folder}/`)) {
       if (!plainParts(key)) continue
       const hour = HOUR_FILE.exec(key)
       const isManifest = hour ? hour[2] === 'manifest.json' || hour[2] === 'manifest.json.sig' : DAY_FILE.test(key)
-      if (!isManifest && !hour) continue
-      // Every hour folder is made, so that the walk sees an hour whose manifest is missing as a folder.
-      const folder = join(this.dir, ...(hour ? hour[1]! : key.slice(0, key.lastIndexOf('/'))).split('/'))
-      if (!isManifest) {
-        await mkdir(folder, { recursive: true })
-        continue
-      }
-      const task = this.fetch(key, key.endsWith('.sig') ? SIGNATURE_LIMIT.maxBytes : MANIFEST_LIMIT.maxBytes).finally(() => running.delete(task))
+      // An hour's own files, or a date's manifests (its own, and each of its hours').
+      if (isHour ? !hour || hour[1] !== folder || isManifest : !isManifest) continue
+      const limit = !isManifest ? Infinity : key.endsWith('.sig') ? SIGNATURE_LIMIT.maxBytes : MANIFEST_LIMIT.maxBytes
+      const task = this.fetchObject(key, limit).finally(() => running.delete(task))
       running.add(task)
       if (running.size >= FETCHES_AT_ONCE) await Promise.race(running)
     }
     await Promise.all(running)
   }
 
-  /** The keys of the dates from `first` to `last` (inclusive; open when undefined) of every chain: a listing a date. */
-  private async *keysOfDates(first: string | undefined, last: string | undefined): AsyncIterable<{ key: string }> {
-    for (const r of (await this.store.folders('')).filter((n) => n.startsWith('recorder='))) {
-      for (const v of (await this.store.folders(r)).filter((n) => n.startsWith('venue='))) {
-        for (const c of (await this.store.folders(`${r}/${v}`)).filter((n) => n.startsWith('channel='))) {
-          for (const d of await this.store.folders(`${r}/${v}/${c}`)) {
-            const date = d.slice(5)
-            if (!d.startsWith('date=') || (first !== undefined && date < first) || (last !== undefined && date > last)) continue
-            yield* this.store.list(`${r}/${v}/${c}/${d}/`)
-          }
-        }
-      }
+  private async release(folder: string, isHour: boolean): Promise<void> {
+    const readers = (this.held.get(folder) ?? 1) - 1
+    if (readers > 0) {
+      this.held.set(folder, readers)
+      return
+    }
+    this.held.delete(folder)
+    const path = join(this.dir, ...folder.split('/'))
+    const manifest = (name: string) => name === 'manifest.json' || name === 'manifest.json.sig'
+    // An hour lets go of its files, keeping the manifests its date holds; a date lets go of its manifests.
+    const remove = async (dir: string, take: (name: string) => boolean) => {
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) if (e.isFile() && take(e.name)) await rm(join(dir, e.name), { force: true })
+    }
+    if (isHour) await remove(path, (name) => !manifest(name))
+    else {
+      await remove(path, manifest)
+      for (const e of await readdir(path, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) await remove(join(path, e.name), manifest)
     }
   }
 
@@ -93,30 +137,12 @@ export class MirroredRoot {
    * Fetches one object into the mirror, streamed to disk. A manifest or signature larger than a verifier
    * reads is fetched only that far and one byte past it, so that the check refuses it as it would a file.
    */
-  private async fetch(key: string, maxBytes = Infinity): Promise<void> {
+  private async fetchObject(key: string, maxBytes: number): Promise<void> {
     const path = join(this.dir, ...key.split('/'))
     await mkdir(path.slice(0, path.lastIndexOf('/')), { recursive: true })
     const body = await this.store.read(key, Number.isFinite(maxBytes) ? { start: 0, end: maxBytes + 1 } : undefined)
     if (!body) return
     await pipeline(body, createWriteStream(path))
-  }
-
-  /** Fetches the files of the hour folder `rel` (below the root) other than its manifest and signature. */
-  async fetchHour(rel: string): Promise<void> {
-    const prefix = `${rel.split(/[\\/]/).join('/')}/`
-    for await (const { key } of this.store.list(prefix)) {
-      const hour = HOUR_FILE.exec(key)
-      if (!hour || !plainParts(key) || hour[1] !== prefix.slice(0, -1) || hour[2] === 'manifest.json' || hour[2] === 'manifest.json.sig') continue
-      await this.fetch(key)
-    }
-  }
-
-  /** Removes what {@link fetchHour} fetched, keeping the manifests. */
-  async releaseHour(rel: string): Promise<void> {
-    const folder = join(this.dir, ...rel.split(/[\\/]/))
-    for (const name of await readdir(folder).catch(() => [] as string[])) {
-      if (name !== 'manifest.json' && name !== 'manifest.json.sig') await rm(join(folder, name), { force: true })
-    }
   }
 
   /** A path in the mirror as the object's URL; other text unchanged. */

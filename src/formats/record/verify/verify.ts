@@ -1069,10 +1069,11 @@ export interface VerifyOptions {
   decode?: Partial<Pick<DecodeOptions, 'maxRatio' | 'maxOutputBytes' | 'windowLogMax'>>
   maxLineBytes?: number
   /**
-   * For roots mirrored from object storage (mirrored-root.ts): the files of an hour folder (`rel`, below the
-   * root) are fetched before the hour is checked, and let go after.
+   * For roots mirrored from object storage (mirrored-root.ts): makes the files below `rel` (a date folder:
+   * its manifests; an hour folder: its files) present in the root's mirror before they are read, and gives
+   * what lets them go after.
    */
-  hourFiles?: { fetch(root: string, rel: string): Promise<void>; release(root: string, rel: string): Promise<void> }
+  mirror?: { fetch(root: string, rel: string): Promise<() => Promise<void>> }
   /**
    * Raw files up to this many bytes (as stored) are decompressed on this thread, larger ones on a worker
    * thread, whose start costs about what decompressing 200 MB here does. Default 16 MiB.
@@ -1269,71 +1270,92 @@ export class RecordVerifier {
     for (const date of allDates) {
       if (!this.inRange(date)) continue
       this.aborted()
-      const dayStart = dayStartNs(date)!
-      const dayRel = `date=${date}`
-      const hours = await this.listHours(chain, date)
-      const daily = await this.readVersions(chain, `${dayRel}/manifest.json`)
-      if (hours.length === 0 && daily.length === 0) continue
-      this.summary.days++
-      if (prevDate !== null && prevDate + NS_PER_DAY < dayStart) daySkipped(prevDate + NS_PER_DAY, dayStart - NS_PER_DAY)
-      prevDate = dayStart
+      const release = await this.present(chain, `date=${date}`)
+      try {
+        const dayStart = dayStartNs(date)!
+        const dayRel = `date=${date}`
+        const hours = await this.listHours(chain, date)
+        const daily = await this.readVersions(chain, `${dayRel}/manifest.json`)
+        if (hours.length === 0 && daily.length === 0) continue
+        this.summary.days++
+        if (prevDate !== null && prevDate + NS_PER_DAY < dayStart) daySkipped(prevDate + NS_PER_DAY, dayStart - NS_PER_DAY)
+        prevDate = dayStart
 
-      const present = new Map<string, ManifestVersion[]>()
-      for (const hh of hours) {
-        this.aborted()
-        const start = dayStart + BigInt(Number(hh)) * NS_PER_HOUR
-        const { versions, progress } = await this.verifyHour(chain, `${dayRel}/hour=${hh}`, start)
-        if (versions.length === 0) continue
-        present.set(hh, versions)
-        this.summary.hours++
-        const path = join(versions[0]!.roots[0]!, chain.rel, dayRel, `hour=${hh}`, 'manifest.json')
-        for (const f of await hourLink.link(start, versions, this.fromNs, () => this.storedHashes(chain, hourRelOf(start - NS_PER_HOUR)))) this.report(path, f)
-        yield progress
-      }
+        const present = new Map<string, ManifestVersion[]>()
+        for (const hh of hours) {
+          this.aborted()
+          const start = dayStart + BigInt(Number(hh)) * NS_PER_HOUR
+          const { versions, progress } = await this.verifyHour(chain, `${dayRel}/hour=${hh}`, start)
+          if (versions.length === 0) continue
+          present.set(hh, versions)
+          this.summary.hours++
+          const path = join(versions[0]!.roots[0]!, chain.rel, dayRel, `hour=${hh}`, 'manifest.json')
+          for (const f of await hourLink.link(start, versions, this.fromNs, () => this.storedHashes(chain, hourRelOf(start - NS_PER_HOUR)))) this.report(path, f)
+          yield progress
+        }
 
-      if (daily.length === 0) {
-        // The chain's last stored day may still be open: its daily manifest is not due yet.
-        if (date !== lastStored) daySkipped(dayStart, dayStart)
-        continue
+        if (daily.length === 0) {
+          // The chain's last stored day may still be open: its daily manifest is not due yet.
+          if (date !== lastStored) daySkipped(dayStart, dayStart)
+          continue
+        }
+        this.forkFinding(chain, `${dayRel}/manifest.json`, daily)
+        const dailyPath = (root: string) => join(root, chain.rel, dayRel, 'manifest.json')
+        for (const { bytes, version } of daily) {
+          const path = dailyPath(version.roots[0]!)
+          const c = checkManifestBytes(bytes, 'daily')
+          for (const f of c.findings) this.report(path, f)
+          const m = c.value
+          if (!m) continue
+          version.previous = section(previousSchema, m, 'previous_manifest_blake3')
+          for (const f of identityFindings(m, chain)) this.report(path, f)
+          if (typeof m.date === 'string' && m.date !== date) this.report(path, { check: 5, code: 'chain.interval', detail: `date is ${m.date}, but the manifest sits in date=${date}` })
+          for (const f of checkDailyHours(m, present)) this.report(path, f)
+          for (const root of version.roots) await this.checkSignature(dailyPath(root), bytes, m, dayStart + NS_PER_DAY)
+        }
+        const versions = daily.map((d) => d.version)
+        const path = dailyPath(versions[0]!.roots[0]!)
+        for (const f of await dayLink.link(dayStart, versions, this.fromNs, () => this.storedHashes(chain, `date=${dateOf(dayStart - NS_PER_DAY)}`))) this.report(path, f)
+        // The day the first daily manifest names as previous, when no root holds it.
+        for (const d of dayLink.takeMissing()) daySkipped(d, d)
+      } finally {
+        await release()
       }
-      this.forkFinding(chain, `${dayRel}/manifest.json`, daily)
-      const dailyPath = (root: string) => join(root, chain.rel, dayRel, 'manifest.json')
-      for (const { bytes, version } of daily) {
-        const path = dailyPath(version.roots[0]!)
-        const c = checkManifestBytes(bytes, 'daily')
-        for (const f of c.findings) this.report(path, f)
-        const m = c.value
-        if (!m) continue
-        version.previous = section(previousSchema, m, 'previous_manifest_blake3')
-        for (const f of identityFindings(m, chain)) this.report(path, f)
-        if (typeof m.date === 'string' && m.date !== date) this.report(path, { check: 5, code: 'chain.interval', detail: `date is ${m.date}, but the manifest sits in date=${date}` })
-        for (const f of checkDailyHours(m, present)) this.report(path, f)
-        for (const root of version.roots) await this.checkSignature(dailyPath(root), bytes, m, dayStart + NS_PER_DAY)
-      }
-      const versions = daily.map((d) => d.version)
-      const path = dailyPath(versions[0]!.roots[0]!)
-      for (const f of await dayLink.link(dayStart, versions, this.fromNs, () => this.storedHashes(chain, `date=${dateOf(dayStart - NS_PER_DAY)}`))) this.report(path, f)
-      // The day the first daily manifest names as previous, when no root holds it.
-      for (const d of dayLink.takeMissing()) daySkipped(d, d)
     }
+  }
+
+  /** Makes the files below `rel` (in the chain) present in every root; gives what lets them go (mirrored roots only). */
+  private async present(chain: Chain, rel: string): Promise<() => Promise<void>> {
+    const mirror = this.opts.mirror
+    if (!mirror) return async () => undefined
+    const releases: (() => Promise<void>)[] = []
+    try {
+      for (const root of chain.roots) releases.push(await mirror.fetch(root, join(chain.rel, rel)))
+    } catch (err) {
+      for (const r of releases) await r()
+      throw err
+    }
+    return async () => { for (const r of releases) await r() }
   }
 
   /** The BLAKE3 of each stored copy of the manifest in directory `rel`, or null when no root holds one. */
   private async storedHashes(chain: Chain, rel: string): Promise<Set<string> | null> {
-    const stored = await this.readVersions(chain, `${rel}/manifest.json`)
-    return stored.length === 0 ? null : new Set(stored.map((v) => v.version.blake3))
+    const release = await this.present(chain, rel.split('/')[0]!)
+    try {
+      const stored = await this.readVersions(chain, `${rel}/manifest.json`)
+      return stored.length === 0 ? null : new Set(stored.map((v) => v.version.blake3))
+    } finally {
+      await release()
+    }
   }
 
   /** Checks one hour in every root that holds it; returns its manifest versions for the chain checks. */
   private async verifyHour(chain: Chain, rel: string, start: bigint): Promise<{ versions: ManifestVersion[]; progress: HourVerified }> {
-    const files = this.opts.hourFiles
-    if (!files) return this.verifyHourIn(chain, rel, start)
-    const hourRel = join(chain.rel, rel)
+    const release = await this.present(chain, rel)
     try {
-      for (const root of chain.roots) await files.fetch(root, hourRel)
       return await this.verifyHourIn(chain, rel, start)
     } finally {
-      for (const root of chain.roots) await files.release(root, hourRel)
+      await release()
     }
   }
 

@@ -11,9 +11,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { accepts, freePort } from './loopback.js'
 
 export interface CephS3 {
   /** `http://127.0.0.1:PORT` */
@@ -29,22 +29,6 @@ export interface CephS3 {
 
 const ACCESS_KEY = 'PIPETESTACCESSKEY000'
 const SECRET_KEY = 'pipe-test-secret-key-on-loopback-only-0000'
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-async function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1')
-    s.once('connect', () => { s.destroy(); resolve(true) })
-    s.once('error', () => resolve(false))
-  })
-}
 
 /** Whether this machine has Ceph's daemons (radosgw, ceph-mon, ceph-osd). */
 export function hasCeph(): boolean {

@@ -10,7 +10,6 @@
  * - no fork: `pipe run verify` over the bucket passes, with no finding of check 5 (`forks`).
  * The last line: soak-s3 pairs N double-wins D no-wins W mixed M overwrites O forks F
  */
-import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -27,6 +26,7 @@ import { simulateReplicas } from '../src/sim/replicas.js'
 import { openStorage } from '../src/storage/storage.js'
 import { binanceSpot } from '../src/venues/binance.js'
 import { startCephS3 } from './ceph-s3.js'
+import { runNode } from './loopback.js'
 
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true'
 const PAIRS = Number(process.env.SOAK_PAIRS ?? 100)
@@ -37,17 +37,7 @@ const CLI = fileURLToPath(new URL('../bin/pipe.js', import.meta.url))
 const hourName = (k: number) => new Date(Number((START + BigInt(k) * HOUR) / 1_000_000n)).toISOString().slice(0, 13)
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex')
 
-function pipe(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; err: string; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { err += d.toString() })
-    child.once('error', reject)
-    child.once('exit', (code) => resolve({ code: code ?? -1, err, out }))
-  })
-}
+const pipe = (args: string[], env: NodeJS.ProcessEnv) => runNode(CLI, args, env)
 
 const work = await mkdtemp(join(tmpdir(), 'soak-s3-'))
 const ceph = await startCephS3()

@@ -5,7 +5,7 @@
  * signature; and bad input refused with exit 2 and one line, the store's ref left as it was.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -13,7 +13,7 @@ import { DuckDBInstance } from '@duckdb/node-api'
 import t from 'tap'
 import { childEnv } from './helpers/io.js'
 import { needs } from './helpers/tools.js'
-import { LIFE, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+import { LIFE, patternRecord, writeLifeRecords } from '../src/sim/pack-records.js'
 
 const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
 const base = await mkdtemp(join(tmpdir(), 'pipe-pack-cli-'))
@@ -27,15 +27,7 @@ const BLOCK = patternRecord('square', LIFE, [[0, 0], [1, 0], [0, 1], [1, 1]])
 const BLINKER = patternRecord('square', LIFE, [[0, 1], [1, 1], [2, 1]])
 const GLIDER = patternRecord('square', LIFE, [[1, 0], [2, 1], [0, 2], [1, 2], [2, 2]], { speed: 'c/4 diagonal' })
 
-async function records(folder: string, patterns: Record<string, unknown>[], date: string): Promise<string> {
-  await mkdir(folder, { recursive: true })
-  await writeJsonl(join(folder, 'tilings.jsonl'), [{ family: 'square' }])
-  await writeJsonl(join(folder, 'rules.jsonl'), [ruleRecord(LIFE)])
-  await writeJsonl(join(folder, 'patterns.jsonl'), patterns)
-  await writeJsonl(join(folder, 'verifications.jsonl'), patterns.map((p, i) => verificationRecord(i + 1, LIFE, p, date)))
-  await writeFile(join(folder, 'pack.json'), JSON.stringify({ title: 'cli', description: 'published by the CLI test' }))
-  return folder
-}
+const records = (folder: string, patterns: Record<string, unknown>[], date: string) => writeLifeRecords(folder, patterns, date, { title: 'cli', description: 'published by the CLI test' })
 
 const json = (stdout: string) => JSON.parse(stdout) as Record<string, unknown>
 

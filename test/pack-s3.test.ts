@@ -4,15 +4,15 @@
  * the bucket, pack-import takes a version from it, and two publishers racing to move one feed on: one
  * wins, the other is refused, and the store still checks.
  */
-import { spawn } from 'node:child_process'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { LIFE, patternRecord, ruleRecord, verificationRecord, writeJsonl } from '../src/sim/pack-records.js'
+import { LIFE, patternRecord, writeLifeRecords } from '../src/sim/pack-records.js'
 import { folderFiles } from '../src/storage/folders.js'
 import { openStorage, type Storage } from '../src/storage/storage.js'
+import { runNode } from '../scripts/loopback.js'
 import { childEnv } from './helpers/io.js'
 import { newBucket } from './helpers/s3.js'
 import { needs } from './helpers/tools.js'
@@ -27,15 +27,7 @@ const GLIDER = patternRecord('square', LIFE, [[1, 0], [2, 1], [0, 2], [1, 2], [2
 const TUB = patternRecord('square', LIFE, [[1, 0], [0, 1], [2, 1], [1, 2]])
 const BEEHIVE = patternRecord('square', LIFE, [[1, 0], [2, 0], [0, 1], [3, 1], [1, 2], [2, 2]])
 
-async function records(folder: string, patterns: Record<string, unknown>[], date: string): Promise<string> {
-  await mkdir(folder, { recursive: true })
-  await writeJsonl(join(folder, 'tilings.jsonl'), [{ family: 'square' }])
-  await writeJsonl(join(folder, 'rules.jsonl'), [ruleRecord(LIFE)])
-  await writeJsonl(join(folder, 'patterns.jsonl'), patterns)
-  await writeJsonl(join(folder, 'verifications.jsonl'), patterns.map((p, i) => verificationRecord(i + 1, LIFE, p, date)))
-  await writeFile(join(folder, 'pack.json'), JSON.stringify({ title: 's3', description: 'published to a bucket' }))
-  return folder
-}
+const records = (folder: string, patterns: Record<string, unknown>[], date: string) => writeLifeRecords(folder, patterns, date, { title: 's3', description: 'published to a bucket' })
 
 async function sameTree(t: Test, store: Storage, dir: string, what: string): Promise<void> {
   const keys: string[] = []
@@ -52,15 +44,7 @@ t.test('pack stores in a bucket', needs('radosgw'), async (t) => {
   t.teardown(() => rm(base, { recursive: true, force: true }))
   const { url } = await newBucket()
   const env = { ...childEnv(), PIPE_HOME: join(base, 'home') }
-  const pipe = (args: string[]) => new Promise<{ code: number; out: string; err: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { err += d.toString() })
-    child.once('error', reject)
-    child.once('exit', (code) => resolve({ code: code ?? -1, out, err }))
-  })
+  const pipe = (args: string[]) => runNode(cli, args, env)
   t.equal((await pipe(['pack', 'key', '--name', 'S3 Publisher', '--seed', '0b'.repeat(32), '--created', T0])).code, 0)
 
   const local = join(base, 'store')

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process'
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,6 +11,7 @@ import { fetchFolder, folderFiles } from '../src/storage/folders.js'
 import { MirroredRoot } from '../src/formats/record/verify/mirrored-root.js'
 import { openStorage, type Storage } from '../src/storage/storage.js'
 import { buildGolden, DAY_START, GOLDEN_DIR, goldenEvents, goldenKey, HOUR, listFiles, RECORDER } from '../scripts/make-golden-record.js'
+import { runNode } from '../scripts/loopback.js'
 import { childEnv } from './helpers/io.js'
 import { newBucket } from './helpers/s3.js'
 import { needs } from './helpers/tools.js'
@@ -20,19 +20,15 @@ const cli = fileURLToPath(new URL('../dist/bin/pipe.js', import.meta.url))
 const GOLDEN_ROOT = join(GOLDEN_DIR, 'root')
 const GOLDEN_KEYS = join(GOLDEN_DIR, 'jwks.json')
 
-interface Run { code: number; out: string; err: string }
+const pipe = (args: string[], env: NodeJS.ProcessEnv = {}, onSpawn?: (pid: number) => void) => runNode(cli, args, { ...childEnv(), ...env }, onSpawn)
 
-function pipe(args: string[], env: NodeJS.ProcessEnv = {}, onSpawn?: (pid: number) => void): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], { env: { ...childEnv(), ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-    if (onSpawn && child.pid !== undefined) onSpawn(child.pid)
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d: Buffer) => { out += d.toString() })
-    child.stderr.on('data', (d: Buffer) => { err += d.toString() })
-    child.once('error', reject)
-    child.once('exit', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), out, err }))
-  })
+/** The golden key as files a seal-hour takes: signing-key.jwk and jwks.json in `dir`. */
+async function goldenKeyFiles(dir: string): Promise<{ key: string; jwks: string }> {
+  await mkdir(dir)
+  const { privateJwk, publicJwk } = await goldenKey()
+  await writePrivateJwkFile(join(dir, 'signing-key.jwk'), privateJwk)
+  await writeJwksFile(join(dir, 'jwks.json'), { keys: [publicJwk] })
+  return { key: join(dir, 'signing-key.jwk'), jwks: join(dir, 'jwks.json') }
 }
 
 async function keysOf(store: Storage): Promise<string[]> {
@@ -140,11 +136,7 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
   })
 
   t.test('two sealers racing on one hour from different frames: one wins, the other stops, and verify passes', async (t) => {
-    const keyDir = join(work, 'race-keys')
-    await mkdir(keyDir)
-    const { privateJwk, publicJwk } = await goldenKey()
-    await writePrivateJwkFile(join(keyDir, 'signing-key.jwk'), privateJwk)
-    await writeJwksFile(join(keyDir, 'jwks.json'), { keys: [publicJwk] })
+    const keys = await goldenKeyFiles(join(work, 'race-keys'))
     const until = DAY_START + HOUR + 10n * 1_000_000_000n
     const events = goldenEvents().filter((e) => eventTime(e) < until)
     const journal = async (name: string, keep: (e: JournalEvent, i: number) => boolean) => {
@@ -155,7 +147,7 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
     }
     const firstFrame = events.findIndex((e) => e.kind === 'frame' && e.receiveTime >= DAY_START + 60n * 1_000_000_000n)
     const journals = [await journal('race-a', () => true), await journal('race-b', (_e, i) => i !== firstFrame)]
-    const seal = (journalDir: string, root: string) => pipe(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', '2026-10-04T00', '--journal', journalDir, '--out', root, '--key', join(keyDir, 'signing-key.jwk'), '--recorder', RECORDER, '--recorder-stopped', '--json'])
+    const seal = (journalDir: string, root: string) => pipe(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', '2026-10-04T00', '--journal', journalDir, '--out', root, '--key', keys.key, '--recorder', RECORDER, '--recorder-stopped', '--json'])
     for (let round = 0; round < 5; round++) {
       const root = `${url}/race-${round}`
       const runs = await Promise.all(journals.map((j) => seal(j, root)))
@@ -165,7 +157,7 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
       t.equal(lost.code, 2, lost.err)
       t.match(lost.err, /seal\.hour-differs/)
       t.match(lost.err, new RegExp(`${root}/recorder=golden/venue=binance/channel=trades/date=2026-10-04/hour=00/`))
-      const verify = await pipe(['run', 'verify', '--root', root, '--keys', join(keyDir, 'jwks.json'), '--json'])
+      const verify = await pipe(['run', 'verify', '--root', root, '--keys', keys.jwks, '--json'])
       t.equal(verify.code, 0, `round ${round}: the hour verifies: ${verify.out}`)
       const again = await seal(journals[runs.indexOf(won[0]!)]!, root)
       t.equal(again.code, 0, 'the winner\'s seal again is a no-op')
@@ -174,15 +166,11 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
   })
 
   t.test('a seal stopped part way is completed by sealing again; the next hour waits for it', async (t) => {
-    const keyDir = join(work, 'stop-keys')
-    await mkdir(keyDir)
-    const { privateJwk, publicJwk } = await goldenKey()
-    await writePrivateJwkFile(join(keyDir, 'signing-key.jwk'), privateJwk)
-    await writeJwksFile(join(keyDir, 'jwks.json'), { keys: [publicJwk] })
+    const keys = await goldenKeyFiles(join(work, 'stop-keys'))
     const b = new JournalBuilder(join(work, 'stop-journal'))
     for (const e of goldenEvents()) if (eventTime(e) < DAY_START + 4n * HOUR + 10n * 1_000_000_000n) await b.append(e)
     await b.commit()
-    const sealTo = (root: string, hour: string, onSpawn?: (pid: number) => void) => pipe(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', hour, '--journal', join(work, 'stop-journal'), '--out', root, '--key', join(keyDir, 'signing-key.jwk'), '--recorder', RECORDER, '--recorder-stopped', '--json'], {}, onSpawn)
+    const sealTo = (root: string, hour: string, onSpawn?: (pid: number) => void) => pipe(['run', 'seal-hour', '--venue', 'binance', '--channel', 'trades', '--hour', hour, '--journal', join(work, 'stop-journal'), '--out', root, '--key', keys.key, '--recorder', RECORDER, '--recorder-stopped', '--json'], {}, onSpawn)
     // The hours as a seal that is never stopped makes them.
     const whole = await openStorage(`${url}/unstopped`)
     for (const h of ['00', '01', '02']) t.equal((await sealTo(whole.location, `2026-10-04T${h}`)).code, 0)
@@ -200,9 +188,9 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
     t.equal(redo.code, 0, redo.err)
     t.match(redo.out, /"sealed":"sealed"/)
     t.equal((await seal('2026-10-04T02')).code, 0)
-    const keys = await keysOf(whole)
-    t.same(await keysOf(store), keys, 'the same objects as a seal never stopped')
-    for (const key of keys) t.ok((await store.get(key, 1 << 30))!.equals((await whole.get(key, 1 << 30))!), `${key}: the same bytes`)
+    const objects = await keysOf(whole)
+    t.same(await keysOf(store), objects, 'the same objects as a seal never stopped')
+    for (const key of objects) t.ok((await store.get(key, 1 << 30))!.equals((await whole.get(key, 1 << 30))!), `${key}: the same bytes`)
     // A seal killed at a moment of its own: sealing again completes it, and the chain verifies.
     let pid = 0
     const killed = seal('2026-10-04T03', (p) => { pid = p })
@@ -211,7 +199,7 @@ t.test('object storage on a real S3 server (Ceph RGW on loopback)', needs('rados
     t.comment(`the seal killed: exit ${(await killed).code}`)
     const completed = await seal('2026-10-04T03')
     t.equal(completed.code, 0, completed.err)
-    const verify = await pipe(['run', 'verify', '--root', root, '--keys', join(keyDir, 'jwks.json'), '--json'])
+    const verify = await pipe(['run', 'verify', '--root', root, '--keys', keys.jwks, '--json'])
     t.equal(verify.code, 0, verify.out)
     t.match(verify.out, /"hours":4/)
   })

@@ -82,3 +82,17 @@ export async function writeJsonl(path: string, rows: readonly object[]): Promise
   await mkdir(dirname(path), { recursive: true })
   await writeFile(path, rows.map((r) => JSON.stringify(r) + '\n').join(''))
 }
+
+/**
+ * A records folder of Life patterns on the square tiling, each verified on `date`: tilings, rules,
+ * patterns, verifications and pack.json (`meta`, its title and description). Gives the folder.
+ */
+export async function writeLifeRecords(folder: string, patterns: Record<string, unknown>[], date: string, meta: { title: string; description: string }): Promise<string> {
+  await mkdir(folder, { recursive: true })
+  await writeJsonl(`${folder}/tilings.jsonl`, [{ family: 'square' }])
+  await writeJsonl(`${folder}/rules.jsonl`, [ruleRecord(LIFE)])
+  await writeJsonl(`${folder}/patterns.jsonl`, patterns)
+  await writeJsonl(`${folder}/verifications.jsonl`, patterns.map((p, i) => verificationRecord(i + 1, LIFE, p, date)))
+  await writeFile(`${folder}/pack.json`, JSON.stringify(meta))
+  return folder
+}

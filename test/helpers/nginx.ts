@@ -5,32 +5,15 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { accepts, freePort } from '../../scripts/loopback.js'
 
 export interface Nginx {
   /** `http://127.0.0.1:PORT` */
   base: string
   port: number
   stop(): Promise<void>
-}
-
-/** A free loopback port: one the system gave a listener that is closed again. */
-export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const port = (server.address() as { port: number }).port
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
-
-async function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1')
-    s.once('connect', () => { s.destroy(); resolve(true) })
-    s.once('error', () => resolve(false))
-  })
 }
 
 export async function startNginx(root: string): Promise<Nginx> {

@@ -95,8 +95,9 @@ rgw dns name = 127.0.0.1
       child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000) })
       children.push(child)
       // A watcher of its own kills the daemon, and removes the cluster's folder, if this process dies
-      // without stopping it (a test killed at its timeout): a cluster must not outlive its test.
-      spawn('sh', ['-c', 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; kill -9 "$2" 2>/dev/null; rm -rf "$3"', 'watch', String(process.pid), String(child.pid), dir], { stdio: 'ignore', detached: true }).unref()
+      // without stopping it (a test killed at its timeout): a cluster must not outlive its test. A daemon
+      // that exits while this process lives (an OSD started again) leaves the folder alone.
+      spawn('sh', ['-c', 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done; if ! kill -0 "$1" 2>/dev/null; then kill -9 "$2" 2>/dev/null; rm -rf "$3"; fi', 'watch', String(process.pid), String(child.pid), dir], { stdio: 'ignore', detached: true }).unref()
       return { child, stderr: () => stderr }
     }
     spawnSync('ceph-authtool', ['--create-keyring', join(dir, 'keyring'), '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *'], { stdio: 'ignore' })

@@ -30,7 +30,6 @@ const FETCHES_AT_ONCE = 16
 
 export class MirroredRoot {
   private constructor(
-    readonly url: string,
     /** The local folder the verifier is given as the root. */
     readonly dir: string,
     private readonly store: Storage,
@@ -45,7 +44,7 @@ export class MirroredRoot {
     const store = await openStorage(url)
     const dir = join(tmpdir(), `.pipe-verify.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
     await mkdir(dir)
-    const root = new MirroredRoot(url, dir, store)
+    const root = new MirroredRoot(dir, store)
     try {
       const first = range.from === undefined ? undefined : new Date(Date.parse(`${range.from}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)
       for (const chain of await root.chains()) {
@@ -147,7 +146,7 @@ export class MirroredRoot {
 
   /** A path in the mirror as the object's URL; other text unchanged. */
   name(text: string): string {
-    return text.split(this.dir).join(this.url)
+    return text.split(this.dir).join(this.store.location)
   }
 
   async close(): Promise<void> {

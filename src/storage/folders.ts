@@ -16,7 +16,11 @@ import type { Storage } from './storage.js'
 /** Transfers at once. */
 const AT_ONCE = 8
 
-async function inTurns<T>(items: AsyncIterable<T> | Iterable<T>, each: (item: T) => Promise<void>): Promise<void> {
+/**
+ * Runs `each` over the items, at most 8 at once; after a failure nothing more starts, and the first
+ * failure is thrown once every started one has ended.
+ */
+export async function inTurns<T>(items: AsyncIterable<T> | Iterable<T>, each: (item: T) => Promise<void>): Promise<void> {
   const running = new Set<Promise<void>>()
   let failed: unknown
   for await (const item of items) {
@@ -30,7 +34,7 @@ async function inTurns<T>(items: AsyncIterable<T> | Iterable<T>, each: (item: T)
 }
 
 /** A key every part of which is a plain name: one that cannot reach outside the folder it is fetched into. */
-const plainKey = (key: string) => key.split('/').every((p) => p !== '' && p !== '.' && p !== '..' && !p.includes('\\') && !p.includes('\0'))
+export const plainKey = (key: string) => key.split('/').every((p) => p !== '' && p !== '.' && p !== '..' && !p.includes('\\') && !p.includes('\0'))
 
 /**
  * Fetches every object below the storage's root into `dir`, laid out as in the bucket; refuses a key that
@@ -42,15 +46,20 @@ export async function fetchFolder(store: Storage, dir: string, signal?: AbortSig
   await inTurns(store.list(''), async ({ key, size }) => {
     signal?.throwIfAborted()
     if (!plainKey(key)) throw new PipeError('storage.bad-key', 'is not a plain path of names: it is not fetched', { location: { file: store.where(key) } })
-    const path = join(dir, ...key.split('/'))
-    await mkdir(path.slice(0, path.lastIndexOf(sep)), { recursive: true })
-    const body = await store.read(key)
-    if (!body) return
-    await pipeline(body, createWriteStream(path), ...(signal ? [{ signal }] : []))
+    if (!(await fetchObjectInto(store, key, join(dir, ...key.split('/')), { ...(signal ? { signal } : {}) }))) return
     files++
     bytes += size
   })
   return { files, bytes }
+}
+
+/** Streams one object (or `range` of it) into a local file, its folder made; false when there is no such object. */
+export async function fetchObjectInto(store: Storage, key: string, path: string, o: { range?: { start: number; end?: number }; signal?: AbortSignal } = {}): Promise<boolean> {
+  await mkdir(path.slice(0, path.lastIndexOf(sep)), { recursive: true })
+  const body = await store.read(key, o.range)
+  if (!body) return false
+  await pipeline(body, createWriteStream(path), ...(o.signal ? [{ signal: o.signal }] : []))
+  return true
 }
 
 /** Every regular file below `dir`, as '/'-separated paths relative to it, in name order. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 import { open } from 'node:fs/promises'
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { S3Client as S3ClientType } from '@aws-sdk/client-s3'
 import { PipeError, UsageError } from '../core/errors.js'
 import { objectChanged, objectDiffers, tooLarge, type ObjectHead, type PutBody, type Storage } from './storage.js'
@@ -200,10 +200,7 @@ export class S3Storage implements Storage {
   }
 
   async read(key: string, range?: { start: number; end?: number }): Promise<Readable | null> {
-    if (range && range.end !== undefined && range.end <= range.start) {
-      const { Readable: R } = await import('node:stream')
-      return R.from([])
-    }
+    if (range && range.end !== undefined && range.end <= range.start) return Readable.from([])
     try {
       const out = await this.client.send(new sdk.GetObjectCommand({
         Bucket: this.bucket,

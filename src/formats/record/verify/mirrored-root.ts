@@ -10,11 +10,10 @@
  * the verifier ignores stray files in a folder.
  */
 import { randomBytes } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { pipeline } from 'node:stream/promises'
+import { fetchObjectInto, inTurns, plainKey } from '../../../storage/folders.js'
 import { openStorage, type Storage } from '../../../storage/storage.js'
 import { MANIFEST_LIMIT } from '../manifest.js'
 import { SIGNATURE_LIMIT } from '../keys/jws.js'
@@ -23,10 +22,6 @@ const PART = '[^/\\\\\\0]+'
 const CHAIN = `recorder=${PART}/venue=${PART}/channel=${PART}`
 const DAY_FILE = new RegExp(`^${CHAIN}/date=\\d{4}-\\d{2}-\\d{2}/manifest\\.json(\\.sig)?$`)
 const HOUR_FILE = new RegExp(`^(${CHAIN}/date=\\d{4}-\\d{2}-\\d{2}/hour=\\d{2})/(${PART})$`)
-const plainParts = (key: string) => key.split('/').every((p) => p !== '.' && p !== '..')
-
-/** Objects fetched at once. */
-const FETCHES_AT_ONCE = 16
 
 export class MirroredRoot {
   private constructor(
@@ -63,7 +58,7 @@ export class MirroredRoot {
 
   /** The chains' keys (recorder=/venue=/channel=) below the root, each part a plain name. */
   private async chains(): Promise<string[]> {
-    const plain = (n: string, key: string) => n.startsWith(`${key}=`) && n.length > key.length + 1 && plainParts(n) && !/[\\\0]/.test(n)
+    const plain = (n: string, key: string) => n.startsWith(`${key}=`) && n.length > key.length + 1 && plainKey(n)
     const out: string[] = []
     for (const r of (await this.store.folders('')).filter((n) => plain(n, 'recorder'))) {
       for (const v of (await this.store.folders(r)).filter((n) => plain(n, 'venue'))) {
@@ -97,19 +92,17 @@ export class MirroredRoot {
   }
 
   private async fetchFiles(folder: string, isHour: boolean): Promise<void> {
-    const running = new Set<Promise<void>>()
-    for await (const { key } of this.store.list(`${folder}/`)) {
-      if (!plainParts(key)) continue
+    await inTurns(this.store.list(`${folder}/`), async ({ key }) => {
+      if (!plainKey(key)) return
       const hour = HOUR_FILE.exec(key)
       const isManifest = hour ? hour[2] === 'manifest.json' || hour[2] === 'manifest.json.sig' : DAY_FILE.test(key)
       // An hour's own files, or a date's manifests (its own, and each of its hours').
-      if (isHour ? !hour || hour[1] !== folder || isManifest : !isManifest) continue
-      const limit = !isManifest ? Infinity : key.endsWith('.sig') ? SIGNATURE_LIMIT.maxBytes : MANIFEST_LIMIT.maxBytes
-      const task = this.fetchObject(key, limit).finally(() => running.delete(task))
-      running.add(task)
-      if (running.size >= FETCHES_AT_ONCE) await Promise.race(running)
-    }
-    await Promise.all(running)
+      if (isHour ? !hour || hour[1] !== folder || isManifest : !isManifest) return
+      // A manifest or signature larger than a verifier reads is fetched only that far and a byte past it,
+      // so that the check refuses it as it would a file.
+      const limit = !isManifest ? undefined : key.endsWith('.sig') ? SIGNATURE_LIMIT.maxBytes : MANIFEST_LIMIT.maxBytes
+      await fetchObjectInto(this.store, key, join(this.dir, ...key.split('/')), limit === undefined ? {} : { range: { start: 0, end: limit + 1 } })
+    })
   }
 
   private async release(folder: string, isHour: boolean): Promise<void> {
@@ -130,18 +123,6 @@ export class MirroredRoot {
       await remove(path, manifest)
       for (const e of await readdir(path, { withFileTypes: true }).catch(() => [])) if (e.isDirectory()) await remove(join(path, e.name), manifest)
     }
-  }
-
-  /**
-   * Fetches one object into the mirror, streamed to disk. A manifest or signature larger than a verifier
-   * reads is fetched only that far and one byte past it, so that the check refuses it as it would a file.
-   */
-  private async fetchObject(key: string, maxBytes: number): Promise<void> {
-    const path = join(this.dir, ...key.split('/'))
-    await mkdir(path.slice(0, path.lastIndexOf('/')), { recursive: true })
-    const body = await this.store.read(key, Number.isFinite(maxBytes) ? { start: 0, end: maxBytes + 1 } : undefined)
-    if (!body) return
-    await pipeline(body, createWriteStream(path))
   }
 
   /** A path in the mirror as the object's URL; other text unchanged. */
